@@ -1,0 +1,144 @@
+//! The tactic file exactly as written: every key known, every value optional, nothing merged yet.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::hints::HintsConfig;
+
+/// Top level of a tactic file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTactic {
+    #[serde(default)]
+    pub(crate) global: Option<RawAgent>,
+    pub(crate) agent_configs: Vec<RawAgent>,
+    #[serde(default)]
+    pub(crate) steps: Option<serde_yaml::Value>,
+}
+
+/// One agent's keys (also the keys of `global`, which has no `name`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAgent {
+    pub(crate) name: Option<String>,
+    pub(crate) model_name: Option<String>,
+    pub(crate) system_prompt: Option<String>,
+    pub(crate) system_prompt_path: Option<String>,
+    pub(crate) model_args: Option<Map<String, Value>>,
+    pub(crate) inference_hints: Option<HintsConfig>,
+    pub(crate) tools: Option<serde_yaml::Value>,
+    pub(crate) max_exception_retry: Option<u32>,
+    pub(crate) max_interrupt_steps: Option<u32>,
+    pub(crate) max_llm_recall: Option<u32>,
+}
+
+/// Where a system prompt comes from, after the agent's choice has replaced `global`'s.
+pub(crate) enum PromptSource {
+    Inline(String),
+    Path(String),
+}
+
+impl RawAgent {
+    /// This agent's keys with `global` under them: objects merge, everything else is replaced by the
+    /// agent's value. Nothing is shared with `global` afterwards.
+    pub(crate) fn over(self, global: &RawAgent) -> RawAgent {
+        let model_args = match (self.model_args, &global.model_args) {
+            (Some(mut mine), Some(base)) => {
+                let mut merged = base.clone();
+                crate::merge::deep_merge(&mut merged, std::mem::take(&mut mine));
+                Some(merged)
+            }
+            (mine, base) => mine.or_else(|| base.clone()),
+        };
+        let inference_hints = match (self.inference_hints, &global.inference_hints) {
+            (Some(mine), Some(base)) => Some(mine.over(base)),
+            (mine, base) => mine.or_else(|| base.clone()),
+        };
+        // The agent's prompt, in either form, replaces global's prompt in either form.
+        let (system_prompt, system_prompt_path) =
+            if self.system_prompt.is_some() || self.system_prompt_path.is_some() {
+                (self.system_prompt, self.system_prompt_path)
+            } else {
+                (
+                    global.system_prompt.clone(),
+                    global.system_prompt_path.clone(),
+                )
+            };
+        RawAgent {
+            name: self.name,
+            model_name: self.model_name.or_else(|| global.model_name.clone()),
+            system_prompt,
+            system_prompt_path,
+            model_args,
+            inference_hints,
+            tools: self.tools.or_else(|| global.tools.clone()),
+            max_exception_retry: self.max_exception_retry.or(global.max_exception_retry),
+            max_interrupt_steps: self.max_interrupt_steps.or(global.max_interrupt_steps),
+            max_llm_recall: self.max_llm_recall.or(global.max_llm_recall),
+        }
+    }
+
+    /// The prompt source, or why there is none.
+    pub(crate) fn prompt_source(&self) -> Result<PromptSource, &'static str> {
+        match (&self.system_prompt, &self.system_prompt_path) {
+            (Some(text), None) => Ok(PromptSource::Inline(text.clone())),
+            (None, Some(path)) => Ok(PromptSource::Path(path.clone())),
+            (Some(_), Some(_)) => Err("set either system_prompt or system_prompt_path, not both"),
+            (None, None) => Err(
+                "a system prompt is required: set system_prompt (inline text) or system_prompt_path (a file under prompts/)",
+            ),
+        }
+    }
+
+    /// Applies `f` to every string value, naming each by its field path.
+    pub(crate) fn for_each_string<E>(
+        &mut self,
+        f: &mut dyn FnMut(&str, &mut String) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut fields: Vec<(&str, &mut String)> = Vec::new();
+        for (name, value) in [
+            ("model_name", &mut self.model_name),
+            ("system_prompt", &mut self.system_prompt),
+            ("system_prompt_path", &mut self.system_prompt_path),
+        ] {
+            if let Some(v) = value.as_mut() {
+                fields.push((name, v));
+            }
+        }
+        if let Some(hints) = self.inference_hints.as_mut() {
+            if let Some(v) = hints.session_prefix.as_mut() {
+                fields.push(("inference_hints.session_prefix", v));
+            }
+            if let Some(v) = hints.cache_salt.as_mut() {
+                fields.push(("inference_hints.cache_salt", v));
+            }
+        }
+        for (name, value) in fields {
+            f(name, value)?;
+        }
+        if let Some(args) = self.model_args.as_mut() {
+            for (key, value) in args.iter_mut() {
+                for_each_json_string(&format!("model_args.{key}"), value, f)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn for_each_json_string<E>(
+    path: &str,
+    value: &mut Value,
+    f: &mut dyn FnMut(&str, &mut String) -> Result<(), E>,
+) -> Result<(), E> {
+    match value {
+        Value::String(s) => f(path, s),
+        Value::Array(items) => items
+            .iter_mut()
+            .enumerate()
+            .try_for_each(|(i, v)| for_each_json_string(&format!("{path}[{i}]"), v, f)),
+        Value::Object(map) => map
+            .iter_mut()
+            .try_for_each(|(k, v)| for_each_json_string(&format!("{path}.{k}"), v, f)),
+        _ => Ok(()),
+    }
+}

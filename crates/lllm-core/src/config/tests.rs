@@ -1,0 +1,176 @@
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::*;
+use crate::hints::Profile;
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "PORT" => Some("8123".into()),
+        "KEY" => Some("sk-from-env".into()),
+        _ => None,
+    }
+}
+
+fn parse(text: &str) -> Result<TacticSpec, ConfigError> {
+    parse_tactic(text.as_bytes(), Path::new("t.yaml"), &env)
+}
+
+fn parse_ok(text: &str) -> TacticSpec {
+    match parse(text) {
+        Ok(spec) => spec,
+        Err(e) => panic!("expected a valid tactic, got: {e}"),
+    }
+}
+
+fn parse_err(text: &str) -> String {
+    match parse(text) {
+        Ok(spec) => panic!("expected an error, got {spec:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const BASE: &str = r#"
+global:
+  model_name: hosted_vllm/Qwen/Qwen2.5-7B-Instruct
+  model_args: {api_base: "http://127.0.0.1:${PORT}/v1", max_tokens: 512, extra_body: {nvext: {extra_fields: [a]}}}
+  inference_hints: {profile: dynamo, priority: 5, speculative_prefill: true}
+agent_configs:
+  - name: planner
+    system_prompt: You plan for {{ team }}.
+    inference_hints: {priority: 9}
+    model_args: {temperature: 0.1, extra_body: {nvext: {agent_hints: {osl: 3}}}}
+  - name: critic
+    system_prompt: You criticise.
+    model_name: openai/gpt-4o-mini
+"#;
+
+#[test]
+fn global_is_deep_merged_under_each_agent() {
+    let spec = parse_ok(BASE);
+    let planner = spec.agent("planner").expect("planner");
+    assert_eq!(planner.model, "hosted_vllm/Qwen/Qwen2.5-7B-Instruct");
+    assert_eq!(
+        planner.model_args.api_base.as_deref(),
+        Some("http://127.0.0.1:8123/v1")
+    );
+    assert_eq!(planner.model_args.params.get("max_tokens"), Some(&json!(512)));
+    assert_eq!(planner.model_args.params.get("temperature"), Some(&json!(0.1)));
+    assert_eq!(
+        serde_json::Value::Object(planner.model_args.extra_body.clone()),
+        json!({"nvext": {"extra_fields": ["a"], "agent_hints": {"osl": 3}}})
+    );
+    let hints = planner.inference_hints.as_ref().expect("hints");
+    assert_eq!(hints.profile(), Profile::Dynamo);
+    assert_eq!(hints.priority(), Some(9));
+    assert_eq!(hints.speculative_prefill(), Some(true));
+
+    let critic = spec.agent("critic").expect("critic");
+    assert_eq!(critic.model, "openai/gpt-4o-mini");
+    assert_eq!(critic.inference_hints.as_ref().and_then(|h| h.priority()), Some(5));
+    assert!(!critic.model_args.params.contains_key("temperature"), "no leak between agents");
+    assert_eq!(
+        serde_json::Value::Object(critic.model_args.extra_body.clone()),
+        json!({"nvext": {"extra_fields": ["a"]}}),
+        "no leak from one agent's merge into global"
+    );
+    assert_eq!(critic.max_llm_recall, DEFAULT_MAX_LLM_RECALL);
+}
+
+#[test]
+fn misspelt_key_reports_line_column_and_suggestion() {
+    let text = "agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    modle_args: {}\n";
+    let err = parse(text).expect_err("unknown key");
+    assert_eq!(err.position(), Some(Position { line: 5, column: 5 }));
+    let text = err.to_string();
+    assert!(text.starts_with("t.yaml:5:5: "), "{text}");
+    assert!(text.contains("unknown field `modle_args`"), "{text}");
+    assert!(text.contains("did you mean `model_args`?"), "{text}");
+}
+
+#[test]
+fn misspelt_hint_and_profile_get_suggestions() {
+    let err = parse_err("global: {model_name: m, system_prompt: s, inference_hints: {prority: 1}}\nagent_configs: [{name: a}]\n");
+    assert!(err.contains("did you mean `priority`?"), "{err}");
+    let err = parse_err("global: {model_name: m, system_prompt: s, inference_hints: {profile: dynamoo}}\nagent_configs: [{name: a}]\n");
+    assert!(err.contains("did you mean `dynamo`?"), "{err}");
+    assert!(err.starts_with("t.yaml:1:"), "{err}");
+}
+
+#[test]
+fn wrong_types_and_ranges_report_position() {
+    let err = parse_err("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    max_llm_recall: lots\n");
+    assert!(err.starts_with("t.yaml:5:"), "{err}");
+    assert!(err.contains("invalid type"), "{err}");
+    let err = parse_err("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    inference_hints: {profile: dynamo, osl: -1}\n");
+    assert!(err.starts_with("t.yaml:5:"), "{err}");
+}
+
+#[test]
+fn hints_a_profile_cannot_send_are_rejected_naming_the_agent() {
+    let err = parse_err("agent_configs:\n  - {name: a, model_name: m, system_prompt: s, inference_hints: {priority: 1}}\n");
+    assert_eq!(
+        err,
+        "t.yaml: agent_configs[0] (a): inference_hints.priority: the `openai` profile cannot send `priority`; profiles that can: dynamo, vllm, sglang"
+    );
+}
+
+#[test]
+fn semantic_errors_name_the_field() {
+    let cases = [
+        ("agent_configs: []\n", "agent_configs: a tactic needs at least one agent"),
+        ("agent_configs: [{model_name: m, system_prompt: s}]\n", "agent_configs[0].name"),
+        ("agent_configs: [{name: a, system_prompt: s}]\n", "agent_configs[0] (a).model_name"),
+        ("agent_configs: [{name: a, model_name: m}]\n", "agent_configs[0] (a).system_prompt: a system prompt is required"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, system_prompt_path: p}]\n", "not both"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s}, {name: a, model_name: m, system_prompt: s}]\n", "already the name of agent_configs[0]"),
+        ("global: {name: x}\nagent_configs: [{name: a, model_name: m, system_prompt: s}]\n", "global.name"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${NOPE}\"}}]\n", "agent_configs[0].model_args.api_key: the environment variable `NOPE` is not set"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_token: 3}}]\n", "did you mean `max_tokens`?"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: \"{{ x\"}]\n", "not a valid template"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: []}]\n", "tools are not supported"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s}]\nsteps: []\n", "steps are not supported"),
+        ("   \n", "the file is empty"),
+    ];
+    for (text, expected) in cases {
+        let err = parse_err(text);
+        assert!(err.contains(expected), "for {text:?}: {err}");
+        assert!(err.starts_with("t.yaml"), "{err}");
+    }
+}
+
+#[test]
+fn invalid_yaml_and_bytes_are_errors_not_panics() {
+    let err = parse_err("agent_configs: [\n");
+    assert!(err.starts_with("t.yaml:"), "{err}");
+    let err = parse_tactic(b"agent_configs:\n  - name: \xff\n", Path::new("t.yaml"), &env)
+        .expect_err("not utf-8")
+        .to_string();
+    assert_eq!(err, "t.yaml:2:11: the file is not valid UTF-8; save it as UTF-8");
+}
+
+#[test]
+fn api_key_from_env_never_shows_in_debug_output() {
+    let spec = parse_ok("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${KEY}\"}}]\n");
+    let agent = &spec.agents[0];
+    assert_eq!(agent.model_args.api_key.as_ref().map(|k| k.expose()), Some("sk-from-env"));
+    assert!(!format!("{spec:?}").contains("sk-from-env"));
+}
+
+#[test]
+fn system_prompt_path_resolves_next_to_the_file() {
+    let dir = std::env::temp_dir().join(format!("lllm-config-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("prompts/planner")).expect("dir");
+    std::fs::write(dir.join("prompts/planner/system.md"), "Plan {{ goal }}").expect("write");
+    let file: PathBuf = dir.join("tactic.yaml");
+    let text = "agent_configs: [{name: a, model_name: m, system_prompt_path: planner/system}]\n";
+    let spec = parse_tactic(text.as_bytes(), &file, &env).expect("loads");
+    assert_eq!(spec.agents[0].system_prompt.template(), "Plan {{ goal }}");
+    let missing = "agent_configs: [{name: a, model_name: m, system_prompt_path: nope}]\n";
+    let err = parse_tactic(missing.as_bytes(), &file, &env)
+        .expect_err("missing")
+        .to_string();
+    assert!(err.contains("system_prompt_path: prompt `nope` not found"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,417 @@
+//! Dialogs: one reasoning chain each, with a stable id and cheap forks.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
+
+use crate::message::{Message, Usage};
+
+/// A dialog's identity: a random UUID v4, shown in simple form (32 lowercase hex characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DialogId(Uuid);
+
+impl DialogId {
+    /// A fresh random id.
+    pub fn new() -> Self {
+        DialogId(Uuid::new_v4())
+    }
+}
+
+impl Default for DialogId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for DialogId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0.simple(), f)
+    }
+}
+
+/// The text is not a dialog id.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("`{0}` is not a dialog id: expected 32 hexadecimal characters (a UUID in simple form)")]
+pub struct InvalidDialogId(String);
+
+impl FromStr for DialogId {
+    type Err = InvalidDialogId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::try_parse(s)
+            .map(DialogId)
+            .map_err(|_| InvalidDialogId(s.to_owned()))
+    }
+}
+
+impl Serialize for DialogId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for DialogId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A frozen run of messages, shared by every dialog forked at or after it.
+#[derive(Debug)]
+struct Segment {
+    earlier: Option<Arc<Segment>>,
+    len_before: usize,
+    messages: Vec<Message>,
+}
+
+impl Segment {
+    fn total_len(&self) -> usize {
+        self.len_before + self.messages.len()
+    }
+}
+
+/// The messages of a dialog: a shared, immutable prefix plus a private tail.
+///
+/// Forking freezes the tail into a shared segment, so a fork costs O(1) whatever the dialog's length, and
+/// the parent and child go on appending to their own tails.
+#[derive(Debug, Clone, Default)]
+pub struct MessageLog {
+    frozen: Option<Arc<Segment>>,
+    tail: Vec<Message>,
+}
+
+impl MessageLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.frozen_len() + self.tail.len()
+    }
+
+    /// Whether the log holds no message.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn frozen_len(&self) -> usize {
+        self.frozen.as_ref().map_or(0, |s| s.total_len())
+    }
+
+    /// Appends one message.
+    pub fn push(&mut self, message: Message) {
+        self.tail.push(message);
+    }
+
+    /// Moves the private tail into a shared segment. O(1): the tail's buffer moves, nothing is copied.
+    fn freeze(&mut self) {
+        if self.tail.is_empty() {
+            return;
+        }
+        let len_before = self.frozen_len();
+        self.frozen = Some(Arc::new(Segment {
+            earlier: self.frozen.take(),
+            len_before,
+            messages: std::mem::take(&mut self.tail),
+        }));
+    }
+
+    /// A copy that shares every message with this log. O(1).
+    pub fn share(&mut self) -> MessageLog {
+        self.freeze();
+        MessageLog {
+            frozen: self.frozen.clone(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// The messages in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Message> + '_ {
+        let mut segments = Vec::new();
+        let mut next = self.frozen.as_deref();
+        while let Some(segment) = next {
+            segments.push(segment);
+            next = segment.earlier.as_deref();
+        }
+        segments
+            .into_iter()
+            .rev()
+            .flat_map(|s| s.messages.iter())
+            .chain(self.tail.iter())
+    }
+
+    /// The last message, if any.
+    pub fn last(&self) -> Option<&Message> {
+        self.tail
+            .last()
+            .or_else(|| self.frozen.as_ref().and_then(|s| s.messages.last()))
+    }
+
+    /// The messages copied into a vector.
+    pub fn to_vec(&self) -> Vec<Message> {
+        self.iter().cloned().collect()
+    }
+}
+
+impl PartialEq for MessageLog {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl FromIterator<Message> for MessageLog {
+    fn from_iter<I: IntoIterator<Item = Message>>(iter: I) -> Self {
+        MessageLog {
+            frozen: None,
+            tail: iter.into_iter().collect(),
+        }
+    }
+}
+
+impl Serialize for MessageLog {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageLog {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Message>::deserialize(deserializer).map(|tail| MessageLog { frozen: None, tail })
+    }
+}
+
+/// One reasoning chain: its identity, its lineage, and its messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dialog {
+    id: DialogId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent_id: Option<DialogId>,
+    root_id: DialogId,
+    messages: MessageLog,
+}
+
+impl Dialog {
+    /// A new root dialog with a fresh id and no message.
+    pub fn new() -> Self {
+        let id = DialogId::new();
+        Dialog {
+            id,
+            parent_id: None,
+            root_id: id,
+            messages: MessageLog::new(),
+        }
+    }
+
+    /// A new root dialog that starts with `system` as its first message.
+    pub fn with_system(system: impl Into<String>) -> Self {
+        let mut dialog = Self::new();
+        dialog.push(Message::system(system));
+        dialog
+    }
+
+    /// This dialog's id. It never changes.
+    pub fn id(&self) -> DialogId {
+        self.id
+    }
+
+    /// The id of the dialog this one was forked from.
+    pub fn parent_id(&self) -> Option<DialogId> {
+        self.parent_id
+    }
+
+    /// The id of the root of this dialog's family (its own id for a root dialog).
+    pub fn root_id(&self) -> DialogId {
+        self.root_id
+    }
+
+    /// The messages.
+    pub fn messages(&self) -> &MessageLog {
+        &self.messages
+    }
+
+    /// Appends a message.
+    pub fn push(&mut self, message: Message) {
+        self.messages.push(message);
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether the dialog has no message.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// A child dialog that starts with this dialog's messages and names this dialog as its parent.
+    ///
+    /// O(1) in this dialog's length: the child shares the prefix.
+    pub fn fork(&mut self) -> Dialog {
+        Dialog {
+            id: DialogId::new(),
+            parent_id: Some(self.id),
+            root_id: self.root_id,
+            messages: self.messages.share(),
+        }
+    }
+
+    /// A copy with the same id that shares every message with this one. O(1).
+    ///
+    /// Used to build a request from a dialog without holding on to the dialog itself.
+    pub fn snapshot(&mut self) -> Dialog {
+        Dialog {
+            id: self.id,
+            parent_id: self.parent_id,
+            root_id: self.root_id,
+            messages: self.messages.share(),
+        }
+    }
+
+    /// Sum of the usage of every assistant message.
+    pub fn usage(&self) -> Usage {
+        let mut total = Usage::default();
+        for usage in self.messages.iter().filter_map(|m| m.usage.as_ref()) {
+            total.add(usage);
+        }
+        total
+    }
+}
+
+impl Default for Dialog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A named dialog of an agent's tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedDialog {
+    /// The alias the agent knows the dialog by.
+    pub alias: String,
+    /// The dialog.
+    pub dialog: Dialog,
+}
+
+/// An agent's dialogs with their aliases and which one is active: what is saved and restored.
+///
+/// Parent links are dialog ids, so a restored tree keeps its lineage; messages are stored in full for each
+/// dialog (prefix sharing is an in-memory optimisation and is not kept across a save).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DialogTree {
+    /// The dialogs, in the order they were opened.
+    pub dialogs: Vec<NamedDialog>,
+    /// The alias of the active dialog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<String>,
+}
+
+impl DialogTree {
+    /// The dialog with this alias.
+    pub fn get(&self, alias: &str) -> Option<&Dialog> {
+        self.dialogs
+            .iter()
+            .find(|d| d.alias == alias)
+            .map(|d| &d.dialog)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_uuid_v4_in_simple_form_and_differ() {
+        let a = DialogId::new().to_string();
+        let b = DialogId::new().to_string();
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_eq!(&a[12..13], "4", "version nibble of a v4 uuid");
+        assert_ne!(a, b);
+        assert_eq!(a.parse::<DialogId>().map(|d| d.to_string()).ok(), Some(a));
+        assert!("not-an-id".parse::<DialogId>().is_err());
+    }
+
+    #[test]
+    fn fork_shares_prefix_and_records_lineage() {
+        let mut parent = Dialog::with_system("sys");
+        parent.push(Message::user("u1"));
+        parent.push(Message::assistant("a1"));
+        let mut child = parent.fork();
+        assert_eq!(child.parent_id(), Some(parent.id()));
+        assert_eq!(child.root_id(), parent.id());
+        assert_ne!(child.id(), parent.id());
+        assert_eq!(child.messages(), parent.messages());
+
+        child.push(Message::user("child only"));
+        parent.push(Message::user("parent only"));
+        let child_texts: Vec<_> = child.messages().iter().map(Message::text).collect();
+        let parent_texts: Vec<_> = parent.messages().iter().map(Message::text).collect();
+        assert_eq!(child_texts, ["sys", "u1", "a1", "child only"]);
+        assert_eq!(parent_texts, ["sys", "u1", "a1", "parent only"]);
+
+        let grandchild = child.fork();
+        assert_eq!(grandchild.parent_id(), Some(child.id()));
+        assert_eq!(grandchild.root_id(), parent.id());
+        assert_eq!(grandchild.len(), 4);
+        assert_eq!(
+            grandchild.messages().last().map(Message::text),
+            Some("child only")
+        );
+    }
+
+    #[test]
+    fn fork_does_not_copy_messages() {
+        let mut parent: Dialog = Dialog::new();
+        for i in 0..1000 {
+            parent.push(Message::user(format!("m{i}")));
+        }
+        let child = parent.fork();
+        let first_parent = parent.messages().iter().next().map(|m| m as *const Message);
+        let first_child = child.messages().iter().next().map(|m| m as *const Message);
+        assert_eq!(first_parent, first_child, "the prefix is shared, not copied");
+    }
+
+    #[test]
+    fn dialog_and_tree_round_trip_through_json() {
+        let mut main = Dialog::with_system("sys");
+        main.push(Message::user("hi"));
+        let mut answer = Message::assistant("hello");
+        answer.usage = Some(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            cached_tokens: Some(8),
+        });
+        answer.finish_reason = Some("some_new_reason".into());
+        main.push(answer);
+        let mut retry = main.fork();
+        retry.push(Message {
+            content: None,
+            ..Message::assistant("")
+        });
+        let tree = DialogTree {
+            dialogs: vec![
+                NamedDialog {
+                    alias: "main".into(),
+                    dialog: main.clone(),
+                },
+                NamedDialog {
+                    alias: "retry".into(),
+                    dialog: retry.clone(),
+                },
+            ],
+            active: Some("retry".into()),
+        };
+        let json = serde_json::to_string(&tree).expect("serialises");
+        let back: DialogTree = serde_json::from_str(&json).expect("deserialises");
+        assert_eq!(back, tree);
+        assert_eq!(back.get("retry").and_then(Dialog::parent_id), Some(main.id()));
+        assert_eq!(back.get("retry").map(Dialog::len), Some(4));
+        assert_eq!(main.usage().cached_tokens, Some(8));
+    }
+}

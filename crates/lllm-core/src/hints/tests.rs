@@ -1,0 +1,223 @@
+use serde_json::{json, Value};
+
+use super::*;
+use crate::dialog::Dialog;
+use crate::model_args::ModelArgs;
+
+fn fields(hints: &InferenceHints, id: &str, parent: Option<&str>, args: &ModelArgs) -> Value {
+    hints
+        .request_fields(Some(id), parent, args)
+        .expect("valid ids")
+        .to_json()
+}
+
+#[test]
+fn reference_example_dynamo_fork() {
+    let hints = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .priority(5)
+        .speculative_prefill(true)
+        .session_prefix("run-1")
+        .build()
+        .expect("valid");
+    let args = ModelArgs::new().max_tokens(24);
+    assert_eq!(
+        fields(&hints, "retryid", Some("mainid"), &args),
+        json!({"extra_headers": {"x-dynamo-session-id": "run-1:retryid",
+                                 "x-dynamo-parent-session-id": "run-1:mainid"},
+               "extra_body": {"nvext": {"agent_hints": {"priority": 5, "osl": 24, "speculative_prefill": true}}}})
+    );
+}
+
+#[test]
+fn vllm_flips_priority_in_i64_and_sends_salt() {
+    let hints = InferenceHints::builder()
+        .profile(Profile::Vllm)
+        .priority(2)
+        .cache_salt("tenant-a")
+        .build()
+        .expect("valid");
+    assert_eq!(
+        fields(&hints, "d", None, &ModelArgs::new()),
+        json!({"extra_headers": {"x-session-id": "d"}, "extra_body": {"priority": -2, "cache_salt": "tenant-a"}})
+    );
+    let extreme = InferenceHints::builder()
+        .profile(Profile::Vllm)
+        .priority(i32::MIN)
+        .build()
+        .expect("valid");
+    assert_eq!(
+        fields(&extreme, "d", None, &ModelArgs::new())["extra_body"]["priority"],
+        json!(2_147_483_648_i64)
+    );
+}
+
+#[test]
+fn sglang_and_openai_profiles() {
+    let sglang = InferenceHints::builder()
+        .profile(Profile::Sglang)
+        .priority(3)
+        .build()
+        .expect("valid");
+    assert_eq!(
+        fields(&sglang, "c", Some("p"), &ModelArgs::new()),
+        json!({"extra_headers": {"x-session-id": "c", "x-parent-session-id": "p"}, "extra_body": {"priority": 3}})
+    );
+    let openai = InferenceHints::default();
+    assert_eq!(
+        fields(&openai, "c", None, &ModelArgs::new().max_tokens(9)),
+        json!({"extra_headers": {"x-session-id": "c"}})
+    );
+}
+
+#[test]
+fn unset_fields_are_not_sent_and_session_off_sends_nothing() {
+    let bare = InferenceHints::for_profile(Profile::Dynamo);
+    assert_eq!(
+        fields(&bare, "d", None, &ModelArgs::new()),
+        json!({"extra_headers": {"x-dynamo-session-id": "d"}})
+    );
+    let off = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .session(false)
+        .build()
+        .expect("valid");
+    assert_eq!(fields(&off, "d", Some("p"), &ModelArgs::new()), json!({}));
+    assert_eq!(
+        off.session_ids("d", Some("p")).expect("ok"),
+        SessionIds::default()
+    );
+}
+
+#[test]
+fn osl_defaults_from_max_tokens_then_max_completion_tokens_and_explicit_wins() {
+    let hints = InferenceHints::for_profile(Profile::Dynamo);
+    let from_completion = ModelArgs::new().param("max_completion_tokens", 77);
+    assert_eq!(
+        fields(&hints, "d", None, &from_completion)["extra_body"]["nvext"]["agent_hints"],
+        json!({"osl": 77})
+    );
+    let explicit = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .osl(10)
+        .build()
+        .expect("valid");
+    assert_eq!(
+        fields(&explicit, "d", None, &ModelArgs::new().max_tokens(24))["extra_body"]["nvext"]["agent_hints"],
+        json!({"osl": 10})
+    );
+}
+
+#[test]
+fn dynamo_cache_salt_goes_to_nvext_and_strict_priority_to_agent_hints() {
+    let hints = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .strict_priority(2)
+        .cache_salt("t1")
+        .build()
+        .expect("valid");
+    assert_eq!(
+        fields(&hints, "d", None, &ModelArgs::new())["extra_body"],
+        json!({"nvext": {"agent_hints": {"strict_priority": 2}, "cache_salt": "t1"}})
+    );
+}
+
+#[test]
+fn fields_a_profile_cannot_send_are_rejected_with_the_profiles_that_can() {
+    let err = InferenceHints::builder()
+        .priority(1)
+        .build()
+        .expect_err("openai cannot send priority");
+    assert_eq!(
+        err.to_string(),
+        "inference_hints.priority: the `openai` profile cannot send `priority`; profiles that can: dynamo, vllm, sglang"
+    );
+    let err = InferenceHints::builder()
+        .profile(Profile::Vllm)
+        .strict_priority(1)
+        .build()
+        .expect_err("vllm cannot send strict_priority");
+    assert!(err.to_string().contains("profiles that can: dynamo"), "{err}");
+    for builder in [
+        InferenceHints::builder().profile(Profile::Sglang).cache_salt("x"),
+        InferenceHints::builder().profile(Profile::Vllm).osl(3),
+        InferenceHints::builder().speculative_prefill(true),
+    ] {
+        assert!(matches!(builder.build(), Err(HintsError::NotSendable { .. })));
+    }
+}
+
+#[test]
+fn unsafe_prefixes_salts_and_ids_are_rejected() {
+    for prefix in ["run 1", "run\r\nx-evil: 1", "", "ü", &"p".repeat(224)] {
+        let err = InferenceHints::builder()
+            .session_prefix(prefix)
+            .build()
+            .expect_err(prefix);
+        assert!(err.to_string().starts_with("inference_hints.session_prefix"), "{err}");
+    }
+    assert!(InferenceHints::builder().session_prefix("p".repeat(223)).build().is_ok());
+    for salt in ["", "a/b", "a@b", "a\\b", "a\0b", &"s".repeat(129)] {
+        assert!(
+            InferenceHints::builder().profile(Profile::Vllm).cache_salt(salt).build().is_err(),
+            "{salt:?}"
+        );
+    }
+    assert!(InferenceHints::builder().profile(Profile::Dynamo).osl(0).build().is_err());
+    let hints = InferenceHints::default();
+    assert!(hints.session_ids("id\nx", None).is_err());
+    assert!(hints.session_ids(&"x".repeat(257), None).is_err());
+    assert!(hints.session_ids("ok", Some("bad id")).is_err());
+}
+
+#[test]
+fn final_request_fields_are_dynamo_only() {
+    let hints = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .session_prefix("run-1")
+        .build()
+        .expect("valid");
+    assert_eq!(
+        hints.final_request_fields("abc").expect("dynamo").to_json(),
+        json!({"extra_headers": {"x-dynamo-session-id": "run-1:abc", "x-dynamo-session-final": "true"}})
+    );
+    assert!(InferenceHints::default().final_request_fields("abc").is_err());
+}
+
+#[test]
+fn family_mode_sends_the_root_id_and_no_parent() {
+    let mut root = Dialog::new();
+    let mut child = root.fork();
+    let grandchild = child.fork();
+    let family = InferenceHints::builder()
+        .fork_session(ForkSession::Family)
+        .build()
+        .expect("valid");
+    let sent = family
+        .dialog_request_fields(&grandchild, &ModelArgs::new())
+        .expect("valid");
+    assert_eq!(sent.headers, vec![("x-session-id".to_owned(), root.id().to_string())]);
+    let own = InferenceHints::default()
+        .dialog_request_fields(&grandchild, &ModelArgs::new())
+        .expect("valid");
+    assert_eq!(own.header("x-session-id"), Some(grandchild.id().to_string().as_str()));
+    assert_eq!(own.header("x-parent-session-id"), Some(child.id().to_string().as_str()));
+}
+
+#[test]
+fn config_merges_field_by_field() {
+    let global = HintsConfig {
+        profile: Some(Profile::Dynamo),
+        priority: Some(5),
+        speculative_prefill: Some(true),
+        ..HintsConfig::default()
+    };
+    let agent = HintsConfig {
+        priority: Some(9),
+        ..HintsConfig::default()
+    };
+    let hints = agent.over(&global).build().expect("valid");
+    assert_eq!(hints.profile(), Profile::Dynamo);
+    assert_eq!(hints.priority(), Some(9));
+    assert_eq!(hints.speculative_prefill(), Some(true));
+}

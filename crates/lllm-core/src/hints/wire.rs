@@ -1,0 +1,199 @@
+//! What the hints put on the wire for one request.
+
+use serde_json::{json, Map, Value};
+
+use super::{check_session_id, ForkSession, HintsError, InferenceHints, Profile};
+use crate::dialog::Dialog;
+use crate::model_args::ModelArgs;
+
+/// Headers and body fields for one request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestFields {
+    /// Header names (lowercase) and values, in the order they are sent.
+    pub headers: Vec<(String, String)>,
+    /// JSON merged into the request body.
+    pub body: Map<String, Value>,
+}
+
+impl RequestFields {
+    /// The value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether there is nothing to send.
+    pub fn is_empty(&self) -> bool {
+        self.headers.is_empty() && self.body.is_empty()
+    }
+
+    /// The reference shape: `{"extra_headers": {...}, "extra_body": {...}}`, empty parts left out.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        if !self.headers.is_empty() {
+            let headers: Map<String, Value> = self
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+                .collect();
+            out.insert("extra_headers".into(), Value::Object(headers));
+        }
+        if !self.body.is_empty() {
+            out.insert("extra_body".into(), Value::Object(self.body.clone()));
+        }
+        Value::Object(out)
+    }
+}
+
+/// The session ids one request sends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionIds {
+    /// The session id (prefixed when a prefix is set).
+    pub session_id: Option<String>,
+    /// The parent's session id, for a fork.
+    pub parent_session_id: Option<String>,
+}
+
+impl InferenceHints {
+    fn prefixed(&self, id: &str) -> Result<String, HintsError> {
+        let full = match &self.session_prefix {
+            Some(prefix) => format!("{prefix}:{id}"),
+            None => id.to_owned(),
+        };
+        check_session_id(&full)?;
+        Ok(full)
+    }
+
+    /// The ids that would be sent for a dialog and its parent. With `session: false`, none.
+    pub fn session_ids(
+        &self,
+        dialog_id: &str,
+        parent_dialog_id: Option<&str>,
+    ) -> Result<SessionIds, HintsError> {
+        if !self.session {
+            return Ok(SessionIds::default());
+        }
+        Ok(SessionIds {
+            session_id: Some(self.prefixed(dialog_id)?),
+            parent_session_id: parent_dialog_id.map(|p| self.prefixed(p)).transpose()?,
+        })
+    }
+
+    /// The headers and body fields of one request for a dialog (`dialog_id`, forked from
+    /// `parent_dialog_id`), with `osl` defaulting from `model_args` under the dynamo profile.
+    pub fn request_fields(
+        &self,
+        dialog_id: Option<&str>,
+        parent_dialog_id: Option<&str>,
+        model_args: &ModelArgs,
+    ) -> Result<RequestFields, HintsError> {
+        let mut fields = RequestFields::default();
+        if let Some(id) = dialog_id {
+            let ids = self.session_ids(id, parent_dialog_id)?;
+            if let Some(session) = ids.session_id {
+                fields
+                    .headers
+                    .push((self.profile.session_header().to_owned(), session));
+            }
+            if let Some(parent) = ids.parent_session_id {
+                fields
+                    .headers
+                    .push((self.profile.parent_header().to_owned(), parent));
+            }
+        }
+        self.body_fields(&mut fields.body, model_args);
+        Ok(fields)
+    }
+
+    /// [`request_fields`](Self::request_fields) for a dialog, applying [`ForkSession`]: with `family`,
+    /// every dialog of a family sends its root's id and no parent.
+    pub fn dialog_request_fields(
+        &self,
+        dialog: &Dialog,
+        model_args: &ModelArgs,
+    ) -> Result<RequestFields, HintsError> {
+        let (id, parent) = match self.fork_session {
+            ForkSession::Own => (dialog.id(), dialog.parent_id()),
+            ForkSession::Family => (dialog.root_id(), None),
+        };
+        let parent = parent.map(|p| p.to_string());
+        self.request_fields(Some(&id.to_string()), parent.as_deref(), model_args)
+    }
+
+    /// The session id a dialog sends, applying [`ForkSession`] (None with `session: false`).
+    pub fn dialog_session_id(&self, dialog: &Dialog) -> Result<Option<String>, HintsError> {
+        let id = match self.fork_session {
+            ForkSession::Own => dialog.id(),
+            ForkSession::Family => dialog.root_id(),
+        };
+        Ok(self.session_ids(&id.to_string(), None)?.session_id)
+    }
+
+    /// Dynamo's end-of-session fields for a dialog:
+    /// `{"extra_headers": {"x-dynamo-session-id": "<id>", "x-dynamo-session-final": "true"}}`.
+    pub fn final_request_fields(&self, dialog_id: &str) -> Result<RequestFields, HintsError> {
+        if self.profile != Profile::Dynamo || !self.session {
+            return Err(HintsError::FinalNotAvailable {
+                profile: self.profile,
+                session: self.session,
+            });
+        }
+        Ok(RequestFields {
+            headers: vec![
+                (
+                    Profile::Dynamo.session_header().to_owned(),
+                    self.prefixed(dialog_id)?,
+                ),
+                ("x-dynamo-session-final".to_owned(), "true".to_owned()),
+            ],
+            body: Map::new(),
+        })
+    }
+
+    fn body_fields(&self, body: &mut Map<String, Value>, model_args: &ModelArgs) {
+        match self.profile {
+            Profile::OpenAi => {}
+            Profile::Sglang => {
+                if let Some(p) = self.priority {
+                    body.insert("priority".into(), json!(p));
+                }
+            }
+            Profile::Vllm => {
+                // vLLM runs lower values first; negate in i64 so i32::MIN does not overflow.
+                if let Some(p) = self.priority {
+                    body.insert("priority".into(), json!(-i64::from(p)));
+                }
+                if let Some(salt) = &self.cache_salt {
+                    body.insert("cache_salt".into(), json!(salt));
+                }
+            }
+            Profile::Dynamo => {
+                let mut agent_hints = Map::new();
+                if let Some(p) = self.priority {
+                    agent_hints.insert("priority".into(), json!(p));
+                }
+                if let Some(t) = self.strict_priority {
+                    agent_hints.insert("strict_priority".into(), json!(t));
+                }
+                if let Some(osl) = self.osl.or_else(|| model_args.output_limit()) {
+                    agent_hints.insert("osl".into(), json!(osl));
+                }
+                if let Some(s) = self.speculative_prefill {
+                    agent_hints.insert("speculative_prefill".into(), json!(s));
+                }
+                let mut nvext = Map::new();
+                if !agent_hints.is_empty() {
+                    nvext.insert("agent_hints".into(), Value::Object(agent_hints));
+                }
+                if let Some(salt) = &self.cache_salt {
+                    nvext.insert("cache_salt".into(), json!(salt));
+                }
+                if !nvext.is_empty() {
+                    body.insert("nvext".into(), Value::Object(nvext));
+                }
+            }
+        }
+    }
+}

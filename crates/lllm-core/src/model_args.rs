@@ -1,0 +1,392 @@
+//! Per-agent model arguments: where the server is, how to authenticate, and what goes into each request.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::secret::Secret;
+use crate::suggest::closest;
+
+/// Request parameters lllm knows by name. Any other key is passed into the request body as written,
+/// unless it looks like a misspelling of one of these.
+pub const KNOWN_PARAMS: &[&str] = &[
+    // OpenAI chat completions
+    "audio",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "metadata",
+    "modalities",
+    "n",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "service_tier",
+    "stop",
+    "store",
+    "stream_options",
+    "temperature",
+    "tool_choice",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
+    // common extensions of vLLM, SGLang, llama.cpp and Dynamo
+    "cache_prompt",
+    "cache_salt",
+    "chat_template_kwargs",
+    "grammar",
+    "guided_choice",
+    "guided_grammar",
+    "guided_json",
+    "guided_regex",
+    "ignore_eos",
+    "json_schema",
+    "min_p",
+    "min_tokens",
+    "nvext",
+    "priority",
+    "repetition_penalty",
+    "skip_special_tokens",
+    "structured_outputs",
+    "top_k",
+];
+
+/// Keys of `model_args` that configure lllm itself and are never sent in the body.
+pub const CLIENT_KEYS: &[&str] = &[
+    "api_base",
+    "api_key",
+    "timeout",
+    "extra_headers",
+    "extra_body",
+];
+
+/// Request fields lllm writes itself; `model_args` may not set them.
+pub const RESERVED_KEYS: &[&str] = &["model", "messages", "stream", "tools"];
+
+/// A `model_args` entry is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("model_args.{field}: {message}")]
+pub struct ModelArgsError {
+    /// The key, with a path inside it when the problem is nested (`extra_headers.x-foo`).
+    pub field: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl ModelArgsError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ModelArgsError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Model arguments of an agent.
+///
+/// Setters never fail; [`ModelArgs::validate`] (called when an agent is built) reports problems.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelArgs {
+    /// Base URL of the OpenAI-compatible API, such as `http://127.0.0.1:8000/v1`.
+    pub api_base: Option<String>,
+    /// API key sent as a bearer token.
+    pub api_key: Option<Secret>,
+    /// Time allowed for one request, retries aside.
+    pub timeout: Option<Duration>,
+    /// Headers added to every request; they replace hint headers of the same name (any case).
+    pub extra_headers: Vec<(String, String)>,
+    /// JSON merged over the request body; it wins over hints at every leaf.
+    pub extra_body: Map<String, Value>,
+    /// Everything else: request parameters such as `temperature` or `max_tokens`.
+    pub params: Map<String, Value>,
+}
+
+impl ModelArgs {
+    /// Empty arguments.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the API base URL.
+    pub fn api_base(mut self, url: impl Into<String>) -> Self {
+        self.api_base = Some(url.into());
+        self
+    }
+
+    /// Sets the API key.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(Secret::new(key));
+        self
+    }
+
+    /// Sets the per-request timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Adds a header to every request.
+    pub fn extra_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets JSON merged over every request body.
+    pub fn extra_body(mut self, body: Map<String, Value>) -> Self {
+        self.extra_body = body;
+        self
+    }
+
+    /// Sets a request parameter.
+    pub fn param(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.params.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets `max_tokens`.
+    pub fn max_tokens(self, max_tokens: u32) -> Self {
+        self.param("max_tokens", max_tokens)
+    }
+
+    /// Sets `temperature`.
+    pub fn temperature(self, temperature: f64) -> Self {
+        self.param("temperature", temperature)
+    }
+
+    /// The answer length limit: `max_tokens`, else `max_completion_tokens`, when set to a positive integer.
+    pub fn output_limit(&self) -> Option<u32> {
+        ["max_tokens", "max_completion_tokens"]
+            .iter()
+            .filter_map(|k| self.params.get(*k))
+            .find_map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()))
+            .filter(|n| *n > 0)
+    }
+
+    /// Reads arguments from a JSON object as written in a tactic file.
+    pub fn from_json(map: Map<String, Value>) -> Result<Self, ModelArgsError> {
+        let mut args = ModelArgs::default();
+        for (key, value) in map {
+            match key.as_str() {
+                "api_base" => args.api_base = Some(string_field(&key, value)?),
+                "api_key" => args.api_key = Some(Secret::new(string_field(&key, value)?)),
+                "timeout" => args.timeout = Some(timeout_field(value)?),
+                "extra_headers" => args.extra_headers = headers_field(value)?,
+                "extra_body" => match value {
+                    Value::Object(body) => args.extra_body = body,
+                    other => {
+                        return Err(ModelArgsError::new(
+                            key,
+                            format!("expected a mapping, found {}", kind(&other)),
+                        ))
+                    }
+                },
+                _ => {
+                    args.params.insert(key, value);
+                }
+            }
+        }
+        args.validate()?;
+        Ok(args)
+    }
+
+    /// Checks every argument: header names and values, limits, and parameter names that are misspelt or
+    /// reserved.
+    pub fn validate(&self) -> Result<(), ModelArgsError> {
+        if let Some(base) = &self.api_base {
+            if !(base.starts_with("http://") || base.starts_with("https://")) {
+                return Err(ModelArgsError::new(
+                    "api_base",
+                    format!("`{base}` is not an http(s) URL; write it like http://127.0.0.1:8000/v1"),
+                ));
+            }
+        }
+        if let Some(timeout) = self.timeout {
+            if timeout.is_zero() {
+                return Err(ModelArgsError::new(
+                    "timeout",
+                    "must be more than 0 seconds",
+                ));
+            }
+        }
+        for (name, value) in &self.extra_headers {
+            check_header(name, value)?;
+        }
+        for (key, value) in &self.params {
+            check_param(key, value)?;
+        }
+        Ok(())
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+fn string_field(key: &str, value: Value) -> Result<String, ModelArgsError> {
+    match value {
+        Value::String(s) => Ok(s),
+        other => Err(ModelArgsError::new(
+            key,
+            format!("expected a string, found {}", kind(&other)),
+        )),
+    }
+}
+
+fn timeout_field(value: Value) -> Result<Duration, ModelArgsError> {
+    value
+        .as_f64()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| {
+            ModelArgsError::new(
+                "timeout",
+                format!(
+                    "expected a positive number of seconds, found {}",
+                    kind(&value)
+                ),
+            )
+        })
+}
+
+fn headers_field(value: Value) -> Result<Vec<(String, String)>, ModelArgsError> {
+    let Value::Object(map) = value else {
+        return Err(ModelArgsError::new(
+            "extra_headers",
+            format!("expected a mapping of header names to values, found {}", kind(&value)),
+        ));
+    };
+    map.into_iter()
+        .map(|(name, value)| match value {
+            Value::String(s) => Ok((name, s)),
+            Value::Number(n) => Ok((name, n.to_string())),
+            Value::Bool(b) => Ok((name, b.to_string())),
+            other => Err(ModelArgsError::new(
+                format!("extra_headers.{name}"),
+                format!("expected a string, found {}", kind(&other)),
+            )),
+        })
+        .collect()
+}
+
+/// Whether `name` is a valid HTTP header name (an RFC 9110 token).
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+fn check_header(name: &str, value: &str) -> Result<(), ModelArgsError> {
+    if !is_header_name(name) {
+        return Err(ModelArgsError::new(
+            format!("extra_headers.{name}"),
+            "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+        ));
+    }
+    if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        return Err(ModelArgsError::new(
+            format!("extra_headers.{name}"),
+            "the value contains a control character (such as a newline)",
+        ));
+    }
+    Ok(())
+}
+
+fn check_param(key: &str, value: &Value) -> Result<(), ModelArgsError> {
+    if RESERVED_KEYS.contains(&key) {
+        return Err(ModelArgsError::new(
+            key,
+            "is written by lllm itself and cannot be set in model_args",
+        ));
+    }
+    if matches!(key, "max_tokens" | "max_completion_tokens")
+        && !value.as_u64().is_some_and(|n| n > 0 && n <= u64::from(u32::MAX))
+    {
+        return Err(ModelArgsError::new(
+            key,
+            format!("expected a positive whole number, found {value}"),
+        ));
+    }
+    if KNOWN_PARAMS.contains(&key) {
+        return Ok(());
+    }
+    let known = KNOWN_PARAMS.iter().chain(CLIENT_KEYS).copied();
+    match closest(key, known) {
+        Some(suggestion) => Err(ModelArgsError::new(
+            key,
+            format!(
+                "unknown argument (did you mean `{suggestion}`?); to send it as written, put it under extra_body"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: Value) -> Result<ModelArgs, ModelArgsError> {
+        match value {
+            Value::Object(map) => ModelArgs::from_json(map),
+            _ => unreachable!("tests pass objects"),
+        }
+    }
+
+    #[test]
+    fn splits_client_keys_from_params() {
+        let args = parse(json!({
+            "api_base": "http://127.0.0.1:1/v1", "api_key": "sk-x", "timeout": 2.5,
+            "extra_headers": {"X-Team": "a", "x-n": 3}, "extra_body": {"nvext": {"extra_fields": ["a"]}},
+            "temperature": 0.2, "max_tokens": 24, "top_k": 5, "my_server_knob": true
+        }))
+        .expect("valid");
+        assert_eq!(args.api_base.as_deref(), Some("http://127.0.0.1:1/v1"));
+        assert_eq!(args.timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(
+            args.extra_headers,
+            vec![("X-Team".into(), "a".into()), ("x-n".into(), "3".into())]
+        );
+        assert_eq!(args.output_limit(), Some(24));
+        assert_eq!(args.params.len(), 4);
+        assert!(!format!("{args:?}").contains("sk-x"));
+    }
+
+    #[test]
+    fn misspelt_and_reserved_keys_are_errors() {
+        let err = parse(json!({"max_token": 5})).expect_err("typo");
+        assert_eq!(err.field, "max_token");
+        assert!(err.message.contains("did you mean `max_tokens`"), "{err}");
+        let err = parse(json!({"messages": []})).expect_err("reserved");
+        assert_eq!(err.field, "messages");
+        let err = parse(json!({"timeout": "soon"})).expect_err("type");
+        assert!(err.to_string().contains("model_args.timeout"), "{err}");
+        let err = parse(json!({"extra_headers": {"x-a": "1\r\nx-b: 2"}})).expect_err("inject");
+        assert!(err.message.contains("control character"), "{err}");
+        let err = parse(json!({"max_tokens": -1})).expect_err("negative");
+        assert_eq!(err.field, "max_tokens");
+    }
+
+    #[test]
+    fn output_limit_falls_back_to_max_completion_tokens() {
+        let args = ModelArgs::new().param("max_completion_tokens", 40);
+        assert_eq!(args.output_limit(), Some(40));
+        assert_eq!(ModelArgs::new().output_limit(), None);
+    }
+}
