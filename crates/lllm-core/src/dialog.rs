@@ -192,7 +192,14 @@ pub struct Dialog {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     parent_id: Option<DialogId>,
     root_id: DialogId,
+    /// Messages inherited from the parent at the fork (0 for a root).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    forked_at: usize,
     messages: MessageLog,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Dialog {
@@ -203,6 +210,7 @@ impl Dialog {
             id,
             parent_id: None,
             root_id: id,
+            forked_at: 0,
             messages: MessageLog::new(),
         }
     }
@@ -257,6 +265,7 @@ impl Dialog {
             id: DialogId::new(),
             parent_id: Some(self.id),
             root_id: self.root_id,
+            forked_at: self.messages.len(),
             messages: self.messages.share(),
         }
     }
@@ -269,14 +278,21 @@ impl Dialog {
             id: self.id,
             parent_id: self.parent_id,
             root_id: self.root_id,
+            forked_at: self.forked_at,
             messages: self.messages.share(),
         }
     }
 
-    /// Sum of the usage of every assistant message.
+    /// How many leading messages were inherited from the parent (0 for a root dialog).
+    pub fn forked_at(&self) -> usize {
+        self.forked_at
+    }
+
+    /// Token usage of the answers this dialog received itself (inherited answers are the parent's).
     pub fn usage(&self) -> Usage {
         let mut total = Usage::default();
-        for usage in self.messages.iter().filter_map(|m| m.usage.as_ref()) {
+        let own = self.messages.iter().skip(self.forked_at);
+        for usage in own.filter_map(|m| m.usage.as_ref()) {
             total.add(usage);
         }
         total
@@ -413,5 +429,7 @@ mod tests {
         assert_eq!(back.get("retry").and_then(Dialog::parent_id), Some(main.id()));
         assert_eq!(back.get("retry").map(Dialog::len), Some(4));
         assert_eq!(main.usage().cached_tokens, Some(8));
+        assert_eq!(retry.forked_at(), 3);
+        assert_eq!(retry.usage(), Usage::default(), "inherited usage is the parent's");
     }
 }

@@ -1,1 +1,47 @@
-//! placeholder
+//! The lllm agent runtime.
+//!
+//! An [`Agent`] owns named dialogs and answers them with a model through an [`Invoker`]. Every model call
+//! carries the dialog's identity as [`InferenceHints`] — session id = the dialog's id, parent = the
+//! dialog it was forked from — shaped for the server's [`Profile`], so a KV-cache-aware router can keep a
+//! reasoning chain on the worker that already holds its prefix.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use lllm_runtime::{Agent, InferenceHints, ModelArgs, OpenAiInvoker, Profile};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let agent = Agent::builder()
+//!     .name("planner")
+//!     .system_prompt("You plan.")
+//!     .model("hosted_vllm/Qwen/Qwen2.5-7B-Instruct")
+//!     .invoker(Arc::new(OpenAiInvoker::new()))
+//!     .model_args(ModelArgs::new().api_base("http://127.0.0.1:8000/v1").max_tokens(512))
+//!     .inference_hints(InferenceHints::builder().profile(Profile::Dynamo).priority(5).build()?)
+//!     .build()?;
+//! agent.open("main")?;
+//! agent.receive("Draft a plan.")?;
+//! let plan = agent.respond().await?;          // session = main
+//! agent.fork("main", "retry")?;               // shares main's prefix
+//! agent.receive("Find its weakest point.")?;
+//! let critique = agent.respond().await?;      // session = retry, parent = main
+//! # let _ = (plan, critique);
+//! # Ok(()) }
+//! ```
+
+pub mod agent;
+pub mod invoker;
+pub mod retry;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use agent::{Agent, AgentBuilder, AgentError};
+pub use invoker::{
+    build_invoker, ChatRequest, ChatResponse, DryRunInvoker, InvokeError, Invoker, InvokerConfig,
+    OpenAiInvoker, PreparedRequest, ServerDefaults,
+};
+pub use lllm_core::{
+    config, load_tactic, AgentSpec, ConfigError, Dialog, DialogId, DialogTree, ForkSession,
+    HintsError, InferenceHints, InferenceHintsBuilder, Message, ModelArgs, Profile, Prompt,
+    PromptVars, RequestFields, Role, TacticSpec, Usage,
+};
+pub use retry::RetryPolicy;

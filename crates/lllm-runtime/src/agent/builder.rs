@@ -1,0 +1,161 @@
+//! Building agents: from Rust with [`AgentBuilder`], or from a tactic file's [`AgentSpec`].
+
+use std::sync::{Arc, Mutex};
+
+use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt};
+
+use super::{Agent, AgentError, DialogTable};
+use crate::invoker::Invoker;
+use crate::retry::RetryPolicy;
+
+/// Builds an [`Agent`]. Setters never fail; [`build`](Self::build) reports what is missing or invalid.
+#[derive(Debug, Default)]
+pub struct AgentBuilder {
+    name: Option<String>,
+    system_prompt: Option<Prompt>,
+    model: Option<String>,
+    invoker: Option<Arc<dyn Invoker>>,
+    model_args: ModelArgs,
+    inference_hints: Option<InferenceHints>,
+    retry: Option<RetryPolicy>,
+    max_llm_recall: Option<u32>,
+}
+
+impl AgentBuilder {
+    /// The agent's name (required).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The system prompt template (required); a `&str` is an inline template.
+    pub fn system_prompt(mut self, prompt: impl Into<PromptArg>) -> Self {
+        self.system_prompt = Some(prompt.into().0);
+        self
+    }
+
+    /// The model, in `provider/model` form or as the server names it (required).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// What sends the model calls (required).
+    pub fn invoker(mut self, invoker: Arc<dyn Invoker>) -> Self {
+        self.invoker = Some(invoker);
+        self
+    }
+
+    /// Model arguments.
+    pub fn model_args(mut self, args: ModelArgs) -> Self {
+        self.model_args = args;
+        self
+    }
+
+    /// Inference hints (off unless set).
+    pub fn inference_hints(mut self, hints: InferenceHints) -> Self {
+        self.inference_hints = Some(hints);
+        self
+    }
+
+    /// Retries of a failed model call (default 3).
+    pub fn max_llm_recall(mut self, retries: u32) -> Self {
+        self.max_llm_recall = Some(retries);
+        self
+    }
+
+    /// Full retry settings; `max_llm_recall`, when also set, overrides its count.
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Validates and builds the agent.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let missing = |what: &str| AgentError::Build(format!("{what} is required"));
+        let name = self
+            .name
+            .filter(|n| !n.trim().is_empty())
+            .ok_or_else(|| missing("a name"))?;
+        let system_prompt = self
+            .system_prompt
+            .ok_or_else(|| missing(&format!("agent `{name}`: a system prompt")))?;
+        let model = self
+            .model
+            .filter(|m| !m.trim().is_empty())
+            .ok_or_else(|| missing(&format!("agent `{name}`: a model")))?;
+        let invoker = self
+            .invoker
+            .ok_or_else(|| missing(&format!("agent `{name}`: an invoker")))?;
+        self.model_args
+            .validate()
+            .map_err(|source| AgentError::ModelArgs {
+                agent: name.clone(),
+                source,
+            })?;
+        system_prompt
+            .validate()
+            .map_err(|source| AgentError::Prompt {
+                agent: name.clone(),
+                source,
+            })?;
+        let mut retry = self.retry.unwrap_or_default();
+        if let Some(n) = self.max_llm_recall {
+            retry.max_retries = n;
+        }
+        Ok(Agent {
+            name,
+            system_prompt,
+            model,
+            invoker,
+            model_args: Arc::new(self.model_args),
+            hints: self.inference_hints,
+            retry,
+            table: Mutex::new(DialogTable::default()),
+        })
+    }
+}
+
+/// A system prompt argument: a [`Prompt`], or text taken as an inline template.
+#[derive(Debug)]
+pub struct PromptArg(Prompt);
+
+impl From<Prompt> for PromptArg {
+    fn from(prompt: Prompt) -> Self {
+        PromptArg(prompt)
+    }
+}
+
+impl From<&str> for PromptArg {
+    fn from(text: &str) -> Self {
+        PromptArg(Prompt::inline(text))
+    }
+}
+
+impl From<String> for PromptArg {
+    fn from(text: String) -> Self {
+        PromptArg(Prompt::inline(text))
+    }
+}
+
+impl Agent {
+    /// A builder.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::default()
+    }
+
+    /// An agent as a tactic file describes it.
+    pub fn from_spec(spec: &AgentSpec, invoker: Arc<dyn Invoker>) -> Result<Agent, AgentError> {
+        let mut builder = Agent::builder()
+            .name(spec.name.clone())
+            .system_prompt(spec.system_prompt.clone())
+            .model(spec.model.clone())
+            .invoker(invoker)
+            .model_args(spec.model_args.clone())
+            .max_llm_recall(spec.max_llm_recall);
+        if let Some(hints) = &spec.inference_hints {
+            builder = builder.inference_hints(hints.clone());
+        }
+        builder.build()
+    }
+}

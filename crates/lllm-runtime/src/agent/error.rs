@@ -1,0 +1,86 @@
+//! Errors of agents.
+
+use lllm_core::{HintsError, ModelArgsError, PromptError};
+
+use crate::invoker::InvokeError;
+
+/// An agent operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The builder was missing something or given something invalid.
+    #[error("cannot build agent: {0}")]
+    Build(String),
+    /// Model arguments are invalid.
+    #[error("agent `{agent}`: {source}")]
+    ModelArgs {
+        /// The agent.
+        agent: String,
+        /// What is wrong.
+        source: ModelArgsError,
+    },
+    /// The system prompt cannot be rendered.
+    #[error("agent `{agent}`: {source}")]
+    Prompt {
+        /// The agent.
+        agent: String,
+        /// What is wrong.
+        source: PromptError,
+    },
+    /// The inference hints cannot be computed or sent.
+    #[error("agent `{agent}`: {source}")]
+    Hints {
+        /// The agent.
+        agent: String,
+        /// What is wrong.
+        source: HintsError,
+    },
+    /// No dialog is active: open or switch to one first.
+    #[error("agent `{0}` has no active dialog: call open(alias) or switch(alias) first")]
+    NoActiveDialog(String),
+    /// No dialog has that alias.
+    #[error("agent `{agent}` has no dialog `{alias}` (open dialogs: {})", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    UnknownDialog {
+        /// The agent.
+        agent: String,
+        /// The alias asked for.
+        alias: String,
+        /// The aliases that exist.
+        known: Vec<String>,
+    },
+    /// The alias is already used by an open dialog.
+    #[error("agent `{agent}` already has a dialog `{alias}`: close it first or pick another alias")]
+    AliasTaken {
+        /// The agent.
+        agent: String,
+        /// The alias.
+        alias: String,
+    },
+    /// Another respond is under way on this dialog.
+    #[error("agent `{agent}`: dialog `{alias}` is already waiting for an answer")]
+    DialogBusy {
+        /// The agent.
+        agent: String,
+        /// The alias.
+        alias: String,
+    },
+    /// The dialog was closed while its answer was on the way; the answer was dropped.
+    #[error("agent `{agent}`: dialog `{alias}` was closed before its answer arrived")]
+    DialogClosed {
+        /// The agent.
+        agent: String,
+        /// The alias.
+        alias: String,
+    },
+    /// The model call failed, after retries where they were allowed. The dialog is as it was.
+    #[error("agent `{agent}`, dialog `{alias}`: model call failed after {attempts} attempt(s): {source}")]
+    Invoke {
+        /// The agent.
+        agent: String,
+        /// The dialog's alias.
+        alias: String,
+        /// Requests sent.
+        attempts: u32,
+        /// The last failure.
+        source: InvokeError,
+    },
+}

@@ -1,0 +1,292 @@
+//! Agents: a model, a system prompt, hints, and the dialogs the agent owns.
+
+mod builder;
+mod error;
+mod respond;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lllm_core::{
+    Dialog, DialogId, DialogTree, InferenceHints, Message, ModelArgs, NamedDialog, Prompt,
+    PromptVars, Usage,
+};
+
+pub use builder::{AgentBuilder, PromptArg};
+pub use error::AgentError;
+
+use crate::invoker::Invoker;
+use crate::retry::RetryPolicy;
+
+/// An agent: it owns named dialogs (aliases such as `main`), answers them with its model, and sends the
+/// dialog's identity as inference hints with every call.
+///
+/// Every method takes `&self`, so one agent can answer several of its dialogs at once (for example from
+/// `futures::join!`); two responds on the same dialog at once are refused.
+#[derive(Debug)]
+pub struct Agent {
+    name: String,
+    system_prompt: Prompt,
+    model: String,
+    invoker: Arc<dyn Invoker>,
+    model_args: Arc<ModelArgs>,
+    hints: Option<InferenceHints>,
+    retry: RetryPolicy,
+    table: Mutex<DialogTable>,
+}
+
+/// The agent's dialogs in the order they were opened, and which one is active.
+#[derive(Debug, Default)]
+struct DialogTable {
+    slots: Vec<Slot>,
+    active: Option<String>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    alias: String,
+    dialog: Dialog,
+    busy: bool,
+}
+
+impl DialogTable {
+    fn aliases(&self) -> Vec<String> {
+        self.slots.iter().map(|s| s.alias.clone()).collect()
+    }
+
+    fn position(&self, alias: &str) -> Option<usize> {
+        self.slots.iter().position(|s| s.alias == alias)
+    }
+}
+
+impl Agent {
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The configured model name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The model arguments.
+    pub fn model_args(&self) -> &ModelArgs {
+        &self.model_args
+    }
+
+    /// The inference hints, when configured.
+    pub fn inference_hints(&self) -> Option<&InferenceHints> {
+        self.hints.as_ref()
+    }
+
+    /// The retry settings.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    fn table(&self) -> MutexGuard<'_, DialogTable> {
+        // A panic while the lock was held cannot leave the table half-updated: every update is one
+        // assignment or push. So a poisoned lock is still safe to use.
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn unknown(&self, table: &DialogTable, alias: &str) -> AgentError {
+        AgentError::UnknownDialog {
+            agent: self.name.clone(),
+            alias: alias.to_owned(),
+            known: table.aliases(),
+        }
+    }
+
+    fn active_alias_in(&self, table: &DialogTable) -> Result<String, AgentError> {
+        table
+            .active
+            .clone()
+            .ok_or_else(|| AgentError::NoActiveDialog(self.name.clone()))
+    }
+
+    /// Opens a root dialog `alias` whose first message is the system prompt, and makes it active.
+    pub fn open(&self, alias: &str) -> Result<DialogId, AgentError> {
+        self.open_with(alias, &PromptVars::new())
+    }
+
+    /// Like [`open`](Self::open), rendering the system prompt with `vars`.
+    pub fn open_with(&self, alias: &str, vars: &PromptVars) -> Result<DialogId, AgentError> {
+        let system = self
+            .system_prompt
+            .render(vars)
+            .map_err(|source| AgentError::Prompt {
+                agent: self.name.clone(),
+                source,
+            })?;
+        self.insert(alias, Dialog::with_system(system))
+    }
+
+    fn insert(&self, alias: &str, dialog: Dialog) -> Result<DialogId, AgentError> {
+        let mut table = self.table();
+        if table.position(alias).is_some() {
+            return Err(AgentError::AliasTaken {
+                agent: self.name.clone(),
+                alias: alias.to_owned(),
+            });
+        }
+        let id = dialog.id();
+        table.slots.push(Slot {
+            alias: alias.to_owned(),
+            dialog,
+            busy: false,
+        });
+        table.active = Some(alias.to_owned());
+        Ok(id)
+    }
+
+    /// Appends a user message to the active dialog.
+    pub fn receive(&self, text: impl Into<String>) -> Result<(), AgentError> {
+        let mut table = self.table();
+        let alias = self.active_alias_in(&table)?;
+        self.push_in(&mut table, &alias, Message::user(text))
+    }
+
+    /// Appends a user message to dialog `alias`.
+    pub fn receive_in(&self, alias: &str, text: impl Into<String>) -> Result<(), AgentError> {
+        let mut table = self.table();
+        self.push_in(&mut table, alias, Message::user(text))
+    }
+
+    fn push_in(
+        &self,
+        table: &mut DialogTable,
+        alias: &str,
+        message: Message,
+    ) -> Result<(), AgentError> {
+        let index = table
+            .position(alias)
+            .ok_or_else(|| self.unknown(table, alias))?;
+        let slot = &mut table.slots[index];
+        // A message received while an answer is on the way would land before that answer.
+        if slot.busy {
+            return Err(AgentError::DialogBusy {
+                agent: self.name.clone(),
+                alias: alias.to_owned(),
+            });
+        }
+        slot.dialog.push(message);
+        Ok(())
+    }
+
+    /// Creates `child` as a fork of `parent` (sharing its messages, naming it as parent) and makes the
+    /// child active. O(1) in the parent's length.
+    pub fn fork(&self, parent: &str, child: &str) -> Result<DialogId, AgentError> {
+        let forked = {
+            let mut table = self.table();
+            let index = table
+                .position(parent)
+                .ok_or_else(|| self.unknown(&table, parent))?;
+            table.slots[index].dialog.fork()
+        };
+        self.insert(child, forked)
+    }
+
+    /// Closes dialog `alias` and returns it. Nothing is sent to the server (see [`finish`](Self::finish)).
+    pub fn close(&self, alias: &str) -> Result<Dialog, AgentError> {
+        let mut table = self.table();
+        let index = table
+            .position(alias)
+            .ok_or_else(|| self.unknown(&table, alias))?;
+        let slot = table.slots.remove(index);
+        if table.active.as_deref() == Some(alias) {
+            table.active = None;
+        }
+        Ok(slot.dialog)
+    }
+
+    /// Makes dialog `alias` the active one.
+    pub fn switch(&self, alias: &str) -> Result<(), AgentError> {
+        let mut table = self.table();
+        if table.position(alias).is_none() {
+            return Err(self.unknown(&table, alias));
+        }
+        table.active = Some(alias.to_owned());
+        Ok(())
+    }
+
+    /// The alias of the active dialog.
+    pub fn active(&self) -> Option<String> {
+        self.table().active.clone()
+    }
+
+    /// The aliases of the open dialogs, in the order they were opened.
+    pub fn aliases(&self) -> Vec<String> {
+        self.table().aliases()
+    }
+
+    /// A copy of dialog `alias` that shares its messages (O(1)).
+    pub fn dialog(&self, alias: &str) -> Result<Dialog, AgentError> {
+        let mut table = self.table();
+        let index = table
+            .position(alias)
+            .ok_or_else(|| self.unknown(&table, alias))?;
+        Ok(table.slots[index].dialog.snapshot())
+    }
+
+    /// The id of dialog `alias`.
+    pub fn dialog_id(&self, alias: &str) -> Result<DialogId, AgentError> {
+        let table = self.table();
+        table
+            .position(alias)
+            .map(|i| table.slots[i].dialog.id())
+            .ok_or_else(|| self.unknown(&table, alias))
+    }
+
+    /// Every open dialog with its alias, and the active alias: serialisable with serde.
+    pub fn dialogs(&self) -> DialogTree {
+        let mut table = self.table();
+        let active = table.active.clone();
+        DialogTree {
+            dialogs: table
+                .slots
+                .iter_mut()
+                .map(|s| NamedDialog {
+                    alias: s.alias.clone(),
+                    dialog: s.dialog.snapshot(),
+                })
+                .collect(),
+            active,
+        }
+    }
+
+    /// Replaces the agent's dialogs with a saved tree (ids and lineage are kept).
+    pub fn restore(&self, tree: DialogTree) -> Result<(), AgentError> {
+        let mut table = self.table();
+        if let Some(busy) = table.slots.iter().find(|s| s.busy) {
+            return Err(AgentError::DialogBusy {
+                agent: self.name.clone(),
+                alias: busy.alias.clone(),
+            });
+        }
+        table.slots = tree
+            .dialogs
+            .into_iter()
+            .map(|d| Slot {
+                alias: d.alias,
+                dialog: d.dialog,
+                busy: false,
+            })
+            .collect();
+        table.active = tree.active.filter(|a| table.position(a).is_some());
+        Ok(())
+    }
+
+    /// Token usage summed over the open dialogs.
+    pub fn usage(&self) -> Usage {
+        let table = self.table();
+        let mut total = Usage::default();
+        for slot in &table.slots {
+            total.add(&slot.dialog.usage());
+        }
+        total
+    }
+}

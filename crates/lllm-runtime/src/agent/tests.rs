@@ -1,0 +1,240 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use lllm_core::{InferenceHints, Message, ModelArgs, Profile, PromptVars, Role};
+
+use crate::invoker::InvokeError;
+use crate::testing::ScriptedInvoker;
+use crate::{Agent, AgentError, RetryPolicy};
+
+fn fast_retries(max_retries: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_retries,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(2),
+        max_retry_after: Duration::from_millis(5),
+    }
+}
+
+fn agent(invoker: Arc<ScriptedInvoker>, hints: Option<InferenceHints>) -> Agent {
+    let mut builder = Agent::builder()
+        .name("planner")
+        .system_prompt("You plan for {{ team }}.")
+        .model("dynamo/Qwen/Qwen3-0.6B")
+        .invoker(invoker)
+        .model_args(ModelArgs::new().max_tokens(24))
+        .retry_policy(fast_retries(2));
+    if let Some(hints) = hints {
+        builder = builder.inference_hints(hints);
+    }
+    builder.build().expect("valid agent")
+}
+
+fn vars() -> PromptVars {
+    [("team".to_owned(), serde_json::Value::from("ops"))]
+        .into_iter()
+        .collect()
+}
+
+fn http(status: u16) -> InvokeError {
+    InvokeError::Http {
+        status,
+        message: "boom".into(),
+        retry_after: None,
+    }
+}
+
+#[tokio::test]
+async fn respond_appends_answer_and_fork_answers_with_its_own_identity() {
+    let invoker = Arc::new(ScriptedInvoker::new().reply("plan").reply("critique"));
+    let hints = InferenceHints::for_profile(Profile::Dynamo);
+    let agent = agent(invoker.clone(), Some(hints));
+    let main = agent.open_with("main", &vars()).expect("open");
+    agent.receive("Draft a plan.").expect("receive");
+    let answer = agent.respond().await.expect("answer");
+    assert_eq!(answer.text(), "plan");
+    let retry = agent.fork("main", "retry").expect("fork");
+    assert_eq!(agent.active().as_deref(), Some("retry"));
+    agent.receive("Find the weak point.").expect("receive");
+    agent.respond().await.expect("answer");
+
+    let main_dialog = agent.dialog("main").expect("main");
+    let texts: Vec<_> = main_dialog.messages().iter().map(Message::text).collect();
+    assert_eq!(texts, ["You plan for ops.", "Draft a plan.", "plan"]);
+    assert_eq!(agent.dialog("retry").expect("retry").len(), 5);
+
+    let calls = invoker.calls();
+    assert_eq!(calls.len(), 2);
+    let main_id = main.to_string();
+    let retry_id = retry.to_string();
+    assert_eq!(calls[0].request.header("x-dynamo-session-id"), Some(main_id.as_str()));
+    assert_eq!(calls[0].request.header("x-dynamo-parent-session-id"), None);
+    assert_eq!(calls[1].request.header("x-dynamo-session-id"), Some(retry_id.as_str()));
+    assert_eq!(
+        calls[1].request.header("x-dynamo-parent-session-id"),
+        Some(main_id.as_str())
+    );
+    assert_eq!(calls[1].messages.len(), 4, "the fork sends the shared prefix");
+    assert_eq!(calls[1].messages[0].role, Role::System);
+}
+
+#[tokio::test]
+async fn without_hints_nothing_is_added() {
+    let invoker = Arc::new(ScriptedInvoker::new().reply("ok"));
+    let agent = agent(invoker.clone(), None);
+    agent.open_with("main", &vars()).expect("open");
+    agent.receive("hi").expect("receive");
+    agent.respond().await.expect("answer");
+    let call = &invoker.calls()[0];
+    assert!(call.request.headers.is_empty(), "{:?}", call.request.headers);
+    assert!(call.request.body.get("nvext").is_none());
+}
+
+#[tokio::test]
+async fn a_failed_respond_leaves_the_dialog_as_it_was() {
+    let invoker = Arc::new(
+        ScriptedInvoker::new()
+            .fail(http(503))
+            .fail(http(502))
+            .fail(http(500)),
+    );
+    let agent = agent(invoker.clone(), Some(InferenceHints::default()));
+    agent.open_with("main", &vars()).expect("open");
+    agent.receive("hi").expect("receive");
+    let before = agent.dialog("main").expect("main");
+    let err = agent.respond().await.expect_err("fails");
+    match &err {
+        AgentError::Invoke {
+            attempts, source, ..
+        } => {
+            assert_eq!(*attempts, 3);
+            assert_eq!(source.status(), Some(500));
+        }
+        other => panic!("unexpected error {other}"),
+    }
+    assert_eq!(agent.dialog("main").expect("main"), before);
+    assert_eq!(invoker.calls().len(), 3, "1 try + max_llm_recall (2) retries");
+    let sessions: Vec<_> = invoker
+        .calls()
+        .iter()
+        .map(|c| c.request.header("x-session-id").map(str::to_owned))
+        .collect();
+    assert!(sessions.iter().all(|s| s == &sessions[0] && s.is_some()));
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    let invoker = Arc::new(ScriptedInvoker::new().fail(http(400)).reply("never"));
+    let agent = agent(invoker.clone(), None);
+    agent.open_with("main", &vars()).expect("open");
+    agent.receive("hi").expect("receive");
+    assert!(agent.respond().await.is_err());
+    assert_eq!(invoker.calls().len(), 1);
+}
+
+#[tokio::test]
+async fn dialog_operations_report_unknown_and_taken_aliases() {
+    let agent = agent(Arc::new(ScriptedInvoker::new()), None);
+    assert!(matches!(
+        agent.receive("x"),
+        Err(AgentError::NoActiveDialog(_))
+    ));
+    let err = agent.open("main").expect_err("prompt needs team");
+    assert!(err.to_string().contains("`team`"), "{err}");
+    agent.open_with("main", &vars()).expect("open");
+    assert!(matches!(
+        agent.open_with("main", &vars()),
+        Err(AgentError::AliasTaken { .. })
+    ));
+    let err = agent.fork("nope", "child").expect_err("unknown");
+    assert_eq!(
+        err.to_string(),
+        "agent `planner` has no dialog `nope` (open dialogs: main)"
+    );
+    agent.fork("main", "child").expect("fork");
+    agent.switch("main").expect("switch");
+    assert_eq!(agent.active().as_deref(), Some("main"));
+    let closed = agent.close("main").expect("close");
+    assert_eq!(closed.len(), 1);
+    assert_eq!(agent.active(), None);
+    assert_eq!(agent.aliases(), ["child"]);
+    assert!(agent.switch("main").is_err());
+}
+
+#[tokio::test]
+async fn dialogs_round_trip_through_serde_and_restore() {
+    let invoker = Arc::new(ScriptedInvoker::new().reply("a"));
+    let agent = agent(invoker, None);
+    agent.open_with("main", &vars()).expect("open");
+    agent.receive("hi").expect("receive");
+    agent.respond().await.expect("answer");
+    agent.fork("main", "side").expect("fork");
+    let tree = agent.dialogs();
+    let json = serde_json::to_string(&tree).expect("serialise");
+
+    let other = self::agent(Arc::new(ScriptedInvoker::new()), None);
+    other
+        .restore(serde_json::from_str(&json).expect("deserialise"))
+        .expect("restore");
+    assert_eq!(other.dialogs(), tree);
+    assert_eq!(other.active().as_deref(), Some("side"));
+    assert_eq!(
+        other.dialog("side").expect("side").parent_id(),
+        Some(agent.dialog_id("main").expect("main"))
+    );
+}
+
+#[tokio::test]
+async fn finish_sends_the_end_of_session_request_without_touching_the_dialog() {
+    let invoker = Arc::new(ScriptedInvoker::new().reply("bye"));
+    let hints = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .session_prefix("run-1")
+        .priority(3)
+        .build()
+        .expect("valid");
+    let agent = agent(invoker.clone(), Some(hints));
+    let id = agent.open_with("main", &vars()).expect("open");
+    let before = agent.dialog("main").expect("main");
+    agent.finish("main").await.expect("finish");
+    assert_eq!(agent.dialog("main").expect("main"), before);
+    let call = &invoker.calls()[0];
+    assert_eq!(
+        call.request.headers,
+        vec![
+            ("x-dynamo-session-id".to_owned(), format!("run-1:{id}")),
+            ("x-dynamo-session-final".to_owned(), "true".to_owned()),
+        ]
+    );
+    assert_eq!(call.request.body["max_tokens"], 1);
+    assert!(call.request.body.get("nvext").is_none());
+
+    let plain = self::agent(Arc::new(ScriptedInvoker::new()), None);
+    plain.open_with("main", &vars()).expect("open");
+    assert!(matches!(
+        plain.finish("main").await,
+        Err(AgentError::Hints { .. })
+    ));
+}
+
+#[test]
+fn builder_reports_what_is_missing_or_invalid() {
+    let err = Agent::builder().build().expect_err("empty");
+    assert_eq!(err.to_string(), "cannot build agent: a name is required");
+    let err = Agent::builder()
+        .name("a")
+        .system_prompt("s")
+        .model("m")
+        .build()
+        .expect_err("no invoker");
+    assert!(err.to_string().contains("an invoker is required"), "{err}");
+    let err = Agent::builder()
+        .name("a")
+        .system_prompt("s")
+        .model("m")
+        .invoker(Arc::new(ScriptedInvoker::new()))
+        .model_args(ModelArgs::new().param("max_token", 3))
+        .build()
+        .expect_err("typo");
+    assert!(err.to_string().contains("did you mean `max_tokens`"), "{err}");
+}

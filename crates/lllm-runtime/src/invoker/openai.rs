@@ -1,0 +1,157 @@
+//! The OpenAI-compatible invoker, on async-openai's bring-your-own-types API.
+
+use std::str::FromStr;
+
+use async_openai::config::Config;
+use async_openai::error::OpenAIError;
+use async_openai::traits::RequestOptionsBuilder;
+use async_openai::Client;
+use async_trait::async_trait;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use secrecy::SecretString;
+
+use super::service::{HttpFailure, HttpService};
+use super::wire::WireResponse;
+use super::{ChatRequest, ChatResponse, InvokeError, Invoker, PreparedRequest, ServerDefaults};
+
+/// Sends chat completions to any OpenAI-compatible server (OpenAI, vLLM, SGLang, llama.cpp, Dynamo).
+///
+/// Each call makes one attempt; see [`crate::Agent`] for retries and timeouts.
+#[derive(Debug, Clone)]
+pub struct OpenAiInvoker {
+    http: reqwest::Client,
+    defaults: ServerDefaults,
+}
+
+impl Default for OpenAiInvoker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OpenAiInvoker {
+    /// An invoker whose fallback server and key come from `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
+    pub fn new() -> Self {
+        Self::with_defaults(ServerDefaults::from_env())
+    }
+
+    /// An invoker with explicit fallbacks (for tests and embedding).
+    pub fn with_defaults(defaults: ServerDefaults) -> Self {
+        OpenAiInvoker {
+            http: reqwest::Client::new(),
+            defaults,
+        }
+    }
+
+    /// The request `invoke` would send for `request`.
+    pub fn prepare(&self, request: &ChatRequest) -> Result<PreparedRequest, InvokeError> {
+        PreparedRequest::build(request, &self.defaults)
+    }
+}
+
+#[async_trait]
+impl Invoker for OpenAiInvoker {
+    async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
+        let prepared = self.prepare(request)?;
+        let headers = header_map(&prepared.headers)?;
+        let client = Client::build(
+            self.http.clone(),
+            BaseUrl {
+                api_base: prepared.api_base.clone(),
+                no_key: SecretString::from(String::new()),
+            },
+        )
+        .with_http_service(HttpService {
+            client: self.http.clone(),
+        });
+        let response: WireResponse = client
+            .chat()
+            .headers(headers)
+            .create_byot(prepared.body)
+            .await
+            .map_err(|e| invoke_error(e, &prepared.url))?;
+        response.into_response()
+    }
+}
+
+/// async-openai configuration that only supplies the base URL: every header, credentials included, is
+/// set per request from [`PreparedRequest`], so no `Authorization` is sent without a key.
+#[derive(Debug)]
+struct BaseUrl {
+    api_base: String,
+    no_key: SecretString,
+}
+
+impl Config for BaseUrl {
+    fn headers(&self) -> HeaderMap {
+        HeaderMap::new()
+    }
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.api_base)
+    }
+    fn query(&self) -> Vec<(&str, &str)> {
+        Vec::new()
+    }
+    fn api_base(&self) -> &str {
+        &self.api_base
+    }
+    fn api_key(&self) -> &SecretString {
+        &self.no_key
+    }
+}
+
+fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, InvokeError> {
+    let mut map = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let header = HeaderName::from_str(name)
+            .map_err(|_| InvokeError::Request(format!("`{name}` is not a valid header name")))?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            InvokeError::Request(format!("the value of header `{name}` is not valid"))
+        })?;
+        if name.eq_ignore_ascii_case("authorization") {
+            value.set_sensitive(true);
+        }
+        map.insert(header, value);
+    }
+    Ok(map)
+}
+
+fn invoke_error(error: OpenAIError, url: &str) -> InvokeError {
+    match error {
+        OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
+            Ok(failure) => InvokeError::Http {
+                status: failure.status,
+                message: failure.message,
+                retry_after: failure.retry_after,
+            },
+            Err(other) => InvokeError::Connection {
+                url: url.to_owned(),
+                message: other.to_string(),
+            },
+        },
+        OpenAIError::Reqwest(e) => InvokeError::Connection {
+            url: url.to_owned(),
+            message: error_chain(&e),
+        },
+        OpenAIError::ApiError(api) => InvokeError::Http {
+            status: api.status_code.as_u16(),
+            message: api.api_error.message,
+            retry_after: None,
+        },
+        OpenAIError::JSONDeserialize(e, _) => InvokeError::InvalidResponse(e.to_string()),
+        OpenAIError::StreamError(e) => InvokeError::InvalidResponse(e.to_string()),
+        other => InvokeError::Request(other.to_string()),
+    }
+}
+
+/// An error and its causes, joined: reqwest's own message alone rarely says what went wrong.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,407 @@
+//! The exact HTTP request a model call becomes, and lenient parsing of the answer.
+
+use std::fmt;
+
+use async_openai::types::chat::{
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent,
+    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
+    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage,
+    ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
+    ChatCompletionRequestUserMessageContent, FunctionCall,
+};
+use lllm_core::merge::{merge_body, merge_headers};
+use lllm_core::{strip_provider_prefix, Message, Role, Secret, ToolCall, Usage};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::{ChatRequest, ChatResponse, InvokeError};
+
+/// Where requests go when `model_args` does not say.
+const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
+/// Header names whose values are credentials and are never printed.
+const SECRET_HEADERS: [&str; 6] = [
+    "authorization",
+    "proxy-authorization",
+    "api-key",
+    "x-api-key",
+    "openai-api-key",
+    "cookie",
+];
+/// What replaces a secret in printed output.
+pub const REDACTED: &str = "[redacted]";
+
+/// Server settings from the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`), used when an agent's
+/// `model_args` has no `api_base` / `api_key`.
+#[derive(Debug, Clone, Default)]
+pub struct ServerDefaults {
+    /// Fallback base URL.
+    pub api_base: Option<String>,
+    /// Fallback API key.
+    pub api_key: Option<Secret>,
+}
+
+impl ServerDefaults {
+    /// Reads `OPENAI_BASE_URL` and `OPENAI_API_KEY`; empty values count as unset.
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        ServerDefaults {
+            api_base: var("OPENAI_BASE_URL"),
+            api_key: var("OPENAI_API_KEY").map(Secret::new),
+        }
+    }
+
+    /// No fallback at all (requests go to OpenAI without a key unless `model_args` says otherwise).
+    pub fn none() -> Self {
+        Self::default()
+    }
+}
+
+/// A request exactly as it goes on the wire.
+#[derive(Clone, PartialEq)]
+pub struct PreparedRequest {
+    /// Base URL of the API, without a trailing slash.
+    pub api_base: String,
+    /// Full URL of the chat completions endpoint.
+    pub url: String,
+    /// Headers in the order they are sent, credentials included.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body.
+    pub body: Value,
+}
+
+impl PreparedRequest {
+    /// Builds the request for `request`: model name without provider prefix, messages, the agent's
+    /// parameters, hint fields under the user's `extra_headers` / `extra_body`.
+    pub fn build(request: &ChatRequest, defaults: &ServerDefaults) -> Result<Self, InvokeError> {
+        let args = &request.model_args;
+        let api_base = args
+            .api_base
+            .as_deref()
+            .or(defaults.api_base.as_deref())
+            .unwrap_or(OPENAI_API_BASE)
+            .trim_end_matches('/')
+            .to_owned();
+        let url = format!("{api_base}/chat/completions");
+
+        let mut base_headers = Vec::with_capacity(1 + request.hint_fields.headers.len());
+        if let Some(key) = args.api_key.as_ref().or(defaults.api_key.as_ref()) {
+            base_headers.push(("authorization".to_owned(), format!("Bearer {}", key.expose())));
+        }
+        base_headers.extend(request.hint_fields.headers.iter().cloned());
+        let headers = merge_headers(&base_headers, &args.extra_headers);
+
+        let mut standard = Map::new();
+        standard.insert(
+            "model".into(),
+            Value::from(strip_provider_prefix(&request.model)),
+        );
+        let messages: Vec<ChatCompletionRequestMessage> =
+            request.messages.iter().map(wire_message).collect();
+        standard.insert(
+            "messages".into(),
+            serde_json::to_value(messages).map_err(|e| InvokeError::Request(e.to_string()))?,
+        );
+        for (key, value) in &args.params {
+            standard.insert(key.clone(), value.clone());
+        }
+        let body = merge_body(
+            standard,
+            request.hint_fields.body.clone(),
+            args.extra_body.clone(),
+        );
+        Ok(PreparedRequest {
+            api_base,
+            url,
+            headers,
+            body: Value::Object(body),
+        })
+    }
+
+    /// The value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `{"url", "headers", "body"}` with every credential replaced by `[redacted]`: safe to print.
+    pub fn to_redacted_json(&self) -> Value {
+        let headers: Map<String, Value> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let shown = if is_secret_header(name) {
+                    REDACTED
+                } else {
+                    value.as_str()
+                };
+                (name.clone(), Value::from(shown))
+            })
+            .collect();
+        json!({"url": self.url, "headers": headers, "body": self.body})
+    }
+}
+
+impl fmt::Debug for PreparedRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PreparedRequest({})", self.to_redacted_json())
+    }
+}
+
+fn is_secret_header(name: &str) -> bool {
+    SECRET_HEADERS.iter().any(|s| s.eq_ignore_ascii_case(name))
+}
+
+/// A message as the chat completions API takes it: `system` (never `developer`), no `name`, reasoning
+/// text left out.
+fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
+    let text = message.text().to_owned();
+    match message.role {
+        Role::System => ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
+            content: ChatCompletionRequestSystemMessageContent::Text(text),
+            name: None,
+        }),
+        Role::User => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+            content: ChatCompletionRequestUserMessageContent::Text(text),
+            name: None,
+        }),
+        Role::Assistant => {
+            let tool_calls = (!message.tool_calls.is_empty()).then(|| {
+                message
+                    .tool_calls
+                    .iter()
+                    .map(|call| {
+                        ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
+                            id: call.id.clone(),
+                            function: FunctionCall {
+                                name: call.name.clone(),
+                                arguments: call.arguments.clone(),
+                            },
+                        })
+                    })
+                    .collect()
+            });
+            // A null answer (no text, no tool call) is sent back as "", which every server accepts.
+            let content = match (&message.content, &tool_calls) {
+                (None, Some(_)) => None,
+                _ => Some(ChatCompletionRequestAssistantMessageContent::Text(text)),
+            };
+            ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
+                content,
+                tool_calls,
+                ..Default::default()
+            })
+        }
+        Role::Tool => ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+            content: ChatCompletionRequestToolMessageContent::Text(text),
+            tool_call_id: message.tool_call_id.clone().unwrap_or_default(),
+        }),
+    }
+}
+
+// Lenient response types: every field optional, unknown fields ignored, any finish reason kept.
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireResponse {
+    id: Option<String>,
+    choices: Option<Vec<WireChoice>>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireChoice {
+    message: Option<WireMessage>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireMessage {
+    content: Option<Value>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireToolCall {
+    id: Option<String>,
+    function: Option<WireFunction>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireFunction {
+    name: Option<String>,
+    arguments: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<WireUsageDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsageDetails {
+    cached_tokens: Option<u64>,
+}
+
+/// Parses a chat completion body leniently: `content: null`, unknown finish reasons, reasoning fields,
+/// content given as a list of parts, tool calls without ids.
+pub fn parse_response(body: Value) -> Result<ChatResponse, InvokeError> {
+    let wire: WireResponse = serde_json::from_value(body)
+        .map_err(|e| InvokeError::InvalidResponse(e.to_string()))?;
+    wire.into_response()
+}
+
+impl WireResponse {
+    pub(crate) fn into_response(self) -> Result<ChatResponse, InvokeError> {
+        let choice = self
+            .choices
+            .and_then(|c| c.into_iter().next())
+            .ok_or_else(|| InvokeError::InvalidResponse("it has no choices".into()))?;
+        let wire = choice.message.ok_or_else(|| {
+            InvokeError::InvalidResponse("its first choice has no message".into())
+        })?;
+        let tool_calls = wire
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, call)| {
+                let function = call.function.unwrap_or(WireFunction {
+                    name: None,
+                    arguments: None,
+                });
+                ToolCall {
+                    id: call.id.unwrap_or_else(|| format!("call_{i}")),
+                    name: function.name.unwrap_or_default(),
+                    arguments: match function.arguments {
+                        Some(Value::String(s)) => s,
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    },
+                }
+            })
+            .collect();
+        let usage = self.usage.map(|u| Usage {
+            prompt_tokens: u.prompt_tokens.unwrap_or(0),
+            completion_tokens: u.completion_tokens.unwrap_or(0),
+            cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        });
+        Ok(ChatResponse {
+            id: self.id,
+            message: Message {
+                role: Role::Assistant,
+                content: wire.content.and_then(content_text),
+                reasoning: wire.reasoning_content.or(wire.reasoning),
+                tool_calls,
+                tool_call_id: None,
+                usage,
+                finish_reason: choice.finish_reason,
+            },
+        })
+    }
+}
+
+fn content_text(content: Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<String>(),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use lllm_core::{MessageLog, ModelArgs, RequestFields};
+
+    use super::*;
+
+    fn request(args: ModelArgs, hints: RequestFields) -> ChatRequest {
+        ChatRequest {
+            model: "hosted_vllm/Qwen/Qwen2.5-7B-Instruct".into(),
+            messages: [Message::system("sys"), Message::user("hi")]
+                .into_iter()
+                .collect::<MessageLog>(),
+            model_args: Arc::new(args),
+            hint_fields: hints,
+        }
+    }
+
+    #[test]
+    fn builds_url_body_and_redacts_credentials() {
+        let args = ModelArgs::new()
+            .api_base("http://127.0.0.1:9/v1/")
+            .api_key("sk-secret")
+            .max_tokens(24)
+            .param("temperature", 0.5);
+        let hints = RequestFields {
+            headers: vec![("x-session-id".into(), "abc".into())],
+            body: Map::new(),
+        };
+        let prepared = PreparedRequest::build(&request(args, hints), &ServerDefaults::none())
+            .expect("builds");
+        assert_eq!(prepared.url, "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(prepared.header("Authorization"), Some("Bearer sk-secret"));
+        assert_eq!(
+            prepared.body,
+            json!({"model": "Qwen/Qwen2.5-7B-Instruct", "max_tokens": 24, "temperature": 0.5,
+                   "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]})
+        );
+        let shown = prepared.to_redacted_json().to_string();
+        assert!(!shown.contains("sk-secret"), "{shown}");
+        assert!(shown.contains("x-session-id"), "{shown}");
+        assert!(!format!("{prepared:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn without_a_key_no_authorization_header_is_sent() {
+        let prepared = PreparedRequest::build(
+            &request(ModelArgs::new(), RequestFields::default()),
+            &ServerDefaults {
+                api_base: Some("http://127.0.0.1:1".into()),
+                api_key: None,
+            },
+        )
+        .expect("builds");
+        assert_eq!(prepared.header("authorization"), None);
+        assert_eq!(prepared.url, "http://127.0.0.1:1/chat/completions");
+    }
+
+    #[test]
+    fn parses_null_content_unknown_reasons_reasoning_and_parts() {
+        let response = parse_response(json!({
+            "choices": [{"message": {"role": "assistant", "content": null, "reasoning_content": "hmm",
+                          "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]},
+                         "finish_reason": "brand_new_reason"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 0, "prompt_tokens_details": {"cached_tokens": 4}},
+            "some_extension": {"x": 1}
+        }))
+        .expect("lenient");
+        let m = response.message;
+        assert_eq!(m.content, None);
+        assert_eq!(m.reasoning.as_deref(), Some("hmm"));
+        assert_eq!(m.finish_reason.as_deref(), Some("brand_new_reason"));
+        assert_eq!(m.tool_calls[0].id, "call_0");
+        assert_eq!(m.tool_calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!(m.usage.and_then(|u| u.cached_tokens), Some(4));
+
+        let parts = parse_response(json!({"choices": [{"message": {"content": [
+            {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}, "finish_reason": null}]}))
+        .expect("parts");
+        assert_eq!(parts.message.content.as_deref(), Some("ab"));
+        assert!(parse_response(json!({"choices": []})).is_err());
+        assert!(parse_response(json!({"choices": null})).is_err());
+        assert!(parse_response(json!([1, 2])).is_err());
+    }
+}

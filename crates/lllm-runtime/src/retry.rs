@@ -1,0 +1,106 @@
+//! When to try a failed model call again, and how long to wait first.
+
+use std::time::Duration;
+
+use crate::invoker::InvokeError;
+
+/// Retry settings of an agent. `max_retries` comes from `max_llm_recall`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first try (so at most `1 + max_retries` requests per call).
+    pub max_retries: u32,
+    /// Wait before the first retry; it doubles for each further one.
+    pub base_delay: Duration,
+    /// Longest computed wait.
+    pub max_delay: Duration,
+    /// Longest wait granted to a server's `Retry-After`.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: lllm_core::config::DEFAULT_MAX_LLM_RECALL,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy with `max_retries` retries and default waits.
+    pub fn with_max_retries(max_retries: u32) -> Self {
+        RetryPolicy {
+            max_retries,
+            ..Self::default()
+        }
+    }
+
+    /// The wait before retry number `retry` (0 for the first) after `error`, or `None` when the error is
+    /// not worth retrying or no retry is left.
+    pub fn delay(&self, retry: u32, error: &InvokeError) -> Option<Duration> {
+        if retry >= self.max_retries || !error.is_retryable() {
+            return None;
+        }
+        if let Some(wait) = error.retry_after() {
+            return Some(wait.min(self.max_retry_after));
+        }
+        let exponential = self
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(self.max_delay);
+        // Jitter in [½, 1] of the wait, so clients that failed together do not retry together.
+        Some(exponential.mul_f64(0.5 + fastrand::f64() / 2.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16, retry_after: Option<Duration>) -> InvokeError {
+        InvokeError::Http {
+            status,
+            message: "x".into(),
+            retry_after,
+        }
+    }
+
+    #[test]
+    fn backs_off_exponentially_with_jitter_and_a_cap() {
+        let policy = RetryPolicy {
+            max_retries: 10,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(1000),
+            max_retry_after: Duration::from_secs(5),
+        };
+        for (retry, full) in [(0, 100), (1, 200), (2, 400), (3, 800), (6, 1000)] {
+            let wait = policy.delay(retry, &http(503, None)).expect("retryable");
+            let full = Duration::from_millis(full);
+            assert!(wait >= full / 2 && wait <= full, "retry {retry}: {wait:?}");
+        }
+    }
+
+    #[test]
+    fn honours_retry_after_up_to_the_cap() {
+        let policy = RetryPolicy::default();
+        assert_eq!(
+            policy.delay(0, &http(429, Some(Duration::from_secs(3)))),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            policy.delay(0, &http(429, Some(Duration::from_secs(3600)))),
+            Some(Duration::from_secs(60))
+        );
+    }
+
+    #[test]
+    fn stops_on_client_errors_and_when_retries_run_out() {
+        let policy = RetryPolicy::with_max_retries(2);
+        assert_eq!(policy.delay(0, &http(400, None)), None);
+        assert_eq!(policy.delay(0, &InvokeError::InvalidResponse("x".into())), None);
+        assert!(policy.delay(1, &InvokeError::Timeout(Duration::from_secs(1))).is_some());
+        assert_eq!(policy.delay(2, &http(500, None)), None);
+    }
+}

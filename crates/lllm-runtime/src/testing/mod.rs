@@ -1,0 +1,8 @@
+//! Test helpers for code built on lllm (feature `testing`): a scripted invoker that records every call,
+//! and a stub OpenAI-compatible HTTP server that records every request it receives.
+
+mod scripted;
+mod stub_server;
+
+pub use scripted::{RecordedCall, ScriptedInvoker};
+pub use stub_server::{RecordedRequest, StubReply, StubServer};

@@ -1,0 +1,244 @@
+//! A real HTTP server on 127.0.0.1 that speaks just enough of the chat completions API, answers from a
+//! script, and records every request (method, path, headers as received, JSON body).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+/// One request the stub server received.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    /// HTTP method.
+    pub method: String,
+    /// Path, such as `/v1/chat/completions`.
+    pub path: String,
+    /// Headers in the order received, names lowercase; a repeated header appears once per value.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON (`null` when it is not JSON).
+    pub body: Value,
+    /// When it arrived.
+    pub received_at: Instant,
+}
+
+impl RecordedRequest {
+    /// Every value of header `name` (any case).
+    pub fn header_values(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The value of header `name`, when it was sent exactly once.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        match self.header_values(name).as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+}
+
+/// What the stub answers to one request.
+#[derive(Debug, Clone)]
+pub struct StubReply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+    delay: Duration,
+}
+
+impl StubReply {
+    /// A 200 chat completion with this text and usage counts.
+    pub fn text(text: &str) -> Self {
+        Self::completion(json!({"role": "assistant", "content": text}))
+    }
+
+    /// A 200 chat completion whose first choice has this `message` object.
+    pub fn completion(message: Value) -> Self {
+        Self::json(
+            200,
+            json!({"id": "chatcmpl-stub", "object": "chat.completion", "model": "stub",
+                   "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}),
+        )
+    }
+
+    /// An OpenAI-style error body with this status.
+    pub fn error(status: u16, message: &str) -> Self {
+        Self::json(
+            status,
+            json!({"error": {"message": message, "type": "stub_error"}}),
+        )
+    }
+
+    /// Any JSON body with this status.
+    pub fn json(status: u16, body: Value) -> Self {
+        StubReply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.to_string(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A raw body with this status.
+    pub fn raw(status: u16, body: &str) -> Self {
+        StubReply {
+            status,
+            headers: Vec::new(),
+            body: body.to_owned(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// Adds a response header (such as `retry-after`).
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Waits this long before answering.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<StubReply>>,
+    recorded: Mutex<Vec<RecordedRequest>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A stub OpenAI-compatible server on `127.0.0.1` (a free port). When its script is empty it answers
+/// every chat completion with `stub answer to: <last user message>`. It stops when dropped.
+pub struct StubServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl std::fmt::Debug for StubServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StubServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StubServer {
+    /// Starts the server on a free loopback port. Must be called inside a tokio runtime.
+    pub async fn start() -> std::io::Result<StubServer> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let app = Router::new().fallback(handle).with_state(shared.clone());
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async {
+                stopped.await.ok();
+            });
+            if let Err(error) = serve.await {
+                tracing::error!(%error, "stub server stopped");
+            }
+        });
+        Ok(StubServer {
+            addr,
+            shared,
+            stop: Some(stop),
+        })
+    }
+
+    /// `http://127.0.0.1:<port>/v1`: what `api_base` should be.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Queues replies, answered in order.
+    pub fn push(&self, reply: StubReply) {
+        lock(&self.shared.script).push_back(reply);
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.recorded).clone()
+    }
+}
+
+impl Drop for StubServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).ok();
+        }
+    }
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let fallback = default_reply(&body);
+    lock(&shared.recorded).push(RecordedRequest {
+        method: method.to_string(),
+        path: uri.path().to_owned(),
+        headers: headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body,
+        received_at: Instant::now(),
+    });
+    let reply = lock(&shared.script).pop_front().unwrap_or(fallback);
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, reply.body).into_response();
+    for (name, value) in reply.headers {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::try_from(name),
+            axum::http::HeaderValue::try_from(value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+fn default_reply(body: &Value) -> StubReply {
+    let last_user = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| {
+            m.iter()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        })
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    StubReply::text(&format!("stub answer to: {last_user}"))
+}
