@@ -346,7 +346,9 @@ mod tests {
         let a = DialogId::new().to_string();
         let b = DialogId::new().to_string();
         assert_eq!(a.len(), 32);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(a
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
         assert_eq!(&a[12..13], "4", "version nibble of a v4 uuid");
         assert_ne!(a, b);
         assert_eq!(a.parse::<DialogId>().map(|d| d.to_string()).ok(), Some(a));
@@ -390,7 +392,10 @@ mod tests {
         let child = parent.fork();
         let first_parent = parent.messages().iter().next().map(|m| m as *const Message);
         let first_child = child.messages().iter().next().map(|m| m as *const Message);
-        assert_eq!(first_parent, first_child, "the prefix is shared, not copied");
+        assert_eq!(
+            first_parent, first_child,
+            "the prefix is shared, not copied"
+        );
     }
 
     #[test]
@@ -426,10 +431,17 @@ mod tests {
         let json = serde_json::to_string(&tree).expect("serialises");
         let back: DialogTree = serde_json::from_str(&json).expect("deserialises");
         assert_eq!(back, tree);
-        assert_eq!(back.get("retry").and_then(Dialog::parent_id), Some(main.id()));
+        assert_eq!(
+            back.get("retry").and_then(Dialog::parent_id),
+            Some(main.id())
+        );
         assert_eq!(back.get("retry").map(Dialog::len), Some(4));
         assert_eq!(main.usage().cached_tokens, Some(8));
         assert_eq!(retry.forked_at(), 3);
-        assert_eq!(retry.usage(), Usage::default(), "inherited usage is the parent's");
+        assert_eq!(
+            retry.usage(),
+            Usage::default(),
+            "inherited usage is the parent's"
+        );
     }
 }

@@ -4,7 +4,10 @@ use serde_json::{Map, Value};
 
 /// Hint headers with the user's headers over them: a user header replaces every hint header of the same
 /// name in any case, and no name is sent twice (among the user's own, the last one wins).
-pub fn merge_headers(hints: &[(String, String)], user: &[(String, String)]) -> Vec<(String, String)> {
+pub fn merge_headers(
+    hints: &[(String, String)],
+    user: &[(String, String)],
+) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = hints
         .iter()
         .filter(|(name, _)| !user.iter().any(|(u, _)| u.eq_ignore_ascii_case(name)))
@@ -89,7 +92,11 @@ mod tests {
         );
         assert_eq!(
             merged,
-            pairs(&[("x-parent-session-id", "p"), ("X-Session-ID", "mine"), ("X-TEAM", "b")])
+            pairs(&[
+                ("x-parent-session-id", "p"),
+                ("X-Session-ID", "mine"),
+                ("X-TEAM", "b")
+            ])
         );
     }
 
@@ -97,7 +104,9 @@ mod tests {
     fn body_merge_keeps_both_sides_and_user_wins_per_leaf() {
         let body = merge_body(
             obj(json!({"model": "m", "messages": [], "max_tokens": 24})),
-            obj(json!({"nvext": {"agent_hints": {"priority": 5, "osl": 24}}, "model": "hint-model"})),
+            obj(
+                json!({"nvext": {"agent_hints": {"priority": 5, "osl": 24}}, "model": "hint-model"}),
+            ),
             obj(json!({"nvext": {"extra_fields": ["worker_id"], "agent_hints": {"priority": 1}}})),
         );
         assert_eq!(

@@ -204,7 +204,9 @@ impl ModelArgs {
             if !(base.starts_with("http://") || base.starts_with("https://")) {
                 return Err(ModelArgsError::new(
                     "api_base",
-                    format!("`{base}` is not an http(s) URL; write it like http://127.0.0.1:8000/v1"),
+                    format!(
+                        "`{base}` is not an http(s) URL; write it like http://127.0.0.1:8000/v1"
+                    ),
                 ));
             }
         }
@@ -267,7 +269,10 @@ fn headers_field(value: Value) -> Result<Vec<(String, String)>, ModelArgsError> 
     let Value::Object(map) = value else {
         return Err(ModelArgsError::new(
             "extra_headers",
-            format!("expected a mapping of header names to values, found {}", kind(&value)),
+            format!(
+                "expected a mapping of header names to values, found {}",
+                kind(&value)
+            ),
         ));
     };
     map.into_iter()
@@ -315,7 +320,9 @@ fn check_param(key: &str, value: &Value) -> Result<(), ModelArgsError> {
         ));
     }
     if matches!(key, "max_tokens" | "max_completion_tokens")
-        && !value.as_u64().is_some_and(|n| n > 0 && n <= u64::from(u32::MAX))
+        && !value
+            .as_u64()
+            .is_some_and(|n| n > 0 && n <= u64::from(u32::MAX))
     {
         return Err(ModelArgsError::new(
             key,

@@ -171,7 +171,10 @@ fn environment() -> Environment<'static> {
 
 fn describe(error: &minijinja::Error) -> String {
     match error.line() {
-        Some(line) => format!("{} (line {line})", error.detail().unwrap_or(&error.to_string())),
+        Some(line) => format!(
+            "{} (line {line})",
+            error.detail().unwrap_or(&error.to_string())
+        ),
         None => error.to_string(),
     }
 }
@@ -222,7 +225,10 @@ mod tests {
     #[test]
     fn loops_and_builtins_are_not_missing_variables() {
         let prompt = Prompt::inline("{% for i in range(2) %}{{ i }}{% endfor %}");
-        assert_eq!(prompt.render(&PromptVars::new()).ok().as_deref(), Some("01"));
+        assert_eq!(
+            prompt.render(&PromptVars::new()).ok().as_deref(),
+            Some("01")
+        );
     }
 
     #[test]

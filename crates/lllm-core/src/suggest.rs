@@ -5,7 +5,12 @@ pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     let word_lower = word.to_ascii_lowercase();
     candidates
         .into_iter()
-        .map(|c| (strsim::jaro_winkler(&word_lower, &c.to_ascii_lowercase()), c))
+        .map(|c| {
+            (
+                strsim::jaro_winkler(&word_lower, &c.to_ascii_lowercase()),
+                c,
+            )
+        })
         .filter(|(score, _)| *score >= 0.85)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c)

@@ -99,8 +99,13 @@ mod tests {
     fn stops_on_client_errors_and_when_retries_run_out() {
         let policy = RetryPolicy::with_max_retries(2);
         assert_eq!(policy.delay(0, &http(400, None)), None);
-        assert_eq!(policy.delay(0, &InvokeError::InvalidResponse("x".into())), None);
-        assert!(policy.delay(1, &InvokeError::Timeout(Duration::from_secs(1))).is_some());
+        assert_eq!(
+            policy.delay(0, &InvokeError::InvalidResponse("x".into())),
+            None
+        );
+        assert!(policy
+            .delay(1, &InvokeError::Timeout(Duration::from_secs(1)))
+            .is_some());
         assert_eq!(policy.delay(2, &http(500, None)), None);
     }
 }

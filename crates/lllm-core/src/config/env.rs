@@ -83,9 +83,15 @@ mod tests {
             Ok("http://127.0.0.1:8000/v1".into())
         );
         assert_eq!(expand("${HOST:-localhost}", &env), Ok("localhost".into()));
-        assert_eq!(expand("cost $5 and $${PORT}", &env), Ok("cost $5 and ${PORT}".into()));
+        assert_eq!(
+            expand("cost $5 and $${PORT}", &env),
+            Ok("cost $5 and ${PORT}".into())
+        );
         assert_eq!(expand("${NOPE}", &env), Err(EnvError::Unset("NOPE".into())));
-        assert!(matches!(expand("${PORT", &env), Err(EnvError::Malformed(_))));
+        assert!(matches!(
+            expand("${PORT", &env),
+            Err(EnvError::Malformed(_))
+        ));
         assert!(matches!(expand("${1X}", &env), Err(EnvError::Malformed(_))));
     }
 }

@@ -54,7 +54,10 @@ impl Position {
             .iter()
             .rposition(|b| *b == b'\n')
             .map_or(0, |i| i + 1);
-        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
         Position { line, column }
     }
 }

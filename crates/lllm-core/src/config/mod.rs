@@ -135,7 +135,11 @@ impl Loader<'_> {
                 .clone()
                 .filter(|n| !n.trim().is_empty())
                 .ok_or_else(|| {
-                    field_error(self.path, &format!("{section}.name"), "every agent needs a name")
+                    field_error(
+                        self.path,
+                        &format!("{section}.name"),
+                        "every agent needs a name",
+                    )
                 })?;
             if name.chars().any(char::is_control) {
                 return Err(field_error(
@@ -175,7 +179,12 @@ impl Loader<'_> {
             .model_name
             .clone()
             .filter(|m| !m.trim().is_empty())
-            .ok_or_else(|| err("model_name", "a model name is required: set it on the agent or under global"))?;
+            .ok_or_else(|| {
+                err(
+                    "model_name",
+                    "a model name is required: set it on the agent or under global",
+                )
+            })?;
         let system_prompt = match raw.prompt_source() {
             Ok(PromptSource::Inline(text)) => Prompt::named(format!("{name}.system_prompt"), text),
             Ok(PromptSource::Path(p)) => Prompt::load(&p, &self.prompt_dirs())
@@ -198,8 +207,12 @@ impl Loader<'_> {
             system_prompt,
             model_args,
             inference_hints,
-            max_exception_retry: raw.max_exception_retry.unwrap_or(DEFAULT_MAX_EXCEPTION_RETRY),
-            max_interrupt_steps: raw.max_interrupt_steps.unwrap_or(DEFAULT_MAX_INTERRUPT_STEPS),
+            max_exception_retry: raw
+                .max_exception_retry
+                .unwrap_or(DEFAULT_MAX_EXCEPTION_RETRY),
+            max_interrupt_steps: raw
+                .max_interrupt_steps
+                .unwrap_or(DEFAULT_MAX_INTERRUPT_STEPS),
             max_llm_recall: raw.max_llm_recall.unwrap_or(DEFAULT_MAX_LLM_RECALL),
         })
     }

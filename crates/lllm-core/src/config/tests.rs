@@ -55,8 +55,14 @@ fn global_is_deep_merged_under_each_agent() {
         planner.model_args.api_base.as_deref(),
         Some("http://127.0.0.1:8123/v1")
     );
-    assert_eq!(planner.model_args.params.get("max_tokens"), Some(&json!(512)));
-    assert_eq!(planner.model_args.params.get("temperature"), Some(&json!(0.1)));
+    assert_eq!(
+        planner.model_args.params.get("max_tokens"),
+        Some(&json!(512))
+    );
+    assert_eq!(
+        planner.model_args.params.get("temperature"),
+        Some(&json!(0.1))
+    );
     assert_eq!(
         serde_json::Value::Object(planner.model_args.extra_body.clone()),
         json!({"nvext": {"extra_fields": ["a"], "agent_hints": {"osl": 3}}})
@@ -68,8 +74,14 @@ fn global_is_deep_merged_under_each_agent() {
 
     let critic = spec.agent("critic").expect("critic");
     assert_eq!(critic.model, "openai/gpt-4o-mini");
-    assert_eq!(critic.inference_hints.as_ref().and_then(|h| h.priority()), Some(5));
-    assert!(!critic.model_args.params.contains_key("temperature"), "no leak between agents");
+    assert_eq!(
+        critic.inference_hints.as_ref().and_then(|h| h.priority()),
+        Some(5)
+    );
+    assert!(
+        !critic.model_args.params.contains_key("temperature"),
+        "no leak between agents"
+    );
     assert_eq!(
         serde_json::Value::Object(critic.model_args.extra_body.clone()),
         json!({"nvext": {"extra_fields": ["a"]}}),
@@ -144,17 +156,27 @@ fn semantic_errors_name_the_field() {
 fn invalid_yaml_and_bytes_are_errors_not_panics() {
     let err = parse_err("agent_configs: [\n");
     assert!(err.starts_with("t.yaml:"), "{err}");
-    let err = parse_tactic(b"agent_configs:\n  - name: \xff\n", Path::new("t.yaml"), &env)
-        .expect_err("not utf-8")
-        .to_string();
-    assert_eq!(err, "t.yaml:2:11: the file is not valid UTF-8; save it as UTF-8");
+    let err = parse_tactic(
+        b"agent_configs:\n  - name: \xff\n",
+        Path::new("t.yaml"),
+        &env,
+    )
+    .expect_err("not utf-8")
+    .to_string();
+    assert_eq!(
+        err,
+        "t.yaml:2:11: the file is not valid UTF-8; save it as UTF-8"
+    );
 }
 
 #[test]
 fn api_key_from_env_never_shows_in_debug_output() {
     let spec = parse_ok("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${KEY}\"}}]\n");
     let agent = &spec.agents[0];
-    assert_eq!(agent.model_args.api_key.as_ref().map(|k| k.expose()), Some("sk-from-env"));
+    assert_eq!(
+        agent.model_args.api_key.as_ref().map(|k| k.expose()),
+        Some("sk-from-env")
+    );
     assert!(!format!("{spec:?}").contains("sk-from-env"));
 }
 
@@ -171,6 +193,9 @@ fn system_prompt_path_resolves_next_to_the_file() {
     let err = parse_tactic(missing.as_bytes(), &file, &env)
         .expect_err("missing")
         .to_string();
-    assert!(err.contains("system_prompt_path: prompt `nope` not found"), "{err}");
+    assert!(
+        err.contains("system_prompt_path: prompt `nope` not found"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -252,7 +252,10 @@ impl InferenceHintsBuilder {
         sendable(HintField::Priority, self.priority.is_some())?;
         sendable(HintField::StrictPriority, self.strict_priority.is_some())?;
         sendable(HintField::Osl, self.osl.is_some())?;
-        sendable(HintField::SpeculativePrefill, self.speculative_prefill.is_some())?;
+        sendable(
+            HintField::SpeculativePrefill,
+            self.speculative_prefill.is_some(),
+        )?;
         sendable(HintField::CacheSalt, self.cache_salt.is_some())?;
 
         if self.osl == Some(0) {

@@ -103,7 +103,8 @@ fn osl_defaults_from_max_tokens_then_max_completion_tokens_and_explicit_wins() {
         .build()
         .expect("valid");
     assert_eq!(
-        fields(&explicit, "d", None, &ModelArgs::new().max_tokens(24))["extra_body"]["nvext"]["agent_hints"],
+        fields(&explicit, "d", None, &ModelArgs::new().max_tokens(24))["extra_body"]["nvext"]
+            ["agent_hints"],
         json!({"osl": 10})
     );
 }
@@ -137,13 +138,21 @@ fn fields_a_profile_cannot_send_are_rejected_with_the_profiles_that_can() {
         .strict_priority(1)
         .build()
         .expect_err("vllm cannot send strict_priority");
-    assert!(err.to_string().contains("profiles that can: dynamo"), "{err}");
+    assert!(
+        err.to_string().contains("profiles that can: dynamo"),
+        "{err}"
+    );
     for builder in [
-        InferenceHints::builder().profile(Profile::Sglang).cache_salt("x"),
+        InferenceHints::builder()
+            .profile(Profile::Sglang)
+            .cache_salt("x"),
         InferenceHints::builder().profile(Profile::Vllm).osl(3),
         InferenceHints::builder().speculative_prefill(true),
     ] {
-        assert!(matches!(builder.build(), Err(HintsError::NotSendable { .. })));
+        assert!(matches!(
+            builder.build(),
+            Err(HintsError::NotSendable { .. })
+        ));
     }
 }
 
@@ -154,16 +163,31 @@ fn unsafe_prefixes_salts_and_ids_are_rejected() {
             .session_prefix(prefix)
             .build()
             .expect_err(prefix);
-        assert!(err.to_string().starts_with("inference_hints.session_prefix"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("inference_hints.session_prefix"),
+            "{err}"
+        );
     }
-    assert!(InferenceHints::builder().session_prefix("p".repeat(223)).build().is_ok());
+    assert!(InferenceHints::builder()
+        .session_prefix("p".repeat(223))
+        .build()
+        .is_ok());
     for salt in ["", "a/b", "a@b", "a\\b", "a\0b", &"s".repeat(129)] {
         assert!(
-            InferenceHints::builder().profile(Profile::Vllm).cache_salt(salt).build().is_err(),
+            InferenceHints::builder()
+                .profile(Profile::Vllm)
+                .cache_salt(salt)
+                .build()
+                .is_err(),
             "{salt:?}"
         );
     }
-    assert!(InferenceHints::builder().profile(Profile::Dynamo).osl(0).build().is_err());
+    assert!(InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .osl(0)
+        .build()
+        .is_err());
     let hints = InferenceHints::default();
     assert!(hints.session_ids("id\nx", None).is_err());
     assert!(hints.session_ids(&"x".repeat(257), None).is_err());
@@ -181,7 +205,9 @@ fn final_request_fields_are_dynamo_only() {
         hints.final_request_fields("abc").expect("dynamo").to_json(),
         json!({"extra_headers": {"x-dynamo-session-id": "run-1:abc", "x-dynamo-session-final": "true"}})
     );
-    assert!(InferenceHints::default().final_request_fields("abc").is_err());
+    assert!(InferenceHints::default()
+        .final_request_fields("abc")
+        .is_err());
 }
 
 #[test]
@@ -196,12 +222,21 @@ fn family_mode_sends_the_root_id_and_no_parent() {
     let sent = family
         .dialog_request_fields(&grandchild, &ModelArgs::new())
         .expect("valid");
-    assert_eq!(sent.headers, vec![("x-session-id".to_owned(), root.id().to_string())]);
+    assert_eq!(
+        sent.headers,
+        vec![("x-session-id".to_owned(), root.id().to_string())]
+    );
     let own = InferenceHints::default()
         .dialog_request_fields(&grandchild, &ModelArgs::new())
         .expect("valid");
-    assert_eq!(own.header("x-session-id"), Some(grandchild.id().to_string().as_str()));
-    assert_eq!(own.header("x-parent-session-id"), Some(child.id().to_string().as_str()));
+    assert_eq!(
+        own.header("x-session-id"),
+        Some(grandchild.id().to_string().as_str())
+    );
+    assert_eq!(
+        own.header("x-parent-session-id"),
+        Some(child.id().to_string().as_str())
+    );
 }
 
 #[test]

@@ -48,7 +48,9 @@ pub enum AgentError {
         known: Vec<String>,
     },
     /// The alias is already used by an open dialog.
-    #[error("agent `{agent}` already has a dialog `{alias}`: close it first or pick another alias")]
+    #[error(
+        "agent `{agent}` already has a dialog `{alias}`: close it first or pick another alias"
+    )]
     AliasTaken {
         /// The agent.
         agent: String,

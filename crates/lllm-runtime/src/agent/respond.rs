@@ -48,13 +48,12 @@ impl Agent {
     ///
     /// [`close`]: Agent::close
     pub async fn finish(&self, alias: &str) -> Result<(), AgentError> {
-        let hints = self
-            .hints
-            .as_ref()
-            .ok_or_else(|| self.hints_error(lllm_core::HintsError::FinalNotAvailable {
+        let hints = self.hints.as_ref().ok_or_else(|| {
+            self.hints_error(lllm_core::HintsError::FinalNotAvailable {
                 profile: lllm_core::Profile::OpenAi,
                 session: false,
-            }))?;
+            })
+        })?;
         let (snapshot, _busy) = self.begin(alias)?;
         let session_id = match hints.fork_session() {
             lllm_core::ForkSession::Own => snapshot.id(),

@@ -67,14 +67,24 @@ async fn respond_appends_answer_and_fork_answers_with_its_own_identity() {
     assert_eq!(calls.len(), 2);
     let main_id = main.to_string();
     let retry_id = retry.to_string();
-    assert_eq!(calls[0].request.header("x-dynamo-session-id"), Some(main_id.as_str()));
+    assert_eq!(
+        calls[0].request.header("x-dynamo-session-id"),
+        Some(main_id.as_str())
+    );
     assert_eq!(calls[0].request.header("x-dynamo-parent-session-id"), None);
-    assert_eq!(calls[1].request.header("x-dynamo-session-id"), Some(retry_id.as_str()));
+    assert_eq!(
+        calls[1].request.header("x-dynamo-session-id"),
+        Some(retry_id.as_str())
+    );
     assert_eq!(
         calls[1].request.header("x-dynamo-parent-session-id"),
         Some(main_id.as_str())
     );
-    assert_eq!(calls[1].messages.len(), 4, "the fork sends the shared prefix");
+    assert_eq!(
+        calls[1].messages.len(),
+        4,
+        "the fork sends the shared prefix"
+    );
     assert_eq!(calls[1].messages[0].role, Role::System);
 }
 
@@ -86,7 +96,11 @@ async fn without_hints_nothing_is_added() {
     agent.receive("hi").expect("receive");
     agent.respond().await.expect("answer");
     let call = &invoker.calls()[0];
-    assert!(call.request.headers.is_empty(), "{:?}", call.request.headers);
+    assert!(
+        call.request.headers.is_empty(),
+        "{:?}",
+        call.request.headers
+    );
     assert!(call.request.body.get("nvext").is_none());
 }
 
@@ -113,7 +127,11 @@ async fn a_failed_respond_leaves_the_dialog_as_it_was() {
         other => panic!("unexpected error {other}"),
     }
     assert_eq!(agent.dialog("main").expect("main"), before);
-    assert_eq!(invoker.calls().len(), 3, "1 try + max_llm_recall (2) retries");
+    assert_eq!(
+        invoker.calls().len(),
+        3,
+        "1 try + max_llm_recall (2) retries"
+    );
     let sessions: Vec<_> = invoker
         .calls()
         .iter()
@@ -236,5 +254,8 @@ fn builder_reports_what_is_missing_or_invalid() {
         .model_args(ModelArgs::new().param("max_token", 3))
         .build()
         .expect_err("typo");
-    assert!(err.to_string().contains("did you mean `max_tokens`"), "{err}");
+    assert!(
+        err.to_string().contains("did you mean `max_tokens`"),
+        "{err}"
+    );
 }

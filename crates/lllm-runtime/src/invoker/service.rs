@@ -66,7 +66,10 @@ pub(crate) fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
         return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
     }
     let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// The server's explanation: `error.message`, `error`, `message` or `detail` of a JSON body, else the text.
@@ -110,7 +113,10 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(RETRY_AFTER, "2".parse().expect("value"));
         assert_eq!(parse_retry_after(&headers), Some(Duration::from_secs(2)));
-        headers.insert(RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("value"));
+        headers.insert(
+            RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("value"),
+        );
         assert_eq!(parse_retry_after(&headers), Some(Duration::ZERO));
         headers.insert(RETRY_AFTER, "soon".parse().expect("value"));
         assert_eq!(parse_retry_after(&headers), None);
@@ -126,7 +132,10 @@ mod tests {
             server_message(br#"{"message":"Unsupported parameter(s): `priority`","type":"Bad Request","code":400}"#, None),
             "Unsupported parameter(s): `priority`"
         );
-        assert_eq!(server_message(br#"{"error":"overloaded"}"#, None), "overloaded");
+        assert_eq!(
+            server_message(br#"{"error":"overloaded"}"#, None),
+            "overloaded"
+        );
         assert_eq!(server_message(b"plain text\n", None), "plain text");
         assert_eq!(server_message(b"", Some("Bad Gateway")), "Bad Gateway");
     }

@@ -86,7 +86,10 @@ impl PreparedRequest {
 
         let mut base_headers = Vec::with_capacity(1 + request.hint_fields.headers.len());
         if let Some(key) = args.api_key.as_ref().or(defaults.api_key.as_ref()) {
-            base_headers.push(("authorization".to_owned(), format!("Bearer {}", key.expose())));
+            base_headers.push((
+                "authorization".to_owned(),
+                format!("Bearer {}", key.expose()),
+            ));
         }
         base_headers.extend(request.hint_fields.headers.iter().cloned());
         let headers = merge_headers(&base_headers, &args.extra_headers);
@@ -251,8 +254,8 @@ struct WireUsageDetails {
 /// Parses a chat completion body leniently: `content: null`, unknown finish reasons, reasoning fields,
 /// content given as a list of parts, tool calls without ids.
 pub fn parse_response(body: Value) -> Result<ChatResponse, InvokeError> {
-    let wire: WireResponse = serde_json::from_value(body)
-        .map_err(|e| InvokeError::InvalidResponse(e.to_string()))?;
+    let wire: WireResponse =
+        serde_json::from_value(body).map_err(|e| InvokeError::InvalidResponse(e.to_string()))?;
     wire.into_response()
 }
 
@@ -349,8 +352,8 @@ mod tests {
             headers: vec![("x-session-id".into(), "abc".into())],
             body: Map::new(),
         };
-        let prepared = PreparedRequest::build(&request(args, hints), &ServerDefaults::none())
-            .expect("builds");
+        let prepared =
+            PreparedRequest::build(&request(args, hints), &ServerDefaults::none()).expect("builds");
         assert_eq!(prepared.url, "http://127.0.0.1:9/v1/chat/completions");
         assert_eq!(prepared.header("Authorization"), Some("Bearer sk-secret"));
         assert_eq!(
