@@ -175,8 +175,9 @@ impl ModelArgs {
         let mut args = ModelArgs::default();
         for (key, value) in map {
             match key.as_str() {
-                "api_base" => args.api_base = Some(string_field(&key, value)?),
-                "api_key" => args.api_key = Some(Secret::new(string_field(&key, value)?)),
+                // An empty value (often `${VAR:-}`) means "not set", so the fallbacks apply.
+                "api_base" => args.api_base = non_empty(string_field(&key, value)?),
+                "api_key" => args.api_key = non_empty(string_field(&key, value)?).map(Secret::new),
                 "timeout" => args.timeout = Some(timeout_field(value)?),
                 "extra_headers" => args.extra_headers = headers_field(value)?,
                 "extra_body" => match value {
@@ -247,6 +248,10 @@ fn string_field(key: &str, value: Value) -> Result<String, ModelArgsError> {
             format!("expected a string, found {}", kind(&other)),
         )),
     }
+}
+
+fn non_empty(text: String) -> Option<String> {
+    (!text.trim().is_empty()).then_some(text)
 }
 
 fn timeout_field(value: Value) -> Result<Duration, ModelArgsError> {
@@ -386,6 +391,8 @@ mod tests {
         assert!(err.to_string().contains("model_args.timeout"), "{err}");
         let err = parse(json!({"extra_headers": {"x-a": "1\r\nx-b: 2"}})).expect_err("inject");
         assert!(err.message.contains("control character"), "{err}");
+        let empty = parse(json!({"api_key": "", "api_base": " "})).expect("empty is unset");
+        assert_eq!((empty.api_key, empty.api_base), (None, None));
         let err = parse(json!({"max_tokens": -1})).expect_err("negative");
         assert_eq!(err.field, "max_tokens");
     }

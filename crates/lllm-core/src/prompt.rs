@@ -42,12 +42,12 @@ pub enum PromptError {
         message: String,
     },
     /// The template uses a variable it was not given.
-    #[error("prompt `{name}` uses the variable `{variable}`, which was not given; pass it (for example `--var {variable}=...`) or remove it from the prompt")]
+    #[error("prompt `{name}` uses {}: pass a value (for example `--var {}=...`) or remove it from the prompt", missing_list(variables), variables.first().map_or("NAME", String::as_str))]
     MissingVariable {
         /// The prompt's name.
         name: String,
-        /// The missing variable.
-        variable: String,
+        /// The template's variables that were not given, sorted; at least one of them was needed.
+        variables: Vec<String>,
     },
     /// Rendering failed for another reason.
     #[error("prompt `{name}` failed to render: {message}")]
@@ -135,21 +135,31 @@ impl Prompt {
         let template = env
             .template_from_str(&self.template)
             .map_err(|e| self.syntax_error(&e))?;
-        let mut missing: Vec<String> = template
-            .undeclared_variables(false)
-            .into_iter()
-            .filter(|v| !vars.contains_key(v) && !BUILTIN_GLOBALS.contains(&v.as_str()))
-            .collect();
-        missing.sort();
-        if let Some(variable) = missing.into_iter().next() {
-            return Err(PromptError::MissingVariable {
-                name: self.name.clone(),
-                variable,
-            });
-        }
-        template.render(vars).map_err(|e| PromptError::Render {
-            name: self.name.clone(),
-            message: describe(&e),
+        template.render(vars).map_err(|e| {
+            if e.kind() != minijinja::ErrorKind::UndefinedError {
+                return PromptError::Render {
+                    name: self.name.clone(),
+                    message: describe(&e),
+                };
+            }
+            // minijinja does not say which name was undefined; the template's free variables that were
+            // not given are the candidates (a name only tested with `is defined` renders fine).
+            let mut missing: Vec<String> = template
+                .undeclared_variables(false)
+                .into_iter()
+                .filter(|v| !vars.contains_key(v) && !BUILTIN_GLOBALS.contains(&v.as_str()))
+                .collect();
+            missing.sort();
+            match missing.len() {
+                0 => PromptError::Render {
+                    name: self.name.clone(),
+                    message: describe(&e),
+                },
+                _ => PromptError::MissingVariable {
+                    name: self.name.clone(),
+                    variables: missing,
+                },
+            }
         })
     }
 
@@ -158,6 +168,14 @@ impl Prompt {
             name: self.name.clone(),
             message: describe(error),
         }
+    }
+}
+
+fn missing_list(variables: &[String]) -> String {
+    let quoted: Vec<String> = variables.iter().map(|v| format!("`{v}`")).collect();
+    match quoted.as_slice() {
+        [one] => format!("the variable {one}, which was not given"),
+        _ => format!("the variables {}, which were not given", quoted.join(", ")),
     }
 }
 
@@ -220,6 +238,19 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("`user`"), "{text}");
         assert!(text.contains("planner/system"), "{text}");
+    }
+
+    #[test]
+    fn variables_tested_with_is_defined_are_optional() {
+        let prompt = Prompt::inline("Hi{% if topic is defined %} {{ topic }}{% endif %}.");
+        assert_eq!(
+            prompt.render(&PromptVars::new()).ok().as_deref(),
+            Some("Hi.")
+        );
+        assert_eq!(
+            prompt.render(&vars(&[("topic", "x")])).ok().as_deref(),
+            Some("Hi x.")
+        );
     }
 
     #[test]

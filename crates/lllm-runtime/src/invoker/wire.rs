@@ -85,7 +85,8 @@ impl PreparedRequest {
         let url = format!("{api_base}/chat/completions");
 
         let mut base_headers = Vec::with_capacity(1 + request.hint_fields.headers.len());
-        if let Some(key) = args.api_key.as_ref().or(defaults.api_key.as_ref()) {
+        let key = args.api_key.as_ref().or(defaults.api_key.as_ref());
+        if let Some(key) = key.filter(|k| !k.expose().is_empty()) {
             base_headers.push((
                 "authorization".to_owned(),
                 format!("Bearer {}", key.expose()),

@@ -1,0 +1,48 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Run agent tactics written in YAML against any OpenAI-compatible server, with inference hints that
+/// tell the server which calls belong to the same reasoning chain.
+#[derive(Debug, Parser)]
+#[command(name = "lllm", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run a tactic: without `steps`, a chat with its first agent.
+    Run(RunArgs),
+    /// Load and validate a tactic without running it.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The tactic file.
+    pub(crate) tactic: PathBuf,
+    /// The input; without it, standard input is read when it is not a terminal, and an interactive chat
+    /// starts when it is.
+    #[arg(long, short)]
+    pub(crate) input: Option<String>,
+    /// A variable for prompt templates, as KEY=VALUE (repeatable).
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    pub(crate) vars: Vec<String>,
+    /// Call no server: print each request the run would send as a JSON line {"url","headers","body"},
+    /// credentials redacted, and continue with placeholder answers.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// Print one JSON object with the answer, usage and the dialogs' ids.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The tactic file.
+    pub(crate) tactic: PathBuf,
+}

@@ -1,0 +1,49 @@
+//! Exit codes: 0 success, 1 the run failed (server, tool, timeout), 2 bad usage or invalid tactic file.
+
+use std::process::ExitCode;
+
+/// Why the command failed, and so which exit code it ends with.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Bad usage or an invalid tactic file: exit 2.
+    Usage(anyhow::Error),
+    /// The run itself failed: exit 1.
+    Run(anyhow::Error),
+}
+
+impl Failure {
+    /// Prints the error and its causes on stderr and returns the exit code.
+    #[allow(clippy::print_stderr)]
+    pub(crate) fn report(self) -> ExitCode {
+        let (error, code) = match self {
+            Failure::Usage(e) => (e, 2),
+            Failure::Run(e) => (e, 1),
+        };
+        eprintln!("error: {}", describe(&error));
+        ExitCode::from(code)
+    }
+}
+
+/// The error and its causes, leaving out a cause whose text the message before it already contains
+/// (lllm's errors name their cause in their own message).
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+/// Shorthand for a usage failure.
+pub(crate) fn usage(error: impl Into<anyhow::Error>) -> Failure {
+    Failure::Usage(error.into())
+}
+
+/// Shorthand for a run failure.
+pub(crate) fn failed(error: impl Into<anyhow::Error>) -> Failure {
+    Failure::Run(error.into())
+}

@@ -1,0 +1,341 @@
+//! The `lllm` binary end to end: exit codes, messages, and requests received by a local server.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use lllm_runtime::testing::{StubReply, StubServer};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "lllm-cli-{name}-{}-{}",
+            std::process::id(),
+            fastrand_suffix()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, text: &[u8]) -> PathBuf {
+        let path = self.0.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("dir");
+        }
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+fn fastrand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn lllm() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lllm"));
+    command
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("LLLM_LOG")
+        .kill_on_drop(true);
+    command
+}
+
+async fn run(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Output {
+    let mut command = lllm();
+    command.args(args).envs(env.iter().copied());
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("lllm starts");
+    let mut pipe = child.stdin.take().expect("stdin");
+    if let Some(bytes) = stdin {
+        pipe.write_all(bytes).await.expect("write stdin");
+    }
+    drop(pipe);
+    child.wait_with_output().await.expect("lllm ends")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn tactic(server_url: &str, profile: &str) -> String {
+    format!(
+        "global:\n  model_name: hosted_vllm/Qwen/Qwen2.5-7B-Instruct\n  model_args: {{api_base: \"{server_url}\", max_tokens: 24, api_key: \"${{TEST_KEY:-}}\"}}\n  inference_hints: {{profile: {profile}, session_prefix: run-1}}\nagent_configs:\n  - name: assistant\n    system_prompt: You help with {{{{ topic }}}}.\n"
+    )
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_accepts_a_valid_tactic() {
+    let dir = TempDir::new("check-ok");
+    let file = dir.write(
+        "t.yaml",
+        tactic("http://127.0.0.1:9/v1", "dynamo").as_bytes(),
+    );
+    let out = run(&["check", path_str(&file)], None, &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("1 agent(s): assistant"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_reports_a_misspelt_key_with_line_and_suggestion() {
+    let dir = TempDir::new("check-typo");
+    let file = dir.write(
+        "t.yaml",
+        b"agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    modle_args: {max_tokens: 3}\n",
+    );
+    let out = run(&["check", path_str(&file)], None, &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("t.yaml:5:5: "), "{err}");
+    assert!(err.contains("did you mean `model_args`?"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unreadable_non_utf8_and_invalid_files_exit_2_without_panicking() {
+    let dir = TempDir::new("bad-files");
+    let missing = dir.0.join("missing.yaml");
+    let binary = dir.write("binary.yaml", b"agent_configs:\n  - name: \xfe\xff\n");
+    let broken = dir.write("broken.yaml", b"agent_configs: [\n  {name: a\n");
+    let folder = dir.0.join("folder.yaml");
+    std::fs::create_dir_all(&folder).expect("dir");
+    for (file, expected) in [
+        (&missing, "cannot read"),
+        (&binary, "binary.yaml:2:11: the file is not valid UTF-8"),
+        (&broken, "broken.yaml:"),
+        (&folder, "cannot read"),
+    ] {
+        for command in ["check", "run"] {
+            let out = run(
+                &[command, path_str(file), "--input", "x"]
+                    [..if command == "check" { 2 } else { 4 }],
+                None,
+                &[],
+            )
+            .await;
+            let err = text(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{command} {}: {err}",
+                file.display()
+            );
+            assert!(err.contains(expected), "{command}: {err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_prints_the_answer_from_a_local_server_with_hints_on_the_wire() {
+    let server = StubServer::start().await.expect("server");
+    let dir = TempDir::new("run");
+    let file = dir.write("t.yaml", tactic(&server.base_url(), "dynamo").as_bytes());
+    let out = run(
+        &[
+            "run",
+            path_str(&file),
+            "--input",
+            "Why is the sky blue?",
+            "--var",
+            "topic=physics",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "stub answer to: Why is the sky blue?\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let session = requests[0]
+        .header("x-dynamo-session-id")
+        .expect("session header");
+    assert!(
+        session.starts_with("run-1:") && session.len() == 6 + 32,
+        "{session}"
+    );
+    assert_eq!(requests[0].body["nvext"]["agent_hints"]["osl"], 24);
+    assert_eq!(requests[0].body["model"], "Qwen/Qwen2.5-7B-Instruct");
+    assert_eq!(
+        requests[0].body["messages"][0]["content"],
+        "You help with physics."
+    );
+    assert!(requests[0].header_values("authorization").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_reads_piped_stdin_and_reports_json() {
+    let server = StubServer::start().await.expect("server");
+    let dir = TempDir::new("json");
+    let file = dir.write("t.yaml", tactic(&server.base_url(), "vllm").as_bytes());
+    let out = run(
+        &["run", path_str(&file), "--json", "--var", "topic=x"],
+        Some(b"from a pipe"),
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["answer"], "stub answer to: from a pipe");
+    assert_eq!(report["usage"]["prompt_tokens"], 11);
+    assert_eq!(report["usage"]["completion_tokens"], 3);
+    let id = report["dialogs"]["assistant"]["main"]
+        .as_str()
+        .expect("dialog id");
+    assert_eq!(
+        server.requests()[0].header("x-session-id"),
+        Some(format!("run-1:{id}").as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dry_run_prints_requests_without_secrets_or_contacting_the_server() {
+    let server = StubServer::start().await.expect("server");
+    let dir = TempDir::new("dry");
+    let file = dir.write("t.yaml", tactic(&server.base_url(), "dynamo").as_bytes());
+    let out = run(
+        &[
+            "run",
+            path_str(&file),
+            "--dry-run",
+            "--input",
+            "hello",
+            "--var",
+            "topic=x",
+        ],
+        None,
+        &[("TEST_KEY", "sk-super-secret-123")],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("sk-super-secret"), "{stdout}");
+    assert!(!text(&out.stderr).contains("sk-super-secret"));
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 1);
+    let request = &lines[0];
+    assert_eq!(
+        request["url"],
+        format!("{}/chat/completions", server.base_url())
+    );
+    assert_eq!(request["headers"]["authorization"], "[redacted]");
+    assert!(request["headers"]["x-dynamo-session-id"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("run-1:")));
+    assert_eq!(request["body"]["nvext"]["agent_hints"]["osl"], 24);
+    assert_eq!(request["body"]["messages"][1]["content"], "hello");
+    assert!(server.requests().is_empty(), "a dry run contacts no server");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_failure_exits_1_with_the_status_and_message() {
+    let server = StubServer::start().await.expect("server");
+    for _ in 0..2 {
+        server.push(StubReply::error(500, "the engine died"));
+    }
+    let dir = TempDir::new("fail");
+    let text_tactic = tactic(&server.base_url(), "openai").replace(
+        "  - name: assistant\n",
+        "  - name: assistant\n    max_llm_recall: 1\n",
+    );
+    let file = dir.write("t.yaml", text_tactic.as_bytes());
+    let out = run(
+        &["run", path_str(&file), "--input", "x", "--var", "topic=x"],
+        None,
+        &[("TEST_KEY", "sk-never-printed")],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("HTTP 500: the engine died"), "{err}");
+    assert!(err.contains("after 2 attempt(s)"), "{err}");
+    assert!(!err.contains("sk-never-printed"), "{err}");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_usage_exits_2() {
+    let dir = TempDir::new("usage");
+    let file = dir.write(
+        "t.yaml",
+        tactic("http://127.0.0.1:9/v1", "openai").as_bytes(),
+    );
+    let path = path_str(&file);
+    for (args, expected) in [
+        (
+            vec!["run", path, "--input", "x"],
+            "uses the variable `topic`",
+        ),
+        (
+            vec!["run", path, "--input", "x", "--var", "topic"],
+            "must be KEY=VALUE",
+        ),
+        (
+            vec!["run", path, "--input", "x", "--var", "1x=2"],
+            "not a variable name",
+        ),
+        (vec!["run", path, "--input", "  "], "the input is empty"),
+        (vec!["run", path, "--bogus"], "--bogus"),
+    ] {
+        let out = run(&args, None, &[]).await;
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+    let out = run(&["run", path, "--var", "topic=x"], Some(b"\xff\xfe"), &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not valid UTF-8"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_quickstart_example_checks_and_dry_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tactic = root.join("examples/quickstart/tactic.yaml");
+    let mut command = lllm();
+    let out = command
+        .current_dir(&root)
+        .args([
+            "run",
+            path_str(&tactic),
+            "--dry-run",
+            "--input",
+            "Why is the sky blue?",
+        ])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let request: Value = serde_json::from_slice(&out.stdout).expect("one request line");
+    assert_eq!(request["body"]["model"], "SmolLM2-135M-Instruct");
+    assert!(request["headers"]["x-session-id"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("quickstart:")));
+}
