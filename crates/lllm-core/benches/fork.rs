@@ -26,6 +26,14 @@ fn fork(c: &mut Criterion) {
             )
         });
     }
+    // For scale: what a fork would cost if it deep-copied the parent's messages.
+    group.bench_function("deep_copy_baseline_10000_messages", |b| {
+        b.iter_batched_ref(
+            || long_dialog(10_000),
+            |parent| parent.messages().to_vec(),
+            BatchSize::LargeInput,
+        )
+    });
     group.finish();
 }
 
