@@ -45,3 +45,8 @@ pub use lllm_core::{
     PromptVars, RequestFields, Role, TacticSpec, Usage,
 };
 pub use retry::RetryPolicy;
+
+/// The README's Rust examples, compiled as doctests so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
