@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let plan = agent.respond().await?;
     println!("main  ({}): {}", agent.dialog_id("main")?, plan.text());
 
-    agent.fork("main", "retry")?; // shares main's four messages, names main as its parent
+    agent.fork("main", "retry")?; // shares main's three messages, names main as its parent
     agent.receive("Now make it rain-proof.")?;
     let retry = agent.respond().await?;
     println!("retry ({}): {}", agent.dialog_id("retry")?, retry.text());

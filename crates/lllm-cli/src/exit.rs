@@ -19,23 +19,9 @@ impl Failure {
             Failure::Usage(e) => (e, 2),
             Failure::Run(e) => (e, 1),
         };
-        eprintln!("error: {}", describe(&error));
+        eprintln!("error: {error:#}");
         ExitCode::from(code)
     }
-}
-
-/// The error and its causes, leaving out a cause whose text the message before it already contains
-/// (lllm's errors name their cause in their own message).
-fn describe(error: &anyhow::Error) -> String {
-    let mut text = error.to_string();
-    for cause in error.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
 }
 
 /// Shorthand for a usage failure.

@@ -105,7 +105,7 @@ async fn answer_once(agent: &Agent, input: &str, args: &RunArgs) -> Result<(), F
     let answer = agent.respond_in(MAIN).await.map_err(failed)?;
     let mut out = std::io::stdout().lock();
     let written = if args.json {
-        writeln!(out, "{}", summary(agent, answer.content.as_deref())?)
+        writeln!(out, "{}", summary(agent, answer.content.as_deref()))
     } else if args.dry_run {
         // stdout holds the request lines; the placeholder answer is a diagnostic.
         note(answer.text());
@@ -122,7 +122,7 @@ async fn answer_once(agent: &Agent, input: &str, args: &RunArgs) -> Result<(), F
 }
 
 /// `{"agent", "answer", "usage", "dialogs"}` for `--json`.
-fn summary(agent: &Agent, answer: Option<&str>) -> Result<Value, Failure> {
+fn summary(agent: &Agent, answer: Option<&str>) -> Value {
     let usage = agent.usage();
     let dialogs: serde_json::Map<String, Value> = agent
         .dialogs()
@@ -138,12 +138,12 @@ fn summary(agent: &Agent, answer: Option<&str>) -> Result<Value, Failure> {
     if let Some(cached) = usage.cached_tokens {
         usage_json["cached_tokens"] = Value::from(cached);
     }
-    Ok(json!({
+    json!({
         "agent": agent.name(),
         "answer": answer,
         "usage": usage_json,
         "dialogs": {agent.name(): dialogs},
-    }))
+    })
 }
 
 #[allow(clippy::print_stderr)]
@@ -162,6 +162,7 @@ async fn chat(agent: &Agent, args: &RunArgs) -> Result<(), Failure> {
     let stdin = std::io::stdin();
     let mut line = String::new();
     let mut failures = 0usize;
+    let mut last_answer: Option<String> = None;
     loop {
         eprint!("you> ");
         line.clear();
@@ -179,12 +180,17 @@ async fn chat(agent: &Agent, args: &RunArgs) -> Result<(), Failure> {
         }
         agent.receive_in(MAIN, text).map_err(failed)?;
         match agent.respond_in(MAIN).await {
+            Ok(answer) if args.dry_run => {
+                // stdout holds the request lines; the placeholder answer is a diagnostic.
+                eprintln!("{}", answer.text());
+            }
             Ok(answer) => {
                 let mut out = std::io::stdout().lock();
                 writeln!(out, "{}", answer.text())
                     .and_then(|()| out.flush())
                     .context("cannot write to standard output")
                     .map_err(failed)?;
+                last_answer = answer.content;
             }
             Err(error) => {
                 failures += 1;
@@ -194,7 +200,7 @@ async fn chat(agent: &Agent, args: &RunArgs) -> Result<(), Failure> {
     }
     if args.json {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", summary(agent, None)?)
+        writeln!(out, "{}", summary(agent, last_answer.as_deref()))
             .context("cannot write to standard output")
             .map_err(failed)?;
     }

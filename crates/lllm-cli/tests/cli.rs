@@ -76,7 +76,7 @@ fn text(bytes: &[u8]) -> String {
 
 fn tactic(server_url: &str, profile: &str) -> String {
     format!(
-        "global:\n  model_name: hosted_vllm/Qwen/Qwen2.5-7B-Instruct\n  model_args: {{api_base: \"{server_url}\", max_tokens: 24, api_key: \"${{TEST_KEY:-}}\"}}\n  inference_hints: {{profile: {profile}, session_prefix: run-1}}\nagent_configs:\n  - name: assistant\n    system_prompt: You help with {{{{ topic }}}}.\n"
+        "global:\n  model_name: hosted_vllm/Qwen/Qwen2.5-7B-Instruct\n  model_args: {{api_base: \"{server_url}\", max_tokens: 24, api_key: \"${{TEST_KEY:-}}\", extra_headers: {{X-Auth-Token: \"${{TEST_KEY:-none}}\"}}}}\n  inference_hints: {{profile: {profile}, session_prefix: run-1}}\nagent_configs:\n  - name: assistant\n    system_prompt: You help with {{{{ topic }}}}.\n"
     )
 }
 
@@ -247,6 +247,7 @@ async fn dry_run_prints_requests_without_secrets_or_contacting_the_server() {
         format!("{}/chat/completions", server.base_url())
     );
     assert_eq!(request["headers"]["authorization"], "[redacted]");
+    assert_eq!(request["headers"]["x-auth-token"], "[redacted]");
     assert!(request["headers"]["x-dynamo-session-id"]
         .as_str()
         .is_some_and(|s| s.starts_with("run-1:")));
@@ -319,6 +320,13 @@ async fn bad_usage_exits_2() {
 async fn the_quickstart_example_checks_and_dry_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let tactic = root.join("examples/quickstart/tactic.yaml");
+    let checked = lllm()
+        .current_dir(&root)
+        .args(["check", path_str(&tactic)])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stderr));
     let mut command = lllm();
     let out = command
         .current_dir(&root)

@@ -73,6 +73,20 @@ impl Segment {
     }
 }
 
+impl Drop for Segment {
+    /// Unlinks the chain of earlier segments one by one: a recursive drop of a long chain (many forks
+    /// of one dialog) would overflow the stack.
+    fn drop(&mut self) {
+        let mut next = self.earlier.take();
+        while let Some(segment) = next {
+            match Arc::try_unwrap(segment) {
+                Ok(mut owned) => next = owned.earlier.take(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 /// The messages of a dialog: a shared, immutable prefix plus a private tail.
 ///
 /// Forking freezes the tail into a shared segment, so a fork costs O(1) whatever the dialog's length, and
@@ -108,9 +122,15 @@ impl MessageLog {
         self.tail.push(message);
     }
 
-    /// Moves the private tail into a shared segment. O(1): the tail's buffer moves, nothing is copied.
+    /// Moves the private tail into a shared segment. O(1) amortised: the tail's buffer moves, or is
+    /// appended to the last segment when nothing else shares that segment any more (so a dialog that is
+    /// snapshotted every turn does not grow a chain of tiny segments).
     fn freeze(&mut self) {
         if self.tail.is_empty() {
+            return;
+        }
+        if let Some(last) = self.frozen.as_mut().and_then(Arc::get_mut) {
+            last.messages.append(&mut self.tail);
             return;
         }
         let len_before = self.frozen_len();
@@ -396,6 +416,41 @@ mod tests {
             first_parent, first_child,
             "the prefix is shared, not copied"
         );
+    }
+
+    #[test]
+    fn many_forks_and_snapshots_neither_chain_segments_nor_overflow_on_drop() {
+        let mut dialog = Dialog::new();
+        for i in 0..20_000 {
+            dialog.push(Message::user(format!("m{i}")));
+            let snapshot = dialog.snapshot();
+            drop(snapshot);
+        }
+        assert_eq!(
+            segment_count(&dialog),
+            1,
+            "unshared segments are extended in place"
+        );
+
+        // Keep every fork alive: each one pins a segment, so the chain really is 20,000 long.
+        let mut forks = Vec::new();
+        for i in 0..20_000 {
+            dialog.push(Message::user(format!("n{i}")));
+            forks.push(dialog.fork());
+        }
+        assert_eq!(forks.last().map(Dialog::len), Some(40_000));
+        drop(forks);
+        drop(dialog);
+    }
+
+    fn segment_count(dialog: &Dialog) -> usize {
+        let mut count = 0;
+        let mut next = dialog.messages.frozen.as_deref();
+        while let Some(segment) = next {
+            count += 1;
+            next = segment.earlier.as_deref();
+        }
+        count
     }
 
     #[test]

@@ -11,14 +11,15 @@ pub mod message;
 pub mod model;
 pub mod model_args;
 pub mod prompt;
+pub mod report;
 pub mod secret;
 pub mod suggest;
 
 pub use config::{load_tactic, AgentSpec, ConfigError, TacticSpec};
 pub use dialog::{Dialog, DialogId, DialogTree, MessageLog, NamedDialog};
 pub use hints::{
-    ForkSession, HintField, HintsConfig, HintsError, InferenceHints, InferenceHintsBuilder,
-    Profile, RequestFields, SessionIds,
+    ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder, Profile,
+    RequestFields, SessionIds,
 };
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;

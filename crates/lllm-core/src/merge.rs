@@ -2,6 +2,14 @@
 
 use serde_json::{Map, Value};
 
+/// The value of header `name` (any case) in a list of headers.
+pub fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
 /// Hint headers with the user's headers over them: a user header replaces every hint header of the same
 /// name in any case, and no name is sent twice (among the user's own, the last one wins).
 pub fn merge_headers(

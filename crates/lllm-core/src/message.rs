@@ -54,15 +54,18 @@ pub struct Usage {
 impl Usage {
     /// Prompt plus completion tokens.
     pub fn total_tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 
-    /// Adds another call's counts to these.
+    /// Adds another call's counts to these (saturating: the counts come from a server).
     pub fn add(&mut self, other: &Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
         if let Some(cached) = other.cached_tokens {
-            *self.cached_tokens.get_or_insert(0) += cached;
+            let total = self.cached_tokens.get_or_insert(0);
+            *total = total.saturating_add(cached);
         }
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::secret::Secret;
+use crate::secret::{is_secret_header, redact_url, Secret, REDACTED};
 use crate::suggest::closest;
 
 /// Request parameters lllm knows by name. Any other key is passed into the request body as written,
@@ -93,7 +93,8 @@ impl ModelArgsError {
 /// Model arguments of an agent.
 ///
 /// Setters never fail; [`ModelArgs::validate`] (called when an agent is built) reports problems.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// `Debug` hides the API key, credential headers and credentials in the URL.
+#[derive(Clone, Default, PartialEq)]
 pub struct ModelArgs {
     /// Base URL of the OpenAI-compatible API, such as `http://127.0.0.1:8000/v1`.
     pub api_base: Option<String>,
@@ -107,6 +108,31 @@ pub struct ModelArgs {
     pub extra_body: Map<String, Value>,
     /// Everything else: request parameters such as `temperature` or `max_tokens`.
     pub params: Map<String, Value>,
+}
+
+impl std::fmt::Debug for ModelArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .extra_headers
+            .iter()
+            .map(|(name, value)| {
+                let shown = if is_secret_header(name) {
+                    REDACTED
+                } else {
+                    value.as_str()
+                };
+                (name.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("ModelArgs")
+            .field("api_base", &self.api_base.as_deref().map(redact_url))
+            .field("api_key", &self.api_key)
+            .field("timeout", &self.timeout)
+            .field("extra_headers", &headers)
+            .field("extra_body", &self.extra_body)
+            .field("params", &self.params)
+            .finish()
+    }
 }
 
 impl ModelArgs {
@@ -378,6 +404,12 @@ mod tests {
         assert_eq!(args.output_limit(), Some(24));
         assert_eq!(args.params.len(), 4);
         assert!(!format!("{args:?}").contains("sk-x"));
+        let with_header = ModelArgs::new()
+            .extra_header("Authorization", "Bearer sk-leak")
+            .extra_header("X-Api-Token", "tok-leak")
+            .api_base("https://u:pw-leak@h.invalid/v1");
+        let shown = format!("{with_header:?}");
+        assert!(!shown.contains("leak"), "{shown}");
     }
 
     #[test]

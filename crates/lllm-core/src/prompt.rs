@@ -25,8 +25,16 @@ pub enum PromptError {
         /// Every file looked for.
         tried: Vec<PathBuf>,
     },
+    /// A prompt path leaves the prompt folders (absolute, or with `..`).
+    #[error(
+        "prompt `{name}`: a prompt path must stay inside prompts/ (no absolute path, no `..`)"
+    )]
+    OutsidePrompts {
+        /// The path as configured.
+        name: String,
+    },
     /// A prompt file exists but could not be read.
-    #[error("cannot read prompt file {}: {source}", path.display())]
+    #[error("cannot read prompt file {}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
@@ -86,6 +94,15 @@ impl Prompt {
     /// Loads `name` (such as `planner/system`) from the first of `dirs` that has it, trying the name as
     /// written and then with `.md`, `.j2`, `.txt`.
     pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Self, PromptError> {
+        // A tactic shared with you must not be able to send your other files to a model server.
+        let inside = Path::new(name)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside || name.is_empty() {
+            return Err(PromptError::OutsidePrompts {
+                name: name.to_owned(),
+            });
+        }
         let mut tried = Vec::new();
         for dir in dirs {
             for candidate in candidates(dir, name) {
@@ -278,6 +295,13 @@ mod tests {
         assert_eq!(prompt.template(), "from j2");
         let err = Prompt::load("nope", std::slice::from_ref(&dir)).expect_err("absent");
         assert!(err.to_string().contains("nope.md"), "{err}");
+        for outside in ["../planner/system", "/etc/passwd", "planner/../../x", ""] {
+            let err = Prompt::load(outside, std::slice::from_ref(&dir)).expect_err(outside);
+            assert!(
+                matches!(err, PromptError::OutsidePrompts { .. }),
+                "{outside}: {err}"
+            );
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 }

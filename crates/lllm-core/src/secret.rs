@@ -30,9 +30,75 @@ impl fmt::Display for Secret {
     }
 }
 
+/// What replaces a secret in anything printed.
+pub const REDACTED: &str = "[redacted]";
+
+/// Whether a header's value is a credential: `authorization`, cookies, and any name that mentions a key,
+/// token, secret, password or auth. Such values are never printed.
+pub fn is_secret_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "cookie"
+        || name == "set-cookie"
+        || ["auth", "key", "token", "secret", "password"]
+            .iter()
+            .any(|word| name.contains(word))
+}
+
+/// `url` with any user name, password and query string replaced by `[redacted]`, safe to print.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{REDACTED}@{host}"),
+        None => authority.to_owned(),
+    };
+    let path = match path.split_once('?') {
+        Some((before, _)) => format!("{before}?{REDACTED}"),
+        None => path.to_owned(),
+    };
+    match scheme {
+        Some(scheme) => format!("{scheme}://{host}{path}"),
+        None => format!("{host}{path}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_headers_and_urls_are_recognised() {
+        for name in [
+            "Authorization",
+            "x-api-key",
+            "X-Auth-Token",
+            "api-key",
+            "Cookie",
+            "x-client-secret",
+        ] {
+            assert!(is_secret_header(name), "{name}");
+        }
+        for name in [
+            "x-session-id",
+            "x-dynamo-parent-session-id",
+            "x-team",
+            "content-type",
+        ] {
+            assert!(!is_secret_header(name), "{name}");
+        }
+        assert_eq!(
+            redact_url("https://user:pw@example.invalid:8443/v1?key=abc"),
+            "https://[redacted]@example.invalid:8443/v1?[redacted]"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:8000/v1"),
+            "http://127.0.0.1:8000/v1"
+        );
+    }
 
     #[test]
     fn never_prints_the_value() {

@@ -40,7 +40,7 @@ pub use invoker::{
     OpenAiInvoker, PreparedRequest, ServerDefaults,
 };
 pub use lllm_core::{
-    config, load_tactic, AgentSpec, ConfigError, Dialog, DialogId, DialogTree, ForkSession,
+    config, load_tactic, report, AgentSpec, ConfigError, Dialog, DialogId, DialogTree, ForkSession,
     HintsError, InferenceHints, InferenceHintsBuilder, Message, ModelArgs, Profile, Prompt,
     PromptVars, RequestFields, Role, TacticSpec, Usage,
 };

@@ -272,7 +272,7 @@ async fn explicit_headers_and_body_win_over_hints() {
 }
 
 #[tokio::test]
-async fn hints_never_touch_standard_fields() {
+async fn a_parameter_the_user_set_wins_over_the_same_hint() {
     let server = server().await;
     let hints = InferenceHints::builder()
         .profile(Profile::Vllm)
@@ -350,10 +350,9 @@ async fn dynamo_style_400_reports_its_message() {
     let agent = agent(&server, None, ModelArgs::new());
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
-    let err = agent.respond().await.expect_err("400");
+    let err = lllm_runtime::report::full_message(&agent.respond().await.expect_err("400"));
     assert!(
-        err.to_string()
-            .contains("HTTP 400: Unsupported parameter(s): `priority`"),
+        err.contains("HTTP 400: Unsupported parameter(s): `priority`"),
         "{err}"
     );
     assert_eq!(server.requests().len(), 1, "a 400 is not retried");

@@ -68,6 +68,51 @@ pub(crate) fn expand(
     Ok(out)
 }
 
+/// Keys of `model_args` whose values stay strings even when a reference expands to a number.
+const STRING_KEYS: [&str; 3] = ["api_base", "api_key", "extra_headers"];
+
+/// Expands references in every string of a `model_args` value. A value that is exactly one reference
+/// (`"${MAX_TOKENS:-24}"`) becomes a number or boolean when it expands to one, so numeric arguments can
+/// come from the environment; `api_base`, `api_key` and `extra_headers` always stay strings.
+pub(crate) fn expand_model_arg(
+    key: &str,
+    value: &mut serde_json::Value,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), (String, EnvError)> {
+    let typed = !STRING_KEYS.contains(&key);
+    expand_json(&format!("model_args.{key}"), value, typed, lookup)
+}
+
+fn expand_json(
+    path: &str,
+    value: &mut serde_json::Value,
+    typed: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), (String, EnvError)> {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => {
+            let expanded = expand(text, lookup).map_err(|e| (path.to_owned(), e))?;
+            let whole_reference =
+                text.starts_with("${") && text.ends_with('}') && text.matches("${").count() == 1;
+            let scalar = (typed && whole_reference)
+                .then(|| serde_json::from_str::<Value>(expanded.trim()).ok())
+                .flatten()
+                .filter(|v| v.is_number() || v.is_boolean());
+            *value = scalar.unwrap_or(Value::String(expanded));
+            Ok(())
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .enumerate()
+            .try_for_each(|(i, v)| expand_json(&format!("{path}[{i}]"), v, typed, lookup)),
+        Value::Object(map) => map
+            .iter_mut()
+            .try_for_each(|(k, v)| expand_json(&format!("{path}.{k}"), v, typed, lookup)),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +138,28 @@ mod tests {
             Err(EnvError::Malformed(_))
         ));
         assert!(matches!(expand("${1X}", &env), Err(EnvError::Malformed(_))));
+    }
+
+    #[test]
+    fn whole_references_in_model_args_become_numbers_where_they_can() {
+        use serde_json::{json, Value};
+        let run = |key: &str, value: Value| {
+            let mut value = value;
+            expand_model_arg(key, &mut value, &env).map(|()| value)
+        };
+        assert_eq!(run("max_tokens", json!("${PORT}")), Ok(json!(8000)));
+        assert_eq!(
+            run("stop", json!(["${PORT}", "x${PORT}"])),
+            Ok(json!([8000, "x8000"]))
+        );
+        assert_eq!(run("temperature", json!("${T:-0.5}")), Ok(json!(0.5)));
+        assert_eq!(run("api_key", json!("${PORT}")), Ok(json!("8000")));
+        assert_eq!(
+            run("extra_headers", json!({"x-n": "${PORT}"})),
+            Ok(json!({"x-n": "8000"}))
+        );
+        assert_eq!(run("user", json!("${U:-alice}")), Ok(json!("alice")));
+        let err = run("seed", json!({"a": "${NOPE}"})).expect_err("unset");
+        assert_eq!(err.0, "model_args.seed.a");
     }
 }

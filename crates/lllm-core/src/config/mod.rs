@@ -18,6 +18,7 @@ pub use error::{ConfigError, Position};
 use crate::hints::InferenceHints;
 use crate::model_args::ModelArgs;
 use crate::prompt::Prompt;
+use crate::report::full_message;
 use crate::suggest::closest;
 use raw::{PromptSource, RawAgent, RawTactic};
 
@@ -120,6 +121,11 @@ impl Loader<'_> {
             ));
         }
         self.expand_env(&mut global, "global")?;
+        // Checked before merging, so that a mistake in global is reported as global's.
+        if let Some(args) = &global.model_args {
+            ModelArgs::from_json(args.clone())
+                .map_err(|e| field_error(self.path, "global", &e.to_string()))?;
+        }
         if raw.agent_configs.is_empty() {
             return Err(field_error(
                 self.path,
@@ -188,7 +194,7 @@ impl Loader<'_> {
         let system_prompt = match raw.prompt_source() {
             Ok(PromptSource::Inline(text)) => Prompt::named(format!("{name}.system_prompt"), text),
             Ok(PromptSource::Path(p)) => Prompt::load(&p, &self.prompt_dirs())
-                .map_err(|e| err("system_prompt_path", &e.to_string()))?,
+                .map_err(|e| err("system_prompt_path", &full_message(&e)))?,
             Err(message) => return Err(err("system_prompt", message)),
         };
         system_prompt
@@ -223,7 +229,13 @@ impl Loader<'_> {
                 field_error(self.path, &format!("{section}.{field}"), &e.describe())
             })?;
             Ok(())
-        })
+        })?;
+        for (key, value) in agent.model_args.iter_mut().flatten() {
+            env::expand_model_arg(key, value, self.env).map_err(|(field, e)| {
+                field_error(self.path, &format!("{section}.{field}"), &e.describe())
+            })?;
+        }
+        Ok(())
     }
 
     /// `prompts/` next to the tactic file, then the working directory's `prompts/`.

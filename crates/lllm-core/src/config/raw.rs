@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::hints::HintsConfig;
+use crate::hints::InferenceHintsBuilder;
 
 /// Top level of a tactic file.
 #[derive(Debug, Deserialize)]
@@ -25,7 +25,7 @@ pub(crate) struct RawAgent {
     pub(crate) system_prompt: Option<String>,
     pub(crate) system_prompt_path: Option<String>,
     pub(crate) model_args: Option<Map<String, Value>>,
-    pub(crate) inference_hints: Option<HintsConfig>,
+    pub(crate) inference_hints: Option<InferenceHintsBuilder>,
     pub(crate) tools: Option<serde_yaml::Value>,
     pub(crate) max_exception_retry: Option<u32>,
     pub(crate) max_interrupt_steps: Option<u32>,
@@ -90,55 +90,25 @@ impl RawAgent {
         }
     }
 
-    /// Applies `f` to every string value, naming each by its field path.
+    /// Applies `f` to every string field outside `model_args`, naming each by its field path.
     pub(crate) fn for_each_string<E>(
         &mut self,
         f: &mut dyn FnMut(&str, &mut String) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut fields: Vec<(&str, &mut String)> = Vec::new();
         for (name, value) in [
             ("model_name", &mut self.model_name),
             ("system_prompt", &mut self.system_prompt),
             ("system_prompt_path", &mut self.system_prompt_path),
         ] {
             if let Some(v) = value.as_mut() {
-                fields.push((name, v));
+                f(name, v)?;
             }
         }
         if let Some(hints) = self.inference_hints.as_mut() {
-            if let Some(v) = hints.session_prefix.as_mut() {
-                fields.push(("inference_hints.session_prefix", v));
-            }
-            if let Some(v) = hints.cache_salt.as_mut() {
-                fields.push(("inference_hints.cache_salt", v));
-            }
-        }
-        for (name, value) in fields {
-            f(name, value)?;
-        }
-        if let Some(args) = self.model_args.as_mut() {
-            for (key, value) in args.iter_mut() {
-                for_each_json_string(&format!("model_args.{key}"), value, f)?;
+            for (name, value) in hints.string_fields_mut() {
+                f(&format!("inference_hints.{name}"), value)?;
             }
         }
         Ok(())
-    }
-}
-
-fn for_each_json_string<E>(
-    path: &str,
-    value: &mut Value,
-    f: &mut dyn FnMut(&str, &mut String) -> Result<(), E>,
-) -> Result<(), E> {
-    match value {
-        Value::String(s) => f(path, s),
-        Value::Array(items) => items
-            .iter_mut()
-            .enumerate()
-            .try_for_each(|(i, v)| for_each_json_string(&format!("{path}[{i}]"), v, f)),
-        Value::Object(map) => map
-            .iter_mut()
-            .try_for_each(|(k, v)| for_each_json_string(&format!("{path}.{k}"), v, f)),
-        _ => Ok(()),
     }
 }

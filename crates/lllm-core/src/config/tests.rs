@@ -139,7 +139,9 @@ fn semantic_errors_name_the_field() {
         ("agent_configs: [{name: a, model_name: m, system_prompt: s}, {name: a, model_name: m, system_prompt: s}]\n", "already the name of agent_configs[0]"),
         ("global: {name: x}\nagent_configs: [{name: a, model_name: m, system_prompt: s}]\n", "global.name"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${NOPE}\"}}]\n", "agent_configs[0].model_args.api_key: the environment variable `NOPE` is not set"),
-        ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_token: 3}}]\n", "did you mean `max_tokens`?"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_token: 3}}]\n", "agent_configs[0] (a): model_args.max_token: unknown argument (did you mean `max_tokens`?)"),
+        ("global: {model_args: {max_tokns: 3}}\nagent_configs: [{name: a, model_name: m, system_prompt: s}]\n", "t.yaml: global: model_args.max_tokns"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt_path: ../secrets}]\n", "must stay inside prompts/"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: \"{{ x\"}]\n", "not a valid template"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: []}]\n", "tools are not supported"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s}]\nsteps: []\n", "steps are not supported"),
@@ -170,8 +172,16 @@ fn invalid_yaml_and_bytes_are_errors_not_panics() {
 }
 
 #[test]
+fn numeric_model_args_can_come_from_the_environment() {
+    let spec = parse_ok("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_tokens: \"${PORT}\", timeout: \"${TO:-2.5}\"}}]\n");
+    let args = &spec.agents[0].model_args;
+    assert_eq!(args.output_limit(), Some(8123));
+    assert_eq!(args.timeout, Some(std::time::Duration::from_millis(2500)));
+}
+
+#[test]
 fn api_key_from_env_never_shows_in_debug_output() {
-    let spec = parse_ok("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${KEY}\"}}]\n");
+    let spec = parse_ok("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${KEY}\", extra_headers: {X-Api-Key: \"${KEY}\"}}}]\n");
     let agent = &spec.agents[0];
     assert_eq!(
         agent.model_args.api_key.as_ref().map(|k| k.expose()),

@@ -4,16 +4,16 @@
 //! [`RequestFields`] (headers and body fields) shaped for the server's [`Profile`]; the invoker then merges
 //! them *under* the user's own `extra_headers` and `extra_body` (see [`crate::merge`]).
 
-mod config;
 mod profile;
 mod wire;
 
 #[cfg(test)]
 mod tests;
 
-pub use config::HintsConfig;
 pub use profile::{ForkSession, HintField, Profile};
 pub use wire::{RequestFields, SessionIds};
+
+use serde::{Deserialize, Serialize};
 
 /// Most bytes a session header value may have.
 pub const MAX_SESSION_ID_BYTES: usize = 256;
@@ -179,20 +179,58 @@ impl InferenceHints {
 }
 
 /// Builds [`InferenceHints`]. Setters never fail; [`build`](Self::build) validates.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// It is also the `inference_hints:` block of a tactic file (every field optional, unknown keys
+/// rejected), so a `global` block and an agent's block merge field by field with [`over`](Self::over).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InferenceHintsBuilder {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     profile: Option<Profile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     session: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     session_prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fork_session: Option<ForkSession>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     priority: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     strict_priority: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     osl: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     speculative_prefill: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     cache_salt: Option<String>,
 }
 
 impl InferenceHintsBuilder {
+    /// These settings with `base` filling every field left unset here.
+    pub fn over(self, base: &InferenceHintsBuilder) -> InferenceHintsBuilder {
+        InferenceHintsBuilder {
+            profile: self.profile.or(base.profile),
+            session: self.session.or(base.session),
+            session_prefix: self.session_prefix.or_else(|| base.session_prefix.clone()),
+            fork_session: self.fork_session.or(base.fork_session),
+            priority: self.priority.or(base.priority),
+            strict_priority: self.strict_priority.or(base.strict_priority),
+            osl: self.osl.or(base.osl),
+            speculative_prefill: self.speculative_prefill.or(base.speculative_prefill),
+            cache_salt: self.cache_salt.or_else(|| base.cache_salt.clone()),
+        }
+    }
+
+    /// The string fields (`session_prefix`, `cache_salt`) with their names, for `${ENV}` expansion.
+    pub fn string_fields_mut(&mut self) -> impl Iterator<Item = (&'static str, &mut String)> {
+        [
+            ("session_prefix", self.session_prefix.as_mut()),
+            ("cache_salt", self.cache_salt.as_mut()),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name, v)))
+    }
+
     /// The server profile (default `openai`).
     pub fn profile(mut self, profile: Profile) -> Self {
         self.profile = Some(profile);

@@ -240,17 +240,12 @@ fn family_mode_sends_the_root_id_and_no_parent() {
 }
 
 #[test]
-fn config_merges_field_by_field() {
-    let global = HintsConfig {
-        profile: Some(Profile::Dynamo),
-        priority: Some(5),
-        speculative_prefill: Some(true),
-        ..HintsConfig::default()
-    };
-    let agent = HintsConfig {
-        priority: Some(9),
-        ..HintsConfig::default()
-    };
+fn builders_merge_field_by_field() {
+    let global = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .priority(5)
+        .speculative_prefill(true);
+    let agent = InferenceHints::builder().priority(9);
     let hints = agent.over(&global).build().expect("valid");
     assert_eq!(hints.profile(), Profile::Dynamo);
     assert_eq!(hints.priority(), Some(9));

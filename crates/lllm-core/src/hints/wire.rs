@@ -3,7 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{check_session_id, ForkSession, HintsError, InferenceHints, Profile};
-use crate::dialog::Dialog;
+use crate::dialog::{Dialog, DialogId};
 use crate::model_args::ModelArgs;
 
 /// Headers and body fields for one request.
@@ -18,10 +18,7 @@ pub struct RequestFields {
 impl RequestFields {
     /// The value of header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        crate::merge::find_header(&self.headers, name)
     }
 
     /// Whether there is nothing to send.
@@ -90,6 +87,12 @@ impl InferenceHints {
         model_args: &ModelArgs,
     ) -> Result<RequestFields, HintsError> {
         let mut fields = RequestFields::default();
+        if let (None, Some(parent)) = (dialog_id, parent_dialog_id) {
+            return Err(HintsError::InvalidSessionId {
+                id: parent.to_owned(),
+                reason: "a parent id was given without the dialog's own id",
+            });
+        }
         if let Some(id) = dialog_id {
             let ids = self.session_ids(id, parent_dialog_id)?;
             if let Some(session) = ids.session_id {
@@ -114,21 +117,27 @@ impl InferenceHints {
         dialog: &Dialog,
         model_args: &ModelArgs,
     ) -> Result<RequestFields, HintsError> {
-        let (id, parent) = match self.fork_session {
-            ForkSession::Own => (dialog.id(), dialog.parent_id()),
-            ForkSession::Family => (dialog.root_id(), None),
-        };
+        let (id, parent) = self.identity(dialog);
         let parent = parent.map(|p| p.to_string());
         self.request_fields(Some(&id.to_string()), parent.as_deref(), model_args)
     }
 
-    /// The session id a dialog sends, applying [`ForkSession`] (None with `session: false`).
-    pub fn dialog_session_id(&self, dialog: &Dialog) -> Result<Option<String>, HintsError> {
-        let id = match self.fork_session {
-            ForkSession::Own => dialog.id(),
-            ForkSession::Family => dialog.root_id(),
-        };
-        Ok(self.session_ids(&id.to_string(), None)?.session_id)
+    /// [`final_request_fields`](Self::final_request_fields) for a dialog, applying [`ForkSession`]: the
+    /// session ended is the one the dialog's requests carried.
+    pub fn dialog_final_request_fields(
+        &self,
+        dialog: &Dialog,
+    ) -> Result<RequestFields, HintsError> {
+        let (id, _) = self.identity(dialog);
+        self.final_request_fields(&id.to_string())
+    }
+
+    /// The ids a dialog's requests carry: its own and its parent's, or with `family` its root's alone.
+    fn identity(&self, dialog: &Dialog) -> (DialogId, Option<DialogId>) {
+        match self.fork_session {
+            ForkSession::Own => (dialog.id(), dialog.parent_id()),
+            ForkSession::Family => (dialog.root_id(), None),
+        }
     }
 
     /// Dynamo's end-of-session fields for a dialog:

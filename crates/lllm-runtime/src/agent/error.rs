@@ -11,7 +11,7 @@ pub enum AgentError {
     #[error("cannot build agent: {0}")]
     Build(String),
     /// Model arguments are invalid.
-    #[error("agent `{agent}`: {source}")]
+    #[error("agent `{agent}`: invalid model_args")]
     ModelArgs {
         /// The agent.
         agent: String,
@@ -19,7 +19,7 @@ pub enum AgentError {
         source: ModelArgsError,
     },
     /// The system prompt cannot be rendered.
-    #[error("agent `{agent}`: {source}")]
+    #[error("agent `{agent}`: cannot render the system prompt")]
     Prompt {
         /// The agent.
         agent: String,
@@ -27,13 +27,16 @@ pub enum AgentError {
         source: PromptError,
     },
     /// The inference hints cannot be computed or sent.
-    #[error("agent `{agent}`: {source}")]
+    #[error("agent `{agent}`: inference hints")]
     Hints {
         /// The agent.
         agent: String,
         /// What is wrong.
         source: HintsError,
     },
+    /// [`Agent::finish`](crate::Agent::finish) needs inference hints with the `dynamo` profile.
+    #[error("agent `{0}` has no inference_hints; ending a session needs profile `dynamo`")]
+    NoHints(String),
     /// No dialog is active: open or switch to one first.
     #[error("agent `{0}` has no active dialog: call open(alias) or switch(alias) first")]
     NoActiveDialog(String),
@@ -74,7 +77,7 @@ pub enum AgentError {
         alias: String,
     },
     /// The model call failed, after retries where they were allowed. The dialog is as it was.
-    #[error("agent `{agent}`, dialog `{alias}`: model call failed after {attempts} attempt(s): {source}")]
+    #[error("agent `{agent}`, dialog `{alias}`: model call failed after {attempts} attempt(s)")]
     Invoke {
         /// The agent.
         agent: String,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lllm_core::{Dialog, Message};
+use lllm_core::{Dialog, DialogId, Message};
 
 use super::{Agent, AgentError};
 use crate::invoker::{ChatRequest, ChatResponse, InvokeError, DEFAULT_TIMEOUT};
@@ -11,14 +11,19 @@ use crate::invoker::{ChatRequest, ChatResponse, InvokeError, DEFAULT_TIMEOUT};
 /// error, or its future being dropped (cancellation).
 struct BusyGuard<'a> {
     agent: &'a Agent,
-    alias: String,
+    dialog: DialogId,
 }
 
 impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
+        // By id, not alias: the dialog may have been closed and its alias reused meanwhile.
         let mut table = self.agent.table();
-        if let Some(i) = table.position(&self.alias) {
-            table.slots[i].busy = false;
+        if let Some(slot) = table
+            .slots
+            .iter_mut()
+            .find(|s| s.dialog.id() == self.dialog)
+        {
+            slot.busy = false;
         }
     }
 }
@@ -48,19 +53,13 @@ impl Agent {
     ///
     /// [`close`]: Agent::close
     pub async fn finish(&self, alias: &str) -> Result<(), AgentError> {
-        let hints = self.hints.as_ref().ok_or_else(|| {
-            self.hints_error(lllm_core::HintsError::FinalNotAvailable {
-                profile: lllm_core::Profile::OpenAi,
-                session: false,
-            })
-        })?;
+        let hints = self
+            .hints
+            .as_ref()
+            .ok_or_else(|| AgentError::NoHints(self.name.clone()))?;
         let (snapshot, _busy) = self.begin(alias)?;
-        let session_id = match hints.fork_session() {
-            lllm_core::ForkSession::Own => snapshot.id(),
-            lllm_core::ForkSession::Family => snapshot.root_id(),
-        };
         let hint_fields = hints
-            .final_request_fields(&session_id.to_string())
+            .dialog_final_request_fields(&snapshot)
             .map_err(|e| self.hints_error(e))?;
         let mut args = (*self.model_args).clone();
         args.params.remove("max_completion_tokens");
@@ -89,13 +88,11 @@ impl Agent {
         }
         slot.busy = true;
         let snapshot = slot.dialog.snapshot();
-        Ok((
-            snapshot,
-            BusyGuard {
-                agent: self,
-                alias: alias.to_owned(),
-            },
-        ))
+        let guard = BusyGuard {
+            agent: self,
+            dialog: snapshot.id(),
+        };
+        Ok((snapshot, guard))
     }
 
     fn hints_error(&self, source: lllm_core::HintsError) -> AgentError {

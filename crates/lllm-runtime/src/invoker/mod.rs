@@ -17,7 +17,7 @@ pub use build::{build_invoker, InvokerConfig, InvokerKind};
 pub use dry_run::{DryRunInvoker, RequestSink, DRY_RUN_ANSWER};
 pub use error::InvokeError;
 pub use openai::OpenAiInvoker;
-pub use wire::{parse_response, PreparedRequest, ServerDefaults, REDACTED};
+pub use wire::{parse_response, PreparedRequest, ServerDefaults};
 
 /// Per-request timeout when `model_args.timeout` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);

@@ -7,6 +7,8 @@ use async_openai::error::OpenAIError;
 use async_openai::traits::RequestOptionsBuilder;
 use async_openai::Client;
 use async_trait::async_trait;
+use lllm_core::report::full_message;
+use lllm_core::secret::redact_url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use secrecy::SecretString;
 
@@ -125,13 +127,14 @@ fn invoke_error(error: OpenAIError, url: &str) -> InvokeError {
                 retry_after: failure.retry_after,
             },
             Err(other) => InvokeError::Connection {
-                url: url.to_owned(),
-                message: other.to_string(),
+                url: redact_url(url),
+                message: full_message(other.as_ref()),
             },
         },
+        // The URL is given once, credentials redacted; reqwest's message would repeat it in clear.
         OpenAIError::Reqwest(e) => InvokeError::Connection {
-            url: url.to_owned(),
-            message: error_chain(&e),
+            url: redact_url(url),
+            message: full_message(&e.without_url()),
         },
         OpenAIError::ApiError(api) => InvokeError::Http {
             status: api.status_code.as_u16(),
@@ -142,16 +145,4 @@ fn invoke_error(error: OpenAIError, url: &str) -> InvokeError {
         OpenAIError::StreamError(e) => InvokeError::InvalidResponse(e.to_string()),
         other => InvokeError::Request(other.to_string()),
     }
-}
-
-/// An error and its causes, joined: reqwest's own message alone rarely says what went wrong.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -62,8 +62,9 @@ impl tower::Service<HttpRequestFactory> for HttpService {
 /// `Retry-After` as seconds or as an HTTP date.
 pub(crate) fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    // RFC 9110 says whole seconds; fractions are accepted, anything unrepresentable is ignored.
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        return Duration::try_from_secs_f64(seconds).ok();
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -120,6 +121,15 @@ mod tests {
         assert_eq!(parse_retry_after(&headers), Some(Duration::ZERO));
         headers.insert(RETRY_AFTER, "soon".parse().expect("value"));
         assert_eq!(parse_retry_after(&headers), None);
+        for absurd in ["1e20", "-1", "NaN", "inf"] {
+            headers.insert(RETRY_AFTER, absurd.parse().expect("value"));
+            assert_eq!(parse_retry_after(&headers), None, "{absurd}");
+        }
+        headers.insert(RETRY_AFTER, "0.5".parse().expect("value"));
+        assert_eq!(
+            parse_retry_after(&headers),
+            Some(Duration::from_millis(500))
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ use async_openai::types::chat::{
     ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
     ChatCompletionRequestUserMessageContent, FunctionCall,
 };
-use lllm_core::merge::{merge_body, merge_headers};
+use lllm_core::merge::{find_header, merge_body, merge_headers};
+use lllm_core::secret::{is_secret_header, redact_url, REDACTED};
 use lllm_core::{strip_provider_prefix, Message, Role, Secret, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -19,18 +20,6 @@ use super::{ChatRequest, ChatResponse, InvokeError};
 
 /// Where requests go when `model_args` does not say.
 const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
-/// Header names whose values are credentials and are never printed.
-const SECRET_HEADERS: [&str; 6] = [
-    "authorization",
-    "proxy-authorization",
-    "api-key",
-    "x-api-key",
-    "openai-api-key",
-    "cookie",
-];
-/// What replaces a secret in printed output.
-pub const REDACTED: &str = "[redacted]";
-
 /// Server settings from the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`), used when an agent's
 /// `model_args` has no `api_base` / `api_key`.
 #[derive(Debug, Clone, Default)]
@@ -93,7 +82,11 @@ impl PreparedRequest {
             ));
         }
         base_headers.extend(request.hint_fields.headers.iter().cloned());
-        let headers = merge_headers(&base_headers, &args.extra_headers);
+        // Lowercase, as HTTP/2 requires and hyper sends them: the prepared request is what goes out.
+        let headers = merge_headers(&base_headers, &args.extra_headers)
+            .into_iter()
+            .map(|(name, value)| (name.to_ascii_lowercase(), value))
+            .collect();
 
         let mut standard = Map::new();
         standard.insert(
@@ -124,10 +117,7 @@ impl PreparedRequest {
 
     /// The value of header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        find_header(&self.headers, name)
     }
 
     /// `{"url", "headers", "body"}` with every credential replaced by `[redacted]`: safe to print.
@@ -144,7 +134,7 @@ impl PreparedRequest {
                 (name.clone(), Value::from(shown))
             })
             .collect();
-        json!({"url": self.url, "headers": headers, "body": self.body})
+        json!({"url": redact_url(&self.url), "headers": headers, "body": self.body})
     }
 }
 
@@ -152,10 +142,6 @@ impl fmt::Debug for PreparedRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "PreparedRequest({})", self.to_redacted_json())
     }
-}
-
-fn is_secret_header(name: &str) -> bool {
-    SECRET_HEADERS.iter().any(|s| s.eq_ignore_ascii_case(name))
 }
 
 /// A message as the chat completions API takes it: `system` (never `developer`), no `name`, reasoning
@@ -364,8 +350,45 @@ mod tests {
         );
         let shown = prepared.to_redacted_json().to_string();
         assert!(!shown.contains("sk-secret"), "{shown}");
+        let odd = ModelArgs::new()
+            .api_base("http://user:pw-leak@127.0.0.1:9/v1?token=q-leak")
+            .extra_header("X-Auth-Token", "tok-leak")
+            .extra_header("x-api-key", "key-leak");
+        let odd = PreparedRequest::build(
+            &request(odd, RequestFields::default()),
+            &ServerDefaults::none(),
+        )
+        .expect("builds")
+        .to_redacted_json()
+        .to_string();
+        assert!(!odd.contains("leak"), "{odd}");
         assert!(shown.contains("x-session-id"), "{shown}");
         assert!(!format!("{prepared:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn hint_fields_never_replace_standard_fields() {
+        let mut hint_body = Map::new();
+        hint_body.insert("model".into(), json!("hint-model"));
+        hint_body.insert("messages".into(), json!([]));
+        hint_body.insert("max_tokens".into(), json!(1));
+        hint_body.insert("nvext".into(), json!({"agent_hints": {"priority": 1}}));
+        let hints = RequestFields {
+            headers: Vec::new(),
+            body: hint_body,
+        };
+        let prepared = PreparedRequest::build(
+            &request(ModelArgs::new().max_tokens(24), hints),
+            &ServerDefaults::none(),
+        )
+        .expect("builds");
+        assert_eq!(prepared.body["model"], "Qwen/Qwen2.5-7B-Instruct");
+        assert_eq!(prepared.body["messages"].as_array().map(Vec::len), Some(2));
+        assert_eq!(prepared.body["max_tokens"], 24);
+        assert_eq!(
+            prepared.body["nvext"],
+            json!({"agent_hints": {"priority": 1}})
+        );
     }
 
     #[test]
