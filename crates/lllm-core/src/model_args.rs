@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::secret::{is_secret_header, redact_url, Secret, REDACTED};
+use crate::secret::{printable_header_value, redact_url, Secret};
 use crate::suggest::closest;
 
 /// Request parameters lllm knows by name. Any other key is passed into the request body as written,
@@ -115,14 +115,7 @@ impl std::fmt::Debug for ModelArgs {
         let headers: Vec<(&str, &str)> = self
             .extra_headers
             .iter()
-            .map(|(name, value)| {
-                let shown = if is_secret_header(name) {
-                    REDACTED
-                } else {
-                    value.as_str()
-                };
-                (name.as_str(), shown)
-            })
+            .map(|(name, value)| (name.as_str(), printable_header_value(name, value)))
             .collect();
         f.debug_struct("ModelArgs")
             .field("api_base", &self.api_base.as_deref().map(redact_url))

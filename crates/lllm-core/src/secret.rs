@@ -44,6 +44,15 @@ pub fn is_secret_header(name: &str) -> bool {
             .any(|word| name.contains(word))
 }
 
+/// What to print for header `name` with `value`: the value, or `[redacted]` for a credential.
+pub fn printable_header_value<'a>(name: &str, value: &'a str) -> &'a str {
+    if is_secret_header(name) {
+        REDACTED
+    } else {
+        value
+    }
+}
+
 /// `url` with any user name, password and query string replaced by `[redacted]`, safe to print.
 pub fn redact_url(url: &str) -> String {
     let (scheme, rest) = match url.split_once("://") {

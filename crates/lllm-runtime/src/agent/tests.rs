@@ -325,13 +325,7 @@ async fn a_dialog_waiting_for_its_answer_refuses_a_second_respond_and_new_messag
     assert_eq!(first.expect("first").text(), "re: hi");
     assert!(matches!(busy, Err(AgentError::DialogBusy { .. })));
     assert!(matches!(receive, Err(AgentError::DialogBusy { .. })));
-    let texts: Vec<_> = agent
-        .dialog("main")
-        .expect("main")
-        .messages()
-        .iter()
-        .map(|m| m.text().to_owned())
-        .collect();
+    let texts = texts_of(&agent, "main");
     assert_eq!(texts, ["s", "hi", "re: hi"]);
     agent.receive("now").expect("free again");
 }
@@ -365,12 +359,16 @@ async fn closing_a_dialog_mid_call_drops_its_answer_and_spares_a_reopened_alias(
         "{meddle:?}"
     );
     assert_eq!(new.expect("new").text(), "re: new");
-    let texts: Vec<_> = agent
-        .dialog("main")
-        .expect("main")
+    let texts = texts_of(&agent, "main");
+    assert_eq!(texts, ["s", "new", "re: new"]);
+}
+
+fn texts_of(agent: &Agent, alias: &str) -> Vec<String> {
+    agent
+        .dialog(alias)
+        .expect("dialog")
         .messages()
         .iter()
         .map(|m| m.text().to_owned())
-        .collect();
-    assert_eq!(texts, ["s", "new", "re: new"]);
+        .collect()
 }

@@ -11,7 +11,7 @@ use async_openai::types::chat::{
     ChatCompletionRequestUserMessageContent, FunctionCall,
 };
 use lllm_core::merge::{find_header, merge_body, merge_headers};
-use lllm_core::secret::{is_secret_header, redact_url, REDACTED};
+use lllm_core::secret::{printable_header_value, redact_url};
 use lllm_core::{strip_provider_prefix, Message, Role, Secret, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -126,12 +126,10 @@ impl PreparedRequest {
             .headers
             .iter()
             .map(|(name, value)| {
-                let shown = if is_secret_header(name) {
-                    REDACTED
-                } else {
-                    value.as_str()
-                };
-                (name.clone(), Value::from(shown))
+                (
+                    name.clone(),
+                    Value::from(printable_header_value(name, value)),
+                )
             })
             .collect();
         json!({"url": redact_url(&self.url), "headers": headers, "body": self.body})
