@@ -337,12 +337,7 @@ fn check_header(name: &str, value: &str) -> Result<(), ModelArgsError> {
 }
 
 fn check_param(key: &str, value: &Value) -> Result<(), ModelArgsError> {
-    if RESERVED_KEYS.contains(&key) {
-        return Err(ModelArgsError::new(
-            key,
-            "is written by lllm itself and cannot be set in model_args",
-        ));
-    }
+    check_key(key)?;
     if matches!(key, "max_tokens" | "max_completion_tokens")
         && !value
             .as_u64()
@@ -353,7 +348,19 @@ fn check_param(key: &str, value: &Value) -> Result<(), ModelArgsError> {
             format!("expected a positive whole number, found {value}"),
         ));
     }
-    if KNOWN_PARAMS.contains(&key) {
+    Ok(())
+}
+
+/// Checks a `model_args` key by name alone: reserved request fields and likely misspellings of known
+/// keys are errors; any other key is a parameter passed into the body as written.
+pub fn check_key(key: &str) -> Result<(), ModelArgsError> {
+    if RESERVED_KEYS.contains(&key) {
+        return Err(ModelArgsError::new(
+            key,
+            "is written by lllm itself and cannot be set in model_args",
+        ));
+    }
+    if KNOWN_PARAMS.contains(&key) || CLIENT_KEYS.contains(&key) {
         return Ok(());
     }
     let known = KNOWN_PARAMS.iter().chain(CLIENT_KEYS).copied();
@@ -361,7 +368,7 @@ fn check_param(key: &str, value: &Value) -> Result<(), ModelArgsError> {
         Some(suggestion) => Err(ModelArgsError::new(
             key,
             format!(
-                "unknown argument (did you mean `{suggestion}`?); to send it as written, put it under extra_body"
+                "is not a known argument (did you mean `{suggestion}`?); to send it as written, put it under extra_body"
             ),
         )),
         None => Ok(()),

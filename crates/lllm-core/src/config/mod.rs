@@ -94,7 +94,7 @@ pub fn parse_tactic(
             "the file is empty; a tactic needs at least `agent_configs` with one agent",
         ));
     }
-    let raw: RawTactic = serde_yaml::from_str(text).map_err(|e| yaml_error(path, &e))?;
+    let raw: RawTactic = serde_yaml::from_str(text).map_err(|e| yaml_error(path, text, &e))?;
     Loader { path, env }.load(raw)
 }
 
@@ -265,23 +265,44 @@ fn field_error(path: &Path, field: &str, message: &str) -> ConfigError {
 }
 
 /// Turns a serde_yaml error into one with the position and, for an unknown key or variant, a suggestion.
-fn yaml_error(path: &Path, error: &serde_yaml::Error) -> ConfigError {
+fn yaml_error(path: &Path, text: &str, error: &serde_yaml::Error) -> ConfigError {
     let mut message = error.to_string();
     if let Some(at) = message.rfind(" at line ") {
         message.truncate(at);
     }
     message.push_str(&suggestion(&message));
-    match error.location() {
-        Some(location) => ConfigError::At {
-            path: path.to_owned(),
-            position: Position {
-                line: location.line(),
-                column: location.column(),
-            },
-            message,
-        },
-        None => field_error(path, "(document)", &message),
+    let Some(location) = error.location() else {
+        return field_error(path, "(document)", &message);
+    };
+    // An error raised after a key was read (a model_args key) is located at its mapping; point at the
+    // key itself when it can be found from there.
+    let offset = first_backticked(&message)
+        .and_then(|key| find_key(text, location.index(), key))
+        .unwrap_or(location.index());
+    ConfigError::At {
+        path: path.to_owned(),
+        position: Position::of_offset(text.as_bytes(), offset),
+        message,
     }
+}
+
+fn first_backticked(message: &str) -> Option<&str> {
+    let (_, rest) = message.split_once('`')?;
+    rest.split_once('`').map(|(word, _)| word)
+}
+
+/// The offset of `key` written as a mapping key (`key:`, `"key":`, `'key':`) at or after `from`.
+fn find_key(text: &str, from: usize, key: &str) -> Option<usize> {
+    let tail = text.get(from..)?;
+    tail.match_indices(key).find_map(|(at, _)| {
+        let before = tail[..at].chars().next_back();
+        let quote = matches!(before, Some('"' | '\''));
+        let start_ok =
+            quote || before.is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '-'));
+        let after = tail[at + key.len()..].trim_start_matches(['"', '\'']);
+        let key_ok = after.trim_start_matches([' ', '\t']).starts_with(':');
+        (start_ok && key_ok).then(|| from + at - usize::from(quote))
+    })
 }
 
 /// For "unknown field `x`, expected one of `a`, `b`": " (did you mean `a`?)" when one is close.

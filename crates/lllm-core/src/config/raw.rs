@@ -1,9 +1,13 @@
 //! The tactic file exactly as written: every key known, every value optional, nothing merged yet.
 
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::hints::InferenceHintsBuilder;
+use crate::model_args::check_key;
 
 /// Top level of a tactic file.
 #[derive(Debug, Deserialize)]
@@ -24,12 +28,41 @@ pub(crate) struct RawAgent {
     pub(crate) model_name: Option<String>,
     pub(crate) system_prompt: Option<String>,
     pub(crate) system_prompt_path: Option<String>,
+    #[serde(default, deserialize_with = "model_args_map")]
     pub(crate) model_args: Option<Map<String, Value>>,
     pub(crate) inference_hints: Option<InferenceHintsBuilder>,
     pub(crate) tools: Option<serde_yaml::Value>,
     pub(crate) max_exception_retry: Option<u32>,
     pub(crate) max_interrupt_steps: Option<u32>,
     pub(crate) max_llm_recall: Option<u32>,
+}
+
+/// Reads `model_args`, checking each key as it is read, so that a misspelt or reserved key is reported
+/// at its own line and column.
+fn model_args_map<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Map<String, Value>>, D::Error> {
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Option<Map<String, Value>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a mapping of model arguments")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+            let mut map = Map::new();
+            while let Some(key) = access.next_key::<String>()? {
+                check_key(&key)
+                    .map_err(|e| de::Error::custom(format_args!("`{}` {}", e.field, e.message)))?;
+                let value: Value = access.next_value()?;
+                map.insert(key, value);
+            }
+            Ok(Some(map))
+        }
+    }
+    deserializer.deserialize_any(Keys)
 }
 
 /// Where a system prompt comes from, after the agent's choice has replaced `global`'s.

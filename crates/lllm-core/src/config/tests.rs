@@ -111,6 +111,21 @@ fn misspelt_hint_and_profile_get_suggestions() {
 }
 
 #[test]
+fn misspelt_or_reserved_model_args_report_their_own_position() {
+    let text = "global:\n  model_args:\n    api_base: http://127.0.0.1:1/v1\n    max_tokns: 3\nagent_configs: [{name: a, model_name: m, system_prompt: s}]\n";
+    let err = parse_err(text);
+    assert!(err.starts_with("t.yaml:4:"), "{err}");
+    assert!(err.starts_with("t.yaml:4:5: global.model_args: `max_tokns` is not a known argument (did you mean `max_tokens`?)"), "{err}");
+    let text = "agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    model_args: {temperature: 0, messages: []}\n";
+    let err = parse_err(text);
+    assert!(err.starts_with("t.yaml:5:34: "), "{err}");
+    assert!(
+        err.contains("`messages` is written by lllm itself"),
+        "{err}"
+    );
+}
+
+#[test]
 fn wrong_types_and_ranges_report_position() {
     let err = parse_err("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    max_llm_recall: lots\n");
     assert!(err.starts_with("t.yaml:5:"), "{err}");
@@ -139,8 +154,7 @@ fn semantic_errors_name_the_field() {
         ("agent_configs: [{name: a, model_name: m, system_prompt: s}, {name: a, model_name: m, system_prompt: s}]\n", "already the name of agent_configs[0]"),
         ("global: {name: x}\nagent_configs: [{name: a, model_name: m, system_prompt: s}]\n", "global.name"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${NOPE}\"}}]\n", "agent_configs[0].model_args.api_key: the environment variable `NOPE` is not set"),
-        ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_token: 3}}]\n", "agent_configs[0] (a): model_args.max_token: unknown argument (did you mean `max_tokens`?)"),
-        ("global: {model_args: {max_tokns: 3}}\nagent_configs: [{name: a, model_name: m, system_prompt: s}]\n", "t.yaml: global: model_args.max_tokns"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_tokens: \"${NOPE:-x}\"}}]\n", "agent_configs[0] (a): model_args.max_tokens: expected a positive whole number"),
         ("agent_configs: [{name: a, model_name: m, system_prompt_path: ../secrets}]\n", "must stay inside prompts/"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: \"{{ x\"}]\n", "not a valid template"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: []}]\n", "tools are not supported"),
