@@ -39,6 +39,9 @@ pub(crate) struct RunArgs {
     /// Print one JSON object with the answer, usage and the dialogs' ids.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Print the answer as it arrives (the default when stdout is a terminal).
+    #[arg(long, conflicts_with = "json")]
+    pub(crate) stream: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context};
 use lllm_runtime::{
-    load_tactic, Agent, AgentError, DryRunInvoker, Invoker, OpenAiInvoker, PreparedRequest,
-    PromptVars,
+    load_tactic, Agent, AgentError, DryRunInvoker, Invoker, Message, OpenAiInvoker,
+    PreparedRequest, PromptVars, RespondOptions, StreamEvent, Usage,
 };
 use serde_json::{json, Value};
 
@@ -15,6 +15,17 @@ use crate::exit::{failed, usage, Failure};
 
 /// The alias of the chat's dialog.
 const MAIN: &str = "main";
+
+/// How answers are shown.
+#[derive(Debug, Clone, Copy)]
+struct Output {
+    /// Print text as it arrives.
+    stream: bool,
+    /// stdout carries request lines (dry run): answers are diagnostics.
+    dry_run: bool,
+    /// Report tool calls on stderr (a person is watching).
+    show_tools: bool,
+}
 
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
@@ -33,21 +44,24 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         vars.insert("input".into(), Value::from(text.as_str()));
     }
     let agent_spec = &spec.agents[0];
-    let invoker = invoker(args.dry_run);
-    let agent = Agent::from_spec(agent_spec, invoker).map_err(usage)?;
+    let agent = Agent::from_spec(agent_spec, invoker(args.dry_run)).map_err(usage)?;
     agent.open_with(MAIN, &vars).map_err(|e| match e {
         AgentError::Prompt { .. } => usage(e),
         other => failed(other),
     })?;
-
+    let output = Output {
+        stream: !args.json && !args.dry_run && (args.stream || std::io::stdout().is_terminal()),
+        dry_run: args.dry_run,
+        show_tools: std::io::stderr().is_terminal(),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")
         .map_err(failed)?;
     match input {
-        Some(text) => runtime.block_on(answer_once(&agent, &text, &args)),
-        None => runtime.block_on(chat(&agent, &args)),
+        Some(text) => runtime.block_on(answer_once(&agent, &text, &args, output)),
+        None => runtime.block_on(chat(&agent, &args, output)),
     }
 }
 
@@ -100,16 +114,54 @@ fn read_stdin() -> anyhow::Result<String> {
     })
 }
 
-async fn answer_once(agent: &Agent, input: &str, args: &RunArgs) -> Result<(), Failure> {
-    agent.receive_in(MAIN, input).map_err(failed)?;
-    let answer = agent.respond_in(MAIN).await.map_err(failed)?;
+/// One turn: the answer is streamed or printed whole (or, in a dry run, reported on stderr).
+#[allow(clippy::print_stderr)]
+async fn turn(agent: &Agent, text: &str, output: Output) -> Result<Message, AgentError> {
+    agent.receive_in(MAIN, text)?;
+    let options = RespondOptions::new();
+    if !output.stream {
+        let answer = agent.respond_with(MAIN, &options).await?;
+        if output.dry_run {
+            eprintln!("{}", answer.text());
+        }
+        return Ok(answer);
+    }
+    let mut stdout = std::io::stdout();
+    let mut sink = |event: StreamEvent<'_>| match event {
+        StreamEvent::Text(piece) => {
+            // Shown as it comes; a failed write shows up at the final newline.
+            stdout.write_all(piece.as_bytes()).ok();
+            stdout.flush().ok();
+        }
+        StreamEvent::ToolCall(call) if output.show_tools => {
+            eprintln!("· {}({})", call.name, call.arguments);
+        }
+        StreamEvent::ToolResult {
+            is_error: true,
+            content,
+            ..
+        } if output.show_tools => {
+            eprintln!("  {content}");
+        }
+        _ => {}
+    };
+    agent.respond_streaming(MAIN, &options, &mut sink).await
+}
+
+async fn answer_once(
+    agent: &Agent,
+    input: &str,
+    args: &RunArgs,
+    output: Output,
+) -> Result<(), Failure> {
+    let answer = turn(agent, input, output).await.map_err(failed)?;
     let mut out = std::io::stdout().lock();
     let written = if args.json {
-        writeln!(out, "{}", summary(agent, answer.content.as_deref()))
-    } else if args.dry_run {
-        // stdout holds the request lines; the placeholder answer is a diagnostic.
-        note(answer.text());
+        writeln!(out, "{}", summary(agent, Some(&answer)))
+    } else if output.dry_run {
         Ok(())
+    } else if output.stream {
+        writeln!(out)
     } else {
         writeln!(out, "{}", answer.text())
     };
@@ -121,29 +173,46 @@ async fn answer_once(agent: &Agent, input: &str, args: &RunArgs) -> Result<(), F
         .map_err(failed)
 }
 
-/// `{"agent", "answer", "usage", "dialogs"}` for `--json`.
-fn summary(agent: &Agent, answer: Option<&str>) -> Value {
-    let usage = agent.usage();
-    let dialogs: serde_json::Map<String, Value> = agent
-        .dialogs()
+/// `{"agent", "answer", "usage", "dialogs", "dialog_usage"}` for `--json`. The answer is JSON when the
+/// agent has an output schema, text otherwise.
+fn summary(agent: &Agent, answer: Option<&Message>) -> Value {
+    let tree = agent.dialogs();
+    let ids: serde_json::Map<String, Value> = tree
         .dialogs
         .iter()
         .map(|d| (d.alias.clone(), Value::from(d.dialog.id().to_string())))
         .collect();
-    let mut usage_json = json!({
+    let per_dialog: serde_json::Map<String, Value> = tree
+        .dialogs
+        .iter()
+        .map(|d| (d.alias.clone(), usage_json(&d.dialog.usage())))
+        .collect();
+    let answer = answer.and_then(|m| m.content.as_deref()).map(|text| {
+        if agent.has_output_schema() {
+            serde_json::from_str(text).unwrap_or_else(|_| Value::from(text))
+        } else {
+            Value::from(text)
+        }
+    });
+    json!({
+        "agent": agent.name(),
+        "answer": answer,
+        "usage": usage_json(&agent.usage()),
+        "dialogs": {agent.name(): ids},
+        "dialog_usage": {agent.name(): per_dialog},
+    })
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    let mut value = json!({
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens(),
     });
     if let Some(cached) = usage.cached_tokens {
-        usage_json["cached_tokens"] = Value::from(cached);
+        value["cached_tokens"] = Value::from(cached);
     }
-    json!({
-        "agent": agent.name(),
-        "answer": answer,
-        "usage": usage_json,
-        "dialogs": {agent.name(): dialogs},
-    })
+    value
 }
 
 #[allow(clippy::print_stderr)]
@@ -153,7 +222,7 @@ fn note(text: &str) {
 
 /// An interactive chat on one dialog: each line typed is a turn; `/exit` or end of input ends it.
 #[allow(clippy::print_stderr)]
-async fn chat(agent: &Agent, args: &RunArgs) -> Result<(), Failure> {
+async fn chat(agent: &Agent, args: &RunArgs, output: Output) -> Result<(), Failure> {
     eprintln!(
         "lllm: chatting with `{}` ({}); /exit or Ctrl-D to leave",
         agent.name(),
@@ -162,7 +231,7 @@ async fn chat(agent: &Agent, args: &RunArgs) -> Result<(), Failure> {
     let stdin = std::io::stdin();
     let mut line = String::new();
     let mut failures = 0usize;
-    let mut last_answer: Option<String> = None;
+    let mut last_answer: Option<Message> = None;
     loop {
         eprint!("you> ");
         line.clear();
@@ -178,29 +247,27 @@ async fn chat(agent: &Agent, args: &RunArgs) -> Result<(), Failure> {
         if text.is_empty() {
             continue;
         }
-        agent.receive_in(MAIN, text).map_err(failed)?;
-        match agent.respond_in(MAIN).await {
-            Ok(answer) if args.dry_run => {
-                // stdout holds the request lines; the placeholder answer is a diagnostic.
-                eprintln!("{}", answer.text());
-            }
+        match turn(agent, text, output).await {
             Ok(answer) => {
-                let mut out = std::io::stdout().lock();
-                writeln!(out, "{}", answer.text())
-                    .and_then(|()| out.flush())
-                    .context("cannot write to standard output")
-                    .map_err(failed)?;
-                last_answer = answer.content;
+                if !output.dry_run {
+                    let mut out = std::io::stdout().lock();
+                    let shown = if output.stream { "" } else { answer.text() };
+                    writeln!(out, "{shown}")
+                        .and_then(|()| out.flush())
+                        .context("cannot write to standard output")
+                        .map_err(failed)?;
+                }
+                last_answer = Some(answer);
             }
             Err(error) => {
                 failures += 1;
-                eprintln!("error: {error}");
+                eprintln!("error: {}", lllm_runtime::report::full_message(&error));
             }
         }
     }
     if args.json {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", summary(agent, last_answer.as_deref()))
+        writeln!(out, "{}", summary(agent, last_answer.as_ref()))
             .context("cannot write to standard output")
             .map_err(failed)?;
     }

@@ -347,3 +347,143 @@ async fn the_quickstart_example_checks_and_dry_runs() {
         .as_str()
         .is_some_and(|s| s.starts_with("quickstart:")));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_word_count_example_runs_its_command_tool_end_to_end() {
+    let server = StubServer::start().await.expect("server");
+    server.push(StubReply::tool_calls(&[
+        ("c1", "word_count", r#"{"text": "the quick brown fox"}"#),
+        ("c2", "word_count", r#"{"text": "  "}"#),
+    ]));
+    server.push(StubReply::text("The text has 4 words."));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tactic = root.join("examples/word_count/tactic.yaml");
+    let out = run(
+        &[
+            "run",
+            path_str(&tactic),
+            "--input",
+            "How many words in: the quick brown fox?",
+            "--json",
+        ],
+        None,
+        &[("LLLM_API_BASE", &server.base_url())],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["answer"], "The text has 4 words.");
+    assert_eq!(
+        report["usage"]["prompt_tokens"], 22,
+        "two calls of 11 prompt tokens each"
+    );
+    assert_eq!(
+        report["dialog_usage"]["counter"]["main"]["completion_tokens"],
+        6
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let tools: Vec<&Value> = requests[1].body["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["role"] == "tool").collect())
+        .unwrap_or_default();
+    assert_eq!(
+        tools[0]["content"], "4",
+        "the real command counted the words"
+    );
+    assert_eq!(
+        tools[1]["content"],
+        "error: `python3` exited with status 1: no text given: pass a non-empty `text`",
+        "the command's failure is reported to the model"
+    );
+    assert_eq!(
+        requests[0].body["tools"][0]["function"]["name"],
+        "word_count"
+    );
+    let session = requests[0].header("x-session-id");
+    assert!(session.is_some());
+    assert_eq!(requests[1].header("x-session-id"), session);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_prints_the_answer_as_it_arrives() {
+    let server = StubServer::start().await.expect("server");
+    server.push(StubReply::sse_text(&["Blue ", "light ", "scatters."]));
+    let dir = TempDir::new("stream");
+    let file = dir.write("t.yaml", tactic(&server.base_url(), "openai").as_bytes());
+    let out = run(
+        &[
+            "run",
+            path_str(&file),
+            "--input",
+            "sky?",
+            "--var",
+            "topic=x",
+            "--stream",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Blue light scatters.\n");
+    assert_eq!(server.requests()[0].body["stream"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn output_schema_answers_are_json_and_dry_runs_fill_them() {
+    let server = StubServer::start().await.expect("server");
+    server.push(StubReply::text(r#"{"words": 4}"#));
+    let dir = TempDir::new("schema");
+    let body = tactic(&server.base_url(), "openai").replace(
+        "  - name: assistant\n",
+        "  - name: assistant\n    output_schema: {type: object, required: [words], properties: {words: {type: integer}}}\n",
+    );
+    let file = dir.write("t.yaml", body.as_bytes());
+    let out = run(
+        &[
+            "run",
+            path_str(&file),
+            "--input",
+            "count",
+            "--var",
+            "topic=x",
+            "--json",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["answer"], serde_json::json!({"words": 4}));
+    assert_eq!(
+        server.requests()[0].body["response_format"]["json_schema"]["schema"]["required"],
+        serde_json::json!(["words"])
+    );
+    let dry = run(
+        &[
+            "run",
+            path_str(&file),
+            "--input",
+            "count",
+            "--var",
+            "topic=x",
+            "--dry-run",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry.stderr));
+    assert_eq!(
+        text(&dry.stdout).lines().count(),
+        1,
+        "one request, no retry"
+    );
+    assert!(
+        text(&dry.stderr).contains(r#"{"words":0}"#),
+        "{}",
+        text(&dry.stderr)
+    );
+}

@@ -12,8 +12,10 @@ pub mod model;
 pub mod model_args;
 pub mod prompt;
 pub mod report;
+pub mod schema;
 pub mod secret;
 pub mod suggest;
+pub mod tool;
 
 pub use config::{load_tactic, AgentSpec, ConfigError, TacticSpec};
 pub use dialog::{Dialog, DialogId, DialogTree, MessageLog, NamedDialog};
@@ -26,3 +28,4 @@ pub use model::strip_provider_prefix;
 pub use model_args::{ModelArgs, ModelArgsError};
 pub use prompt::{Prompt, PromptError, PromptVars};
 pub use secret::Secret;
+pub use tool::{CommandToolConfig, ToolSpec};

@@ -64,6 +64,7 @@ pub const CLIENT_KEYS: &[&str] = &[
     "api_base",
     "api_key",
     "timeout",
+    "deadline",
     "extra_headers",
     "extra_body",
 ];
@@ -102,6 +103,8 @@ pub struct ModelArgs {
     pub api_key: Option<Secret>,
     /// Time allowed for one request, retries aside.
     pub timeout: Option<Duration>,
+    /// Time allowed for a whole respond: every request, retry and tool round.
+    pub deadline: Option<Duration>,
     /// Headers added to every request; they replace hint headers of the same name (any case).
     pub extra_headers: Vec<(String, String)>,
     /// JSON merged over the request body; it wins over hints at every leaf.
@@ -121,6 +124,7 @@ impl std::fmt::Debug for ModelArgs {
             .field("api_base", &self.api_base.as_deref().map(redact_url))
             .field("api_key", &self.api_key)
             .field("timeout", &self.timeout)
+            .field("deadline", &self.deadline)
             .field("extra_headers", &headers)
             .field("extra_body", &self.extra_body)
             .field("params", &self.params)
@@ -149,6 +153,12 @@ impl ModelArgs {
     /// Sets the per-request timeout.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the time allowed for a whole respond.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
         self
     }
 
@@ -197,7 +207,8 @@ impl ModelArgs {
                 // An empty value (often `${VAR:-}`) means "not set", so the fallbacks apply.
                 "api_base" => args.api_base = non_empty(string_field(&key, value)?),
                 "api_key" => args.api_key = non_empty(string_field(&key, value)?).map(Secret::new),
-                "timeout" => args.timeout = Some(timeout_field(value)?),
+                "timeout" => args.timeout = Some(seconds_field(&key, value)?),
+                "deadline" => args.deadline = Some(seconds_field(&key, value)?),
                 "extra_headers" => args.extra_headers = headers_field(value)?,
                 "extra_body" => match value {
                     Value::Object(body) => args.extra_body = body,
@@ -230,12 +241,9 @@ impl ModelArgs {
                 ));
             }
         }
-        if let Some(timeout) = self.timeout {
-            if timeout.is_zero() {
-                return Err(ModelArgsError::new(
-                    "timeout",
-                    "must be more than 0 seconds",
-                ));
+        for (key, limit) in [("timeout", self.timeout), ("deadline", self.deadline)] {
+            if limit.is_some_and(|d| d.is_zero()) {
+                return Err(ModelArgsError::new(key, "must be more than 0 seconds"));
             }
         }
         for (name, value) in &self.extra_headers {
@@ -273,14 +281,14 @@ fn non_empty(text: String) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
-fn timeout_field(value: Value) -> Result<Duration, ModelArgsError> {
+fn seconds_field(key: &str, value: Value) -> Result<Duration, ModelArgsError> {
     value
         .as_f64()
         .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
         .map(Duration::from_secs_f64)
         .ok_or_else(|| {
             ModelArgsError::new(
-                "timeout",
+                key,
                 format!(
                     "expected a positive number of seconds, found {}",
                     kind(&value)

@@ -33,11 +33,12 @@ pub mod invoker;
 pub mod retry;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tools;
 
-pub use agent::{Agent, AgentBuilder, AgentError};
+pub use agent::{Agent, AgentBuilder, AgentError, EventSink, RespondOptions, StreamEvent};
 pub use invoker::{
-    build_invoker, ChatRequest, ChatResponse, DryRunInvoker, InvokeError, Invoker, InvokerConfig,
-    OpenAiInvoker, PreparedRequest, ServerDefaults,
+    build_invoker, ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker,
+    InvokerConfig, OpenAiInvoker, PreparedRequest, ServerDefaults,
 };
 pub use lllm_core::{
     config, load_tactic, report, AgentSpec, ConfigError, Dialog, DialogId, DialogTree, ForkSession,
@@ -45,6 +46,7 @@ pub use lllm_core::{
     PromptVars, RequestFields, Role, TacticSpec, Usage,
 };
 pub use retry::RetryPolicy;
+pub use tools::{tool_fn, Tool, ToolError, ToolOutput};
 
 /// The README's Rust examples, compiled as doctests so they cannot drift from the API.
 #[cfg(doctest)]

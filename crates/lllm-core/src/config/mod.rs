@@ -19,7 +19,9 @@ use crate::hints::InferenceHints;
 use crate::model_args::ModelArgs;
 use crate::prompt::Prompt;
 use crate::report::full_message;
+use crate::schema::Schema;
 use crate::suggest::closest;
+use crate::tool::{output_schema_problem, CommandToolConfig};
 use raw::{PromptSource, RawAgent, RawTactic};
 
 /// Default number of answers re-asked after a parse or validation failure.
@@ -42,6 +44,10 @@ pub struct AgentSpec {
     pub model_args: ModelArgs,
     /// Inference hints, when configured.
     pub inference_hints: Option<InferenceHints>,
+    /// Command tools the agent may call.
+    pub tools: Vec<CommandToolConfig>,
+    /// JSON Schema every answer must match (`output_schema:`), when set.
+    pub output_schema: Option<serde_json::Value>,
     /// Re-asks after an answer fails to parse or validate.
     pub max_exception_retry: u32,
     /// Tool rounds allowed in one respond.
@@ -175,11 +181,16 @@ impl Loader<'_> {
         let err = |field: &str, message: &str| {
             field_error(self.path, &format!("{section}.{field}"), message)
         };
-        if raw.tools.is_some() {
-            return Err(err(
-                "tools",
-                "tools are not supported by this version of lllm; remove the key",
-            ));
+        let mut tools = self.tools(raw.tools.clone().unwrap_or_default(), section)?;
+        let tactic_dir = self.path.parent().unwrap_or_else(|| Path::new("."));
+        for tool in &mut tools {
+            tool.working_dir = Some(tactic_dir.to_owned());
+        }
+        if let Some(schema) = &raw.output_schema {
+            if let Some(problem) = output_schema_problem(schema) {
+                return Err(err("output_schema", &problem));
+            }
+            Schema::compile(schema).map_err(|problem| err("output_schema", &problem))?;
         }
         let model = raw
             .model_name
@@ -213,6 +224,8 @@ impl Loader<'_> {
             system_prompt,
             model_args,
             inference_hints,
+            tools,
+            output_schema: raw.output_schema,
             max_exception_retry: raw
                 .max_exception_retry
                 .unwrap_or(DEFAULT_MAX_EXCEPTION_RETRY),
@@ -221,6 +234,32 @@ impl Loader<'_> {
                 .unwrap_or(DEFAULT_MAX_INTERRUPT_STEPS),
             max_llm_recall: raw.max_llm_recall.unwrap_or(DEFAULT_MAX_LLM_RECALL),
         })
+    }
+
+    fn tools(
+        &self,
+        tools: Vec<CommandToolConfig>,
+        section: &str,
+    ) -> Result<Vec<CommandToolConfig>, ConfigError> {
+        for (i, tool) in tools.iter().enumerate() {
+            let at = |field: &str| format!("{section}.tools[{i}].{field}");
+            if let Err((field, message)) = tool.validate() {
+                return Err(field_error(self.path, &at(&field), &message));
+            }
+            Schema::compile(&tool.parameters)
+                .map_err(|problem| field_error(self.path, &at("parameters"), &problem))?;
+            if let Some(first) = tools[..i].iter().position(|t| t.name == tool.name) {
+                return Err(field_error(
+                    self.path,
+                    &at("name"),
+                    &format!(
+                        "`{}` is already the name of tools[{first}]; tool names must be unique",
+                        tool.name
+                    ),
+                ));
+            }
+        }
+        Ok(tools)
     }
 
     fn expand_env(&self, agent: &mut RawAgent, section: &str) -> Result<(), ConfigError> {

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::hints::InferenceHintsBuilder;
 use crate::model_args::check_key;
+use crate::tool::CommandToolConfig;
 
 /// Top level of a tactic file.
 #[derive(Debug, Deserialize)]
@@ -31,7 +32,8 @@ pub(crate) struct RawAgent {
     #[serde(default, deserialize_with = "model_args_map")]
     pub(crate) model_args: Option<Map<String, Value>>,
     pub(crate) inference_hints: Option<InferenceHintsBuilder>,
-    pub(crate) tools: Option<serde_yaml::Value>,
+    pub(crate) tools: Option<Vec<CommandToolConfig>>,
+    pub(crate) output_schema: Option<Value>,
     pub(crate) max_exception_retry: Option<u32>,
     pub(crate) max_interrupt_steps: Option<u32>,
     pub(crate) max_llm_recall: Option<u32>,
@@ -105,6 +107,7 @@ impl RawAgent {
             model_args,
             inference_hints,
             tools: self.tools.or_else(|| global.tools.clone()),
+            output_schema: self.output_schema.or_else(|| global.output_schema.clone()),
             max_exception_retry: self.max_exception_retry.or(global.max_exception_retry),
             max_interrupt_steps: self.max_interrupt_steps.or(global.max_interrupt_steps),
             max_llm_recall: self.max_llm_recall.or(global.max_llm_recall),

@@ -157,7 +157,11 @@ fn semantic_errors_name_the_field() {
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_tokens: \"${NOPE:-x}\"}}]\n", "agent_configs[0] (a): model_args.max_tokens: expected a positive whole number"),
         ("agent_configs: [{name: a, model_name: m, system_prompt_path: ../secrets}]\n", "must stay inside prompts/"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: \"{{ x\"}]\n", "not a valid template"),
-        ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: []}]\n", "tools are not supported"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: [{name: w c, description: d, command: [wc]}]}]\n", "agent_configs[0] (a).tools[0].name: `w c` may only contain"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: [{name: w, description: d, command: []}]}]\n", "tools[0].command: must name a program"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: [{name: w, description: d, command: [wc], parameters: {type: array}}]}]\n", "tools[0].parameters: must be an object schema"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: [{name: w, description: d, command: [wc]}, {name: w, description: e, command: [wc]}]}]\n", "tools[1].name: `w` is already the name of tools[0]"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, output_schema: {type: 12}}]\n", "output_schema: is not a valid JSON Schema"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s}]\nsteps: []\n", "steps are not supported"),
         ("   \n", "the file is empty"),
     ];
@@ -166,6 +170,25 @@ fn semantic_errors_name_the_field() {
         assert!(err.contains(expected), "for {text:?}: {err}");
         assert!(err.starts_with("t.yaml"), "{err}");
     }
+}
+
+#[test]
+fn command_tools_and_output_schema_load() {
+    let spec = parse_ok("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    output_schema: {type: object, required: [n]}\n    tools:\n      - name: word_count\n        description: Count words\n        parameters: {type: object, properties: {text: {type: string}}, required: [text]}\n        command: [wc, -w]\n        timeout_s: 2\n");
+    let agent = &spec.agents[0];
+    assert_eq!(agent.tools.len(), 1);
+    assert_eq!(agent.tools[0].command, ["wc", "-w"]);
+    assert_eq!(
+        agent.tools[0].max_output_bytes,
+        crate::tool::DEFAULT_MAX_OUTPUT_BYTES
+    );
+    assert_eq!(
+        agent.output_schema,
+        Some(json!({"type": "object", "required": ["n"]}))
+    );
+    let err = parse_err("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    tools:\n      - name: w\n        descripton: d\n        command: [wc]\n");
+    assert!(err.starts_with("t.yaml:7:9: "), "{err}");
+    assert!(err.contains("did you mean `description`?"), "{err}");
 }
 
 #[test]

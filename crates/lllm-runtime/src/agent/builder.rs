@@ -2,11 +2,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt};
+use lllm_core::{config, AgentSpec, InferenceHints, ModelArgs, Prompt, Usage};
+use serde_json::Value;
 
-use super::{Agent, AgentError, DialogTable};
+use super::{Agent, AgentError, DialogTable, OutputSchema};
 use crate::invoker::Invoker;
 use crate::retry::RetryPolicy;
+use crate::tools::{CommandTool, Tool, Toolbox};
 
 /// Builds an [`Agent`]. Setters never fail; [`build`](Self::build) reports what is missing or invalid.
 #[derive(Debug, Default)]
@@ -19,6 +21,10 @@ pub struct AgentBuilder {
     inference_hints: Option<InferenceHints>,
     retry: Option<RetryPolicy>,
     max_llm_recall: Option<u32>,
+    tools: Vec<Arc<dyn Tool>>,
+    output_schema: Option<Value>,
+    max_interrupt_steps: Option<u32>,
+    max_exception_retry: Option<u32>,
 }
 
 impl AgentBuilder {
@@ -64,6 +70,36 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds a tool the model may call.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds tools the model may call.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Every answer must be JSON matching this schema (retried up to `max_exception_retry` times).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Tool rounds allowed in one respond before a final answer without tools (default 5).
+    pub fn max_interrupt_steps(mut self, rounds: u32) -> Self {
+        self.max_interrupt_steps = Some(rounds);
+        self
+    }
+
+    /// Answers re-asked after they fail the output schema (default 3).
+    pub fn max_exception_retry(mut self, retries: u32) -> Self {
+        self.max_exception_retry = Some(retries);
+        self
+    }
+
     /// Full retry settings; `max_llm_recall`, when also set, overrides its count.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
@@ -99,6 +135,13 @@ impl AgentBuilder {
                 agent: name.clone(),
                 source,
             })?;
+        let toolbox = Toolbox::new(self.tools)
+            .map_err(|problem| AgentError::Build(format!("agent `{name}`: {problem}")))?;
+        let output_schema = self
+            .output_schema
+            .map(|schema| OutputSchema::new(&format!("{name}_answer"), &schema))
+            .transpose()
+            .map_err(|problem| AgentError::Build(format!("agent `{name}`: {problem}")))?;
         let mut retry = self.retry.unwrap_or_default();
         if let Some(n) = self.max_llm_recall {
             retry.max_retries = n;
@@ -111,6 +154,15 @@ impl AgentBuilder {
             model_args: Arc::new(self.model_args),
             hints: self.inference_hints,
             retry,
+            toolbox,
+            output_schema,
+            max_interrupt_steps: self
+                .max_interrupt_steps
+                .unwrap_or(config::DEFAULT_MAX_INTERRUPT_STEPS),
+            max_exception_retry: self
+                .max_exception_retry
+                .unwrap_or(config::DEFAULT_MAX_EXCEPTION_RETRY),
+            usage: Mutex::new(Usage::default()),
             table: Mutex::new(DialogTable::default()),
         })
     }
@@ -152,7 +204,17 @@ impl Agent {
             .model(spec.model.clone())
             .invoker(invoker)
             .model_args(spec.model_args.clone())
-            .max_llm_recall(spec.max_llm_recall);
+            .max_llm_recall(spec.max_llm_recall)
+            .max_interrupt_steps(spec.max_interrupt_steps)
+            .max_exception_retry(spec.max_exception_retry)
+            .tools(
+                spec.tools
+                    .iter()
+                    .map(|config| Arc::new(CommandTool::new(config.clone())) as Arc<dyn Tool>),
+            );
+        if let Some(schema) = &spec.output_schema {
+            builder = builder.output_schema(schema.clone());
+        }
         if let Some(hints) = &spec.inference_hints {
             builder = builder.inference_hints(hints.clone());
         }

@@ -76,6 +76,30 @@ pub enum AgentError {
         /// The alias.
         alias: String,
     },
+    /// The answer never matched the required JSON Schema. The dialog is as it was.
+    #[error(
+        "agent `{agent}`, dialog `{alias}`: no valid answer after {attempts} attempt(s): {problem}"
+    )]
+    InvalidAnswer {
+        /// The agent.
+        agent: String,
+        /// The dialog's alias.
+        alias: String,
+        /// Answers rejected.
+        attempts: u32,
+        /// Why the last one was rejected.
+        problem: String,
+    },
+    /// The respond took longer than `model_args.deadline`. The dialog is as it was.
+    #[error("agent `{agent}`, dialog `{alias}`: no answer within the deadline of {after:?}")]
+    Deadline {
+        /// The agent.
+        agent: String,
+        /// The dialog's alias.
+        alias: String,
+        /// The deadline.
+        after: std::time::Duration,
+    },
     /// The model call failed, after retries where they were allowed. The dialog is as it was.
     #[error("agent `{agent}`, dialog `{alias}`: model call failed after {attempts} attempt(s)")]
     Invoke {

@@ -16,9 +16,19 @@ use lllm_core::{
 
 pub use builder::{AgentBuilder, PromptArg};
 pub use error::AgentError;
+pub use respond::{EventSink, RespondOptions, StreamEvent};
 
 use crate::invoker::Invoker;
 use crate::retry::RetryPolicy;
+use crate::tools::Toolbox;
+
+/// The JSON Schema answers must match, compiled once.
+#[derive(Debug)]
+pub(crate) struct OutputSchema {
+    name: String,
+    schema: serde_json::Value,
+    compiled: lllm_core::schema::Schema,
+}
 
 /// An agent: it owns named dialogs (aliases such as `main`), answers them with its model, and sends the
 /// dialog's identity as inference hints with every call.
@@ -34,6 +44,11 @@ pub struct Agent {
     model_args: Arc<ModelArgs>,
     hints: Option<InferenceHints>,
     retry: RetryPolicy,
+    toolbox: Toolbox,
+    output_schema: Option<OutputSchema>,
+    max_interrupt_steps: u32,
+    max_exception_retry: u32,
+    usage: Mutex<Usage>,
     table: Mutex<DialogTable>,
 }
 
@@ -280,13 +295,26 @@ impl Agent {
         Ok(())
     }
 
-    /// Token usage summed over the open dialogs.
+    /// Token usage of every model call this agent made: every dialog (closed ones too), tool rounds,
+    /// rejected structured answers, and `finish`. A dialog's own share is [`Dialog::usage`].
     pub fn usage(&self) -> Usage {
-        let table = self.table();
-        let mut total = Usage::default();
-        for slot in &table.slots {
-            total.add(&slot.dialog.usage());
-        }
-        total
+        *self.usage.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn add_usage(&self, usage: &Usage) {
+        self.usage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .add(usage);
+    }
+
+    /// Whether every answer must match a JSON Schema.
+    pub fn has_output_schema(&self) -> bool {
+        self.output_schema.is_some()
+    }
+
+    /// What the model is told about the agent's tools.
+    pub fn tools(&self) -> Vec<lllm_core::ToolSpec> {
+        self.toolbox.specs()
     }
 }

@@ -5,13 +5,15 @@ mod dry_run;
 mod error;
 mod openai;
 mod service;
+mod stream;
 mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lllm_core::{Message, MessageLog, ModelArgs, RequestFields};
+use lllm_core::{Message, MessageLog, ModelArgs, RequestFields, ToolSpec};
+use serde_json::Value;
 
 pub use build::{build_invoker, InvokerConfig, InvokerKind};
 pub use dry_run::{DryRunInvoker, RequestSink, DRY_RUN_ANSWER};
@@ -33,6 +35,41 @@ pub struct ChatRequest {
     pub model_args: Arc<ModelArgs>,
     /// Header and body fields from the inference hints, to be merged under the user's explicit ones.
     pub hint_fields: RequestFields,
+    /// Tools offered to the model (none: no `tools` field).
+    pub tools: Vec<ToolSpec>,
+    /// `tool_choice`, when set (lllm sets `"none"` for the final, tool-less turn of a respond).
+    pub tool_choice: Option<Value>,
+    /// `response_format`, when the answer must match a JSON Schema.
+    pub response_format: Option<Value>,
+}
+
+impl ChatRequest {
+    /// A request for these messages with nothing but the model, its arguments and the hint fields.
+    pub fn new(
+        model: impl Into<String>,
+        messages: MessageLog,
+        model_args: Arc<ModelArgs>,
+        hint_fields: RequestFields,
+    ) -> Self {
+        ChatRequest {
+            model: model.into(),
+            messages,
+            model_args,
+            hint_fields,
+            tools: Vec::new(),
+            tool_choice: None,
+            response_format: None,
+        }
+    }
+}
+
+/// A piece of an answer as it streams in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta<'a> {
+    /// Answer text.
+    Text(&'a str),
+    /// Reasoning text (`reasoning_content` / `reasoning`).
+    Reasoning(&'a str),
 }
 
 /// The answer to one model call.
@@ -52,11 +89,37 @@ pub struct ChatResponse {
 pub trait Invoker: Send + Sync + std::fmt::Debug {
     /// Sends `request` once.
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError>;
+
+    /// Sends `request` once, streaming: `on_delta` gets each piece of text as it arrives, and the
+    /// result is the whole answer. The default sends without streaming and reports the answer as one
+    /// piece.
+    async fn invoke_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
+    ) -> Result<ChatResponse, InvokeError> {
+        let response = self.invoke(request).await?;
+        if let Some(reasoning) = response.message.reasoning.as_deref() {
+            on_delta(Delta::Reasoning(reasoning));
+        }
+        if let Some(text) = response.message.content.as_deref() {
+            on_delta(Delta::Text(text));
+        }
+        Ok(response)
+    }
 }
 
 #[async_trait]
 impl<T: Invoker + ?Sized> Invoker for Arc<T> {
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
         (**self).invoke(request).await
+    }
+
+    async fn invoke_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
+    ) -> Result<ChatResponse, InvokeError> {
+        (**self).invoke_stream(request, on_delta).await
     }
 }

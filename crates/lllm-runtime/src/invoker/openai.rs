@@ -7,14 +7,18 @@ use async_openai::error::OpenAIError;
 use async_openai::traits::RequestOptionsBuilder;
 use async_openai::Client;
 use async_trait::async_trait;
+use futures::StreamExt;
 use lllm_core::report::full_message;
 use lllm_core::secret::redact_url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use secrecy::SecretString;
 
 use super::service::{HttpFailure, HttpService};
+use super::stream::{StreamAccumulator, WireChunk};
 use super::wire::WireResponse;
-use super::{ChatRequest, ChatResponse, InvokeError, Invoker, PreparedRequest, ServerDefaults};
+use super::{
+    ChatRequest, ChatResponse, Delta, InvokeError, Invoker, PreparedRequest, ServerDefaults,
+};
 
 /// Sends chat completions to any OpenAI-compatible server (OpenAI, vLLM, SGLang, llama.cpp, Dynamo).
 ///
@@ -51,12 +55,9 @@ impl OpenAiInvoker {
     }
 }
 
-#[async_trait]
-impl Invoker for OpenAiInvoker {
-    async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
-        let prepared = self.prepare(request)?;
-        let headers = header_map(&prepared.headers)?;
-        let client = Client::build(
+impl OpenAiInvoker {
+    fn client(&self, prepared: &PreparedRequest) -> Client<BaseUrl> {
+        Client::build(
             self.http.clone(),
             BaseUrl {
                 api_base: prepared.api_base.clone(),
@@ -65,14 +66,45 @@ impl Invoker for OpenAiInvoker {
         )
         .with_http_service(HttpService {
             client: self.http.clone(),
-        });
-        let response: WireResponse = client
+        })
+    }
+}
+
+#[async_trait]
+impl Invoker for OpenAiInvoker {
+    async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
+        let prepared = self.prepare(request)?;
+        let headers = header_map(&prepared.headers)?;
+        let response: WireResponse = self
+            .client(&prepared)
             .chat()
             .headers(headers)
             .create_byot(prepared.body)
             .await
             .map_err(|e| invoke_error(e, &prepared.url))?;
         response.into_response()
+    }
+
+    async fn invoke_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
+    ) -> Result<ChatResponse, InvokeError> {
+        let prepared = PreparedRequest::build_streaming(request, &self.defaults)?;
+        let headers = header_map(&prepared.headers)?;
+        let url = prepared.url.clone();
+        let mut chunks = self
+            .client(&prepared)
+            .chat()
+            .headers(headers)
+            .create_stream_byot::<_, WireChunk>(prepared.body)
+            .await
+            .map_err(|e| invoke_error(e, &url))?;
+        let mut answer = StreamAccumulator::default();
+        while let Some(chunk) = chunks.next().await {
+            answer.push(chunk.map_err(|e| invoke_error(e, &url))?, on_delta);
+        }
+        answer.finish(&url)
     }
 }
 
@@ -142,7 +174,11 @@ fn invoke_error(error: OpenAIError, url: &str) -> InvokeError {
             retry_after: None,
         },
         OpenAIError::JSONDeserialize(e, _) => InvokeError::InvalidResponse(e.to_string()),
-        OpenAIError::StreamError(e) => InvokeError::InvalidResponse(e.to_string()),
+        // A broken event stream is almost always a broken connection.
+        OpenAIError::StreamError(e) => InvokeError::Connection {
+            url: redact_url(url),
+            message: e.to_string(),
+        },
         other => InvokeError::Request(other.to_string()),
     }
 }

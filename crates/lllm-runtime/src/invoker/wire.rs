@@ -63,6 +63,23 @@ impl PreparedRequest {
     /// Builds the request for `request`: model name without provider prefix, messages, the agent's
     /// parameters, hint fields under the user's `extra_headers` / `extra_body`.
     pub fn build(request: &ChatRequest, defaults: &ServerDefaults) -> Result<Self, InvokeError> {
+        Self::build_with(request, defaults, false)
+    }
+
+    /// Like [`build`](Self::build), asking for a streamed answer with usage in its last chunk
+    /// (`"stream": true, "stream_options": {"include_usage": true}`).
+    pub fn build_streaming(
+        request: &ChatRequest,
+        defaults: &ServerDefaults,
+    ) -> Result<Self, InvokeError> {
+        Self::build_with(request, defaults, true)
+    }
+
+    fn build_with(
+        request: &ChatRequest,
+        defaults: &ServerDefaults,
+        stream: bool,
+    ) -> Result<Self, InvokeError> {
         let args = &request.model_args;
         let api_base = args
             .api_base
@@ -101,6 +118,22 @@ impl PreparedRequest {
         );
         for (key, value) in &args.params {
             standard.insert(key.clone(), value.clone());
+        }
+        if !request.tools.is_empty() {
+            let tools = request.tools.iter().map(|t| t.to_request_json()).collect();
+            standard.insert("tools".into(), Value::Array(tools));
+        }
+        for (key, value) in [
+            ("tool_choice", &request.tool_choice),
+            ("response_format", &request.response_format),
+        ] {
+            if let Some(value) = value {
+                standard.insert(key.into(), value.clone());
+            }
+        }
+        if stream {
+            standard.insert("stream".into(), Value::Bool(true));
+            standard.insert("stream_options".into(), json!({"include_usage": true}));
         }
         let body = merge_body(
             standard,
@@ -225,7 +258,7 @@ struct WireFunction {
 }
 
 #[derive(Debug, Deserialize)]
-struct WireUsage {
+pub(crate) struct WireUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     prompt_tokens_details: Option<WireUsageDetails>,
@@ -274,11 +307,7 @@ impl WireResponse {
                 }
             })
             .collect();
-        let usage = self.usage.map(|u| Usage {
-            prompt_tokens: u.prompt_tokens.unwrap_or(0),
-            completion_tokens: u.completion_tokens.unwrap_or(0),
-            cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
-        });
+        let usage = self.usage.map(WireUsage::into_usage);
         Ok(ChatResponse {
             id: self.id,
             message: Message {
@@ -291,6 +320,16 @@ impl WireResponse {
                 finish_reason: choice.finish_reason,
             },
         })
+    }
+}
+
+impl WireUsage {
+    pub(crate) fn into_usage(self) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens.unwrap_or(0),
+            completion_tokens: self.completion_tokens.unwrap_or(0),
+            cached_tokens: self.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        }
     }
 }
 
@@ -316,14 +355,14 @@ mod tests {
     use super::*;
 
     fn request(args: ModelArgs, hints: RequestFields) -> ChatRequest {
-        ChatRequest {
-            model: "hosted_vllm/Qwen/Qwen2.5-7B-Instruct".into(),
-            messages: [Message::system("sys"), Message::user("hi")]
+        ChatRequest::new(
+            "hosted_vllm/Qwen/Qwen2.5-7B-Instruct",
+            [Message::system("sys"), Message::user("hi")]
                 .into_iter()
                 .collect::<MessageLog>(),
-            model_args: Arc::new(args),
-            hint_fields: hints,
-        }
+            Arc::new(args),
+            hints,
+        )
     }
 
     #[test]

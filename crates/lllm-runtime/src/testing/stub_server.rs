@@ -6,11 +6,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -53,14 +54,69 @@ impl RecordedRequest {
 pub struct StubReply {
     status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    body: StubBody,
     delay: Duration,
+}
+
+#[derive(Debug, Clone)]
+enum StubBody {
+    Full(String),
+    /// Sent piece by piece; with `cut`, the connection is broken after the last piece.
+    Pieces {
+        pieces: Vec<String>,
+        cut: bool,
+    },
 }
 
 impl StubReply {
     /// A 200 chat completion with this text and usage counts.
     pub fn text(text: &str) -> Self {
         Self::completion(json!({"role": "assistant", "content": text}))
+    }
+
+    /// A 200 chat completion calling tools: `(id, name, arguments)` each, arguments as raw text.
+    pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, arguments)| {
+                json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+            })
+            .collect();
+        Self::completion(json!({"role": "assistant", "content": null, "tool_calls": calls}))
+    }
+
+    /// A 200 server-sent-event stream of these chunks, ended by `data: [DONE]`.
+    pub fn sse(chunks: &[Value]) -> Self {
+        let mut pieces: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        pieces.push("data: [DONE]\n\n".to_owned());
+        StubReply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: StubBody::Pieces { pieces, cut: false },
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A streamed answer: the text in these pieces, a finish reason, then a usage chunk.
+    pub fn sse_text(pieces: &[&str]) -> Self {
+        let mut chunks: Vec<Value> = pieces
+            .iter()
+            .map(|p| json!({"id": "chatcmpl-stub", "choices": [{"index": 0, "delta": {"content": p}}]}))
+            .collect();
+        chunks.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}));
+        chunks.push(json!({"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}));
+        Self::sse(&chunks)
+    }
+
+    /// An event stream of these chunks after which the connection breaks (no `[DONE]`).
+    pub fn sse_cut(chunks: &[Value]) -> Self {
+        let pieces = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        StubReply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: StubBody::Pieces { pieces, cut: true },
+            delay: Duration::ZERO,
+        }
     }
 
     /// A 200 chat completion whose first choice has this `message` object.
@@ -86,7 +142,7 @@ impl StubReply {
         StubReply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
-            body: body.to_string(),
+            body: StubBody::Full(body.to_string()),
             delay: Duration::ZERO,
         }
     }
@@ -96,7 +152,7 @@ impl StubReply {
         StubReply {
             status,
             headers: Vec::new(),
-            body: body.to_owned(),
+            body: StubBody::Full(body.to_owned()),
             delay: Duration::ZERO,
         }
     }
@@ -216,7 +272,23 @@ async fn handle(
         tokio::time::sleep(reply.delay).await;
     }
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, reply.body).into_response();
+    let body = match reply.body {
+        StubBody::Full(text) => Body::from(text),
+        StubBody::Pieces { pieces, cut } => {
+            let mut items: Vec<Result<Bytes, std::io::Error>> =
+                pieces.into_iter().map(|p| Ok(Bytes::from(p))).collect();
+            if cut {
+                items.push(Err(std::io::Error::other("connection cut by the stub")));
+            }
+            // A short pause between pieces, so a client really receives them one by one.
+            let stream = futures::stream::iter(items).then(|item| async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                item
+            });
+            Body::from_stream(stream)
+        }
+    };
+    let mut response = (status, body).into_response();
     for (name, value) in reply.headers {
         if let (Ok(name), Ok(value)) = (
             axum::http::HeaderName::try_from(name),

@@ -1,0 +1,237 @@
+//! Tools as the model sees them, and command tools as a tactic file declares them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Longest tool name the OpenAI API accepts.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+/// Default time a command tool may run.
+pub const DEFAULT_COMMAND_TIMEOUT_S: f64 = 30.0;
+/// Default limit of a command tool's output.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// What the model is told about a tool: its name, what it does, and the JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Name, made of `[A-Za-z0-9_-]`, at most 64 characters.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments; an object schema.
+    pub parameters: Value,
+}
+
+impl ToolSpec {
+    /// The entry of the request's `tools` list.
+    pub fn to_request_json(&self) -> Value {
+        serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        })
+    }
+}
+
+/// Why a tool name is not acceptable, if it is not.
+pub fn tool_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() || name.len() > MAX_TOOL_NAME_LEN {
+        Some(format!(
+            "`{name}` must have 1 to {MAX_TOOL_NAME_LEN} characters"
+        ))
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        Some(format!(
+            "`{name}` may only contain letters, digits, `_` and `-`"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Why `schema` is not an object schema, if it is not.
+pub fn object_schema_problem(schema: &Value) -> Option<String> {
+    let Some(map) = schema.as_object() else {
+        return Some(
+            "must be a JSON Schema mapping such as {type: object, properties: {...}}".into(),
+        );
+    };
+    match map.get("type") {
+        Some(Value::String(t)) if t == "object" => None,
+        _ => Some("must be an object schema: `type: object`".into()),
+    }
+}
+
+/// A tool that runs a program, as declared under an agent's `tools:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandToolConfig {
+    /// Tool name, `[A-Za-z0-9_-]`.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    #[serde(default = "empty_object_schema")]
+    pub parameters: Value,
+    /// The program and its arguments. Items may use `{{ arg }}` to insert an argument; no shell is used.
+    pub command: Vec<String>,
+    /// Seconds the program may run.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+    /// Most bytes of output kept; more is an error result.
+    #[serde(default = "default_max_output")]
+    pub max_output_bytes: usize,
+    /// Where the program runs: the tactic file's folder when loaded from one, else the current one.
+    #[serde(skip)]
+    pub working_dir: Option<std::path::PathBuf>,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+fn default_timeout() -> f64 {
+    DEFAULT_COMMAND_TIMEOUT_S
+}
+
+fn default_max_output() -> usize {
+    DEFAULT_MAX_OUTPUT_BYTES
+}
+
+impl CommandToolConfig {
+    /// What the model is told about this tool.
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.clone(),
+        }
+    }
+
+    /// Checks everything that can be checked before running: the name, the schema, the command, the
+    /// limits, and that argv templates parse and name only declared arguments. Returns the field and
+    /// the problem.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let err = |field: &str, message: String| Err((field.to_owned(), message));
+        if let Some(problem) = tool_name_problem(&self.name) {
+            return err("name", problem);
+        }
+        if let Some(problem) = object_schema_problem(&self.parameters) {
+            return err("parameters", problem);
+        }
+        if self.command.is_empty() || self.command[0].trim().is_empty() {
+            return err(
+                "command",
+                "must name a program: a list such as [python3, count.py]".into(),
+            );
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= 86_400.0) {
+            return err(
+                "timeout_s",
+                "must be a number of seconds above 0 (at most a day)".into(),
+            );
+        }
+        if self.max_output_bytes == 0 {
+            return err("max_output_bytes", "must be at least 1".into());
+        }
+        let declared: Vec<&str> = self
+            .parameters
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        for (i, item) in self.command.iter().enumerate() {
+            let env = minijinja::Environment::new();
+            let template = match env.template_from_str(item) {
+                Ok(t) => t,
+                Err(e) => {
+                    return err(
+                        &format!("command[{i}]"),
+                        format!("is not a valid template: {e}"),
+                    )
+                }
+            };
+            let mut used: Vec<String> = template.undeclared_variables(false).into_iter().collect();
+            used.sort();
+            if let Some(unknown) = used.iter().find(|v| !declared.contains(&v.as_str())) {
+                return err(
+                    &format!("command[{i}]"),
+                    format!(
+                        "uses `{unknown}`, which is not among the parameters' properties ({})",
+                        declared.join(", ")
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The JSON Schema given for structured answers (`output_schema:`), checked to be a mapping.
+pub fn output_schema_problem(schema: &Value) -> Option<String> {
+    match schema {
+        Value::Object(map) if !map.is_empty() => None,
+        _ => {
+            Some("must be a JSON Schema mapping, such as {type: object, properties: {...}}".into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(command: &[&str], parameters: Value) -> CommandToolConfig {
+        CommandToolConfig {
+            name: "word_count".into(),
+            description: "count".into(),
+            parameters,
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            timeout_s: 5.0,
+            max_output_bytes: 100,
+            working_dir: None,
+        }
+    }
+
+    #[test]
+    fn validates_names_schemas_commands_and_templates() {
+        let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        assert_eq!(tool(&["wc", "-w"], schema.clone()).validate(), Ok(()));
+        assert_eq!(
+            tool(&["echo", "{{ text }}"], schema.clone()).validate(),
+            Ok(())
+        );
+        let (field, message) = tool(&["echo", "{{ txt }}"], schema.clone())
+            .validate()
+            .expect_err("unknown arg");
+        assert_eq!(field, "command[1]");
+        assert!(message.contains("`txt`"), "{message}");
+        assert_eq!(
+            tool(&[], schema.clone()).validate().map_err(|e| e.0),
+            Err("command".into())
+        );
+        assert_eq!(
+            tool(&["wc"], json!({"type": "string"}))
+                .validate()
+                .map_err(|e| e.0),
+            Err("parameters".into())
+        );
+        let mut bad_name = tool(&["wc"], schema);
+        bad_name.name = "word count".into();
+        assert_eq!(bad_name.validate().map_err(|e| e.0), Err("name".into()));
+    }
+
+    #[test]
+    fn request_json_has_the_function_shape() {
+        let spec = tool(&["wc"], json!({"type": "object"})).spec();
+        assert_eq!(
+            spec.to_request_json(),
+            json!({"type": "function", "function": {"name": "word_count", "description": "count", "parameters": {"type": "object"}}})
+        );
+    }
+}

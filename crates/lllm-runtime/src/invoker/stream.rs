@@ -1,0 +1,227 @@
+//! Streamed answers: lenient chunk types, and assembling chunks into one message.
+
+use lllm_core::{Message, Role, ToolCall};
+use serde::Deserialize;
+
+use super::wire::WireUsage;
+use super::{ChatResponse, Delta, InvokeError};
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireChunk {
+    id: Option<String>,
+    choices: Option<Vec<ChunkChoice>>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkChoice {
+    delta: Option<ChunkDelta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkDelta {
+    content: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+    tool_calls: Option<Vec<ChunkToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkToolCall {
+    index: Option<u32>,
+    id: Option<String>,
+    function: Option<ChunkFunction>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkFunction {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    index: Option<u32>,
+    id: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+/// Collects the chunks of one streamed answer.
+#[derive(Debug, Default)]
+pub(crate) struct StreamAccumulator {
+    id: Option<String>,
+    content: Option<String>,
+    reasoning: Option<String>,
+    calls: Vec<PartialCall>,
+    finish_reason: Option<String>,
+    usage: Option<lllm_core::Usage>,
+}
+
+impl StreamAccumulator {
+    /// Adds one chunk, reporting its text to `on_delta`.
+    pub(crate) fn push(
+        &mut self,
+        chunk: WireChunk,
+        on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
+    ) {
+        if self.id.is_none() {
+            self.id = chunk.id;
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.into_usage());
+        }
+        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
+            return;
+        };
+        if choice.finish_reason.is_some() {
+            self.finish_reason = choice.finish_reason;
+        }
+        let Some(delta) = choice.delta else {
+            return;
+        };
+        if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
+            on_delta(Delta::Reasoning(&text));
+            self.reasoning
+                .get_or_insert_with(String::new)
+                .push_str(&text);
+        }
+        if let Some(text) = delta.content {
+            on_delta(Delta::Text(&text));
+            self.content.get_or_insert_with(String::new).push_str(&text);
+        }
+        for call in delta.tool_calls.unwrap_or_default() {
+            let slot = self.call_slot(&call);
+            if slot.id.is_none() {
+                slot.id = call.id;
+            }
+            if let Some(function) = call.function {
+                if let Some(name) = function.name {
+                    slot.name.push_str(&name);
+                }
+                if let Some(arguments) = function.arguments {
+                    slot.arguments.push_str(&arguments);
+                }
+            }
+        }
+    }
+
+    /// The call a tool-call delta continues. With an `index`, the call of that index; without one (some
+    /// servers omit it), a delta with a new id starts a call and any other continues the last one.
+    fn call_slot(&mut self, delta: &ChunkToolCall) -> &mut PartialCall {
+        let position = match delta.index {
+            Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
+            None => match (&delta.id, self.calls.last()) {
+                (Some(id), Some(last)) if last.id.as_ref() != Some(id) => None,
+                (_, Some(_)) => Some(self.calls.len() - 1),
+                (_, None) => None,
+            },
+        };
+        let position = position.unwrap_or_else(|| {
+            self.calls.push(PartialCall {
+                index: delta.index,
+                ..PartialCall::default()
+            });
+            self.calls.len() - 1
+        });
+        &mut self.calls[position]
+    }
+
+    /// The whole answer. A stream that ended without a finish reason was cut off.
+    pub(crate) fn finish(self, url: &str) -> Result<ChatResponse, InvokeError> {
+        if self.finish_reason.is_none() {
+            return Err(InvokeError::Connection {
+                url: lllm_core::secret::redact_url(url),
+                message: "the stream ended before the answer was complete".into(),
+            });
+        }
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, call)| ToolCall {
+                id: call.id.unwrap_or_else(|| format!("call_{i}")),
+                name: call.name,
+                arguments: call.arguments,
+            })
+            .collect();
+        Ok(ChatResponse {
+            id: self.id,
+            message: Message {
+                role: Role::Assistant,
+                content: self.content,
+                reasoning: self.reasoning,
+                tool_calls,
+                tool_call_id: None,
+                usage: self.usage,
+                finish_reason: self.finish_reason,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn feed(chunks: &[serde_json::Value]) -> (Result<ChatResponse, InvokeError>, String) {
+        let mut acc = StreamAccumulator::default();
+        let mut text = String::new();
+        for chunk in chunks {
+            let chunk: WireChunk = serde_json::from_value(chunk.clone()).expect("chunk");
+            acc.push(chunk, &mut |d| {
+                if let Delta::Text(t) = d {
+                    text.push_str(t)
+                }
+            });
+        }
+        (acc.finish("http://127.0.0.1:1/v1/chat/completions"), text)
+    }
+
+    #[test]
+    fn assembles_text_usage_and_indexed_tool_calls() {
+        let (response, text) = feed(&[
+            json!({"id": "c1", "choices": [{"delta": {"role": "assistant", "content": "Hel"}}]}),
+            json!({"choices": [{"delta": {"content": "lo"}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": "{\"x\""}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"index": 1, "id": "b", "function": {"name": "g", "arguments": "{}"}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}}),
+        ]);
+        let message = response.expect("complete").message;
+        assert_eq!(text, "Hello");
+        assert_eq!(message.content.as_deref(), Some("Hello"));
+        assert_eq!(message.tool_calls.len(), 2);
+        assert_eq!(message.tool_calls[0].arguments, r#"{"x": 1}"#);
+        assert_eq!(message.tool_calls[1].name, "g");
+        assert_eq!(message.usage.map(|u| u.completion_tokens), Some(4));
+    }
+
+    #[test]
+    fn tool_calls_without_index_are_split_by_id() {
+        let (response, _) = feed(&[
+            json!({"choices": [{"delta": {"tool_calls": [{"id": "a", "function": {"name": "f", "arguments": ""}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"function": {"arguments": "{\"n\":"}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"function": {"arguments": "2}"}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"id": "b", "function": {"name": "g", "arguments": "{}"}}]}}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+        ]);
+        let calls = response.expect("complete").message.tool_calls;
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].arguments.as_str()),
+            ("a", r#"{"n":2}"#)
+        );
+        assert_eq!((calls[1].id.as_str(), calls[1].name.as_str()), ("b", "g"));
+    }
+
+    #[test]
+    fn a_stream_without_finish_reason_is_incomplete() {
+        let (response, text) = feed(&[json!({"choices": [{"delta": {"content": "half"}}]})]);
+        assert_eq!(text, "half");
+        assert!(matches!(response, Err(InvokeError::Connection { .. })));
+    }
+}

@@ -1,0 +1,75 @@
+//! Tools an agent can call: the [`Tool`] trait, tools from Rust closures, and command tools.
+
+mod command;
+mod function;
+mod toolbox;
+
+use async_trait::async_trait;
+use lllm_core::ToolSpec;
+use serde_json::Value;
+
+pub use command::CommandTool;
+pub use function::tool_fn;
+pub use toolbox::Toolbox;
+
+/// What a tool returns to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// Text, sent as written.
+    Text(String),
+    /// JSON, sent as its compact text.
+    Json(Value),
+}
+
+impl ToolOutput {
+    /// The tool message's content.
+    pub fn into_content(self) -> String {
+        match self {
+            ToolOutput::Text(text) => text,
+            ToolOutput::Json(value) => value.to_string(),
+        }
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        ToolOutput::Text(text)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(text: &str) -> Self {
+        ToolOutput::Text(text.to_owned())
+    }
+}
+
+impl From<Value> for ToolOutput {
+    fn from(value: Value) -> Self {
+        ToolOutput::Json(value)
+    }
+}
+
+/// A tool call failed; the text is what the model reads (as `error: ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    /// A failure with this explanation.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+}
+
+/// A tool the model may call.
+///
+/// The arguments a tool receives are valid JSON that matches its parameter schema: the agent checks
+/// them first and answers the model with an error otherwise.
+#[async_trait]
+pub trait Tool: Send + Sync + std::fmt::Debug {
+    /// Name, description and parameter schema, as the model sees them.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs the tool.
+    async fn call(&self, arguments: Value) -> Result<ToolOutput, ToolError>;
+}

@@ -1,0 +1,551 @@
+//! The call loop against a local scripted HTTP server: tools, structured answers, streaming, faults.
+//! Every request of one respond must carry the same session id.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
+use lllm_runtime::{
+    tool_fn, Agent, AgentError, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile,
+    RespondOptions, RetryPolicy, Role, ServerDefaults, StreamEvent, Tool, ToolError,
+};
+use serde_json::{json, Value};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Text {
+    /// The text to count the words of.
+    text: String,
+}
+
+fn word_count(calls: Arc<AtomicUsize>, delay: Duration) -> Arc<dyn Tool> {
+    tool_fn(
+        "word_count",
+        "Count the words of a text",
+        move |args: Text| {
+            let calls = calls.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                Ok::<_, ToolError>(args.text.split_whitespace().count().to_string())
+            }
+        },
+    )
+}
+
+fn builder(server: &StubServer) -> lllm_runtime::AgentBuilder {
+    Agent::builder()
+        .name("counter")
+        .system_prompt("You count.")
+        .model("m")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(
+            ServerDefaults::none(),
+        )))
+        .model_args(ModelArgs::new().api_base(server.base_url()))
+        .inference_hints(InferenceHints::for_profile(Profile::Dynamo))
+        .retry_policy(RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(10),
+            max_retry_after: Duration::from_secs(1),
+        })
+}
+
+async fn server() -> StubServer {
+    StubServer::start().await.expect("stub server starts")
+}
+
+/// Every request carried this one session id.
+fn one_session(requests: &[RecordedRequest], agent: &Agent) {
+    let id = agent.dialog_id("main").expect("main").to_string();
+    for request in requests {
+        assert_eq!(request.header("x-dynamo-session-id"), Some(id.as_str()));
+    }
+}
+
+fn roles(agent: &Agent) -> Vec<Role> {
+    agent
+        .dialog("main")
+        .expect("main")
+        .messages()
+        .iter()
+        .map(|m| m.role)
+        .collect()
+}
+
+fn tool_messages(request: &RecordedRequest) -> Vec<Value> {
+    request.body["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["role"] == "tool").cloned().collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn one_tool_round_then_an_answer() {
+    let server = server().await;
+    server.push(StubReply::tool_calls(&[(
+        "c1",
+        "word_count",
+        r#"{"text": "one two three"}"#,
+    )]));
+    server.push(StubReply::text("three words"));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let agent = builder(&server)
+        .tool(word_count(calls.clone(), Duration::ZERO))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent
+        .receive("How many words: one two three?")
+        .expect("receive");
+    let answer = agent.respond().await.expect("answer");
+    assert_eq!(answer.text(), "three words");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        roles(&agent),
+        [
+            Role::System,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant
+        ]
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    one_session(&requests, &agent);
+    assert_eq!(
+        requests[0].body["tools"],
+        json!([{"type": "function", "function": {"name": "word_count", "description": "Count the words of a text",
+            "parameters": {"type": "object", "properties": {"text": {"type": "string", "description": "The text to count the words of."}}, "required": ["text"]}}}])
+    );
+    assert_eq!(
+        tool_messages(&requests[1]),
+        [json!({"role": "tool", "tool_call_id": "c1", "content": "3"})]
+    );
+    assert_eq!(
+        requests[1].body["messages"][2]["tool_calls"][0]["function"]["name"],
+        "word_count"
+    );
+    assert!(requests[1].body.get("tool_choice").is_none());
+}
+
+#[tokio::test]
+async fn two_tool_calls_of_one_turn_run_concurrently() {
+    let server = server().await;
+    server.push(StubReply::tool_calls(&[
+        ("a", "word_count", r#"{"text": "x y"}"#),
+        ("b", "word_count", r#"{"text": "x y z"}"#),
+    ]));
+    server.push(StubReply::text("done"));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let agent = builder(&server)
+        .tool(word_count(calls.clone(), Duration::from_millis(300)))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("count both").expect("receive");
+    let started = Instant::now();
+    agent.respond().await.expect("answer");
+    let elapsed = started.elapsed();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert!(
+        elapsed < Duration::from_millis(550),
+        "ran one after the other: {elapsed:?}"
+    );
+    let results = tool_messages(&server.requests()[1]);
+    assert_eq!(
+        results[0],
+        json!({"role": "tool", "tool_call_id": "a", "content": "2"})
+    );
+    assert_eq!(
+        results[1],
+        json!({"role": "tool", "tool_call_id": "b", "content": "3"})
+    );
+}
+
+#[tokio::test]
+async fn bad_calls_become_error_results_the_model_reads() {
+    let server = server().await;
+    server.push(StubReply::tool_calls(&[
+        ("u", "nope", "{}"),
+        ("j", "word_count", "{not json"),
+        ("s", "word_count", r#"{"txt": 1}"#),
+    ]));
+    server.push(StubReply::text("sorry"));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let agent = builder(&server)
+        .tool(word_count(calls.clone(), Duration::ZERO))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("go").expect("receive");
+    assert_eq!(agent.respond().await.expect("answer").text(), "sorry");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "no bad call reached the tool"
+    );
+    let results = tool_messages(&server.requests()[1]);
+    let content = |i: usize| results[i]["content"].as_str().unwrap_or("").to_owned();
+    assert_eq!(
+        content(0),
+        "error: there is no tool `nope`; the tools are: word_count"
+    );
+    assert!(
+        content(1).starts_with("error: the arguments are not valid JSON"),
+        "{}",
+        content(1)
+    );
+    assert!(
+        content(2).starts_with("error: the arguments do not match the tool's parameters"),
+        "{}",
+        content(2)
+    );
+    assert!(content(2).contains("\"text\""), "{}", content(2));
+}
+
+#[tokio::test]
+async fn the_interrupt_bound_ends_with_a_tool_less_final_turn() {
+    let server = server().await;
+    server.push(StubReply::tool_calls(&[(
+        "1",
+        "word_count",
+        r#"{"text": "a"}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[(
+        "2",
+        "word_count",
+        r#"{"text": "a b"}"#,
+    )]));
+    // The final turn still calls a tool: the call is dropped, the text is the answer.
+    server.push(StubReply::completion(json!({"role": "assistant", "content": "final",
+        "tool_calls": [{"id": "3", "type": "function", "function": {"name": "word_count", "arguments": "{}"}}]})));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let agent = builder(&server)
+        .tool(word_count(calls.clone(), Duration::ZERO))
+        .max_interrupt_steps(2)
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("loop").expect("receive");
+    let answer = agent.respond().await.expect("answer");
+    assert_eq!(answer.text(), "final");
+    assert!(answer.tool_calls.is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    one_session(&requests, &agent);
+    assert!(requests[1].body.get("tool_choice").is_none());
+    assert_eq!(requests[2].body["tool_choice"], "none");
+    let dialog = agent.dialog("main").expect("main");
+    let last = dialog.messages().last().expect("last");
+    assert_eq!(last.role, Role::Assistant);
+    assert!(last.tool_calls.is_empty(), "no unanswered tool call");
+}
+
+#[tokio::test]
+async fn an_identical_repeated_call_is_not_run_again() {
+    let server = server().await;
+    server.push(StubReply::tool_calls(&[(
+        "1",
+        "word_count",
+        r#"{"text": "a b"}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[(
+        "2",
+        "word_count",
+        r#"{ "text":"a b" }"#,
+    )]));
+    server.push(StubReply::text("2"));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let agent = builder(&server)
+        .tool(word_count(calls.clone(), Duration::ZERO))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("count").expect("receive");
+    agent.respond().await.expect("answer");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let results = tool_messages(&server.requests()[2]);
+    assert_eq!(results[0]["content"], "2");
+    assert!(results[1]["content"]
+        .as_str()
+        .is_some_and(|c| c.contains("already made")));
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema, PartialEq)]
+struct Plan {
+    steps: u32,
+}
+
+#[tokio::test]
+async fn structured_answers_are_retried_and_failed_attempts_stay_out_of_the_dialog() {
+    let server = server().await;
+    server.push(StubReply::text("three steps, I think"));
+    server.push(StubReply::text(r#"{"steps": "three"}"#));
+    server.push(StubReply::text(r#"{"steps": 3}"#));
+    let agent = builder(&server).build().expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("Plan it.").expect("receive");
+    let plan: Plan = agent.respond_structured("main").await.expect("plan");
+    assert_eq!(plan, Plan { steps: 3 });
+    let dialog = agent.dialog("main").expect("main");
+    let texts: Vec<_> = dialog.messages().iter().map(Message::text).collect();
+    assert_eq!(texts, ["You count.", "Plan it.", r#"{"steps": 3}"#]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    one_session(&requests, &agent);
+    assert_eq!(requests[0].body["response_format"]["type"], "json_schema");
+    assert_eq!(
+        requests[0].body["response_format"]["json_schema"]["schema"]["required"],
+        json!(["steps"])
+    );
+    let second = requests[1].body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        second.len(),
+        4,
+        "the failed answer and the correction are shown to the model"
+    );
+    assert_eq!(second[2]["content"], "three steps, I think");
+    assert!(second[3]["content"]
+        .as_str()
+        .is_some_and(|c| c.contains("not valid JSON")));
+    let third = requests[2].body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(third.len(), 4, "only the latest failure is shown");
+    assert!(third[3]["content"]
+        .as_str()
+        .is_some_and(|c| c.contains("/steps")));
+}
+
+#[tokio::test]
+async fn structured_answers_give_up_after_max_exception_retry() {
+    let server = server().await;
+    for _ in 0..2 {
+        server.push(StubReply::text("nope"));
+    }
+    let agent = builder(&server)
+        .max_exception_retry(1)
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("Plan it.").expect("receive");
+    let before = agent.dialog("main").expect("main");
+    let err = agent
+        .respond_structured::<Plan>("main")
+        .await
+        .expect_err("invalid");
+    assert!(
+        matches!(err, AgentError::InvalidAnswer { attempts: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(agent.dialog("main").expect("main"), before);
+}
+
+#[tokio::test]
+async fn a_streamed_answer_arrives_in_pieces() {
+    let server = server().await;
+    server.push(StubReply::sse_text(&["Hel", "lo", " there"]));
+    let agent = builder(&server).build().expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("hi").expect("receive");
+    let mut pieces = Vec::new();
+    let answer = agent
+        .respond_streaming("main", &RespondOptions::new(), &mut |event| {
+            if let StreamEvent::Text(text) = event {
+                pieces.push(text.to_owned());
+            }
+        })
+        .await
+        .expect("answer");
+    assert_eq!(pieces, ["Hel", "lo", " there"]);
+    assert_eq!(answer.text(), "Hello there");
+    assert_eq!(answer.usage.map(|u| u.prompt_tokens), Some(11));
+    assert_eq!(agent.usage().completion_tokens, 3);
+    let request = &server.requests()[0];
+    assert_eq!(request.body["stream"], true);
+    assert_eq!(
+        request.body["stream_options"],
+        json!({"include_usage": true})
+    );
+    one_session(&server.requests(), &agent);
+}
+
+#[tokio::test]
+async fn a_streamed_tool_call_without_index_is_assembled() {
+    let server = server().await;
+    server.push(StubReply::sse(&[
+        json!({"choices": [{"delta": {"tool_calls": [{"id": "t1", "type": "function", "function": {"name": "word_count", "arguments": ""}}]}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"function": {"arguments": "{\"text\": "}}]}}]}),
+        json!({"choices": [{"delta": {"tool_calls": [{"function": {"arguments": "\"a b c d\"}"}}]}}]}),
+        json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+    ]));
+    server.push(StubReply::sse_text(&["4"]));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let agent = builder(&server)
+        .tool(word_count(calls.clone(), Duration::ZERO))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("count").expect("receive");
+    let mut events = Vec::new();
+    let answer = agent
+        .respond_streaming("main", &RespondOptions::new(), &mut |event| match event {
+            StreamEvent::ToolCall(call) => {
+                events.push(format!("call {} {}", call.name, call.arguments))
+            }
+            StreamEvent::ToolResult { content, .. } => events.push(format!("result {content}")),
+            StreamEvent::Text(text) => events.push(format!("text {text}")),
+            StreamEvent::Reasoning(_) => {}
+        })
+        .await
+        .expect("answer");
+    assert_eq!(answer.text(), "4");
+    assert_eq!(
+        events,
+        [
+            r#"call word_count {"text": "a b c d"}"#,
+            "result 4",
+            "text 4"
+        ]
+    );
+    assert_eq!(tool_messages(&server.requests()[1])[0]["content"], "4");
+    one_session(&server.requests(), &agent);
+}
+
+#[tokio::test]
+async fn a_stream_cut_midway_is_an_error_and_the_dialog_is_unchanged() {
+    let server = server().await;
+    server.push(StubReply::sse_cut(&[
+        json!({"choices": [{"delta": {"content": "The answer is"}}]}),
+    ]));
+    let agent = builder(&server).build().expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("hi").expect("receive");
+    let before = agent.dialog("main").expect("main");
+    let mut shown = String::new();
+    let err = agent
+        .respond_streaming("main", &RespondOptions::new(), &mut |event| {
+            if let StreamEvent::Text(text) = event {
+                shown.push_str(text);
+            }
+        })
+        .await
+        .expect_err("cut");
+    assert!(
+        matches!(err, AgentError::Invoke { attempts: 1, .. }),
+        "{err}"
+    );
+    assert_eq!(shown, "The answer is");
+    assert_eq!(agent.dialog("main").expect("main"), before);
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "text already shown is not retried"
+    );
+}
+
+#[tokio::test]
+async fn streamed_5xx_is_retried_then_reported_with_the_dialog_unchanged() {
+    let server = server().await;
+    for _ in 0..3 {
+        server.push(StubReply::error(502, "bad gateway"));
+    }
+    let agent = builder(&server).build().expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("hi").expect("receive");
+    let before = agent.dialog("main").expect("main");
+    let err = agent
+        .respond_streaming("main", &RespondOptions::new(), &mut |_| {})
+        .await
+        .expect_err("5xx");
+    assert!(
+        matches!(err, AgentError::Invoke { attempts: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(agent.dialog("main").expect("main"), before);
+    assert_eq!(server.requests().len(), 3);
+    one_session(&server.requests(), &agent);
+}
+
+#[tokio::test]
+async fn invalid_json_from_the_server_is_an_error_with_the_dialog_unchanged() {
+    let server = server().await;
+    server.push(StubReply::raw(200, "{\"choices\": [oops"));
+    let agent = builder(&server).build().expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("hi").expect("receive");
+    let before = agent.dialog("main").expect("main");
+    let err = agent.respond().await.expect_err("invalid");
+    assert!(
+        matches!(
+            err,
+            AgentError::Invoke {
+                source: lllm_runtime::InvokeError::InvalidResponse(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(agent.dialog("main").expect("main"), before);
+}
+
+#[tokio::test]
+async fn the_deadline_covers_tool_rounds_and_cancellation_mid_tool_changes_nothing() {
+    let server = server().await;
+    server.push(StubReply::tool_calls(&[(
+        "1",
+        "word_count",
+        r#"{"text": "slow"}"#,
+    )]));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let agent = builder(&server)
+        .model_args(
+            ModelArgs::new()
+                .api_base(server.base_url())
+                .deadline(Duration::from_millis(300)),
+        )
+        .tool(word_count(calls.clone(), Duration::from_secs(5)))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("count").expect("receive");
+    let before = agent.dialog("main").expect("main");
+    let err = agent.respond().await.expect_err("deadline");
+    assert!(matches!(err, AgentError::Deadline { .. }), "{err}");
+    assert_eq!(agent.dialog("main").expect("main"), before);
+
+    server.push(StubReply::tool_calls(&[(
+        "2",
+        "word_count",
+        r#"{"text": "slower"}"#,
+    )]));
+    let cancelled = tokio::time::timeout(Duration::from_millis(150), agent.respond()).await;
+    assert!(cancelled.is_err());
+    assert_eq!(agent.dialog("main").expect("main"), before);
+    agent.receive("free again").expect("not left busy");
+}
+
+#[tokio::test]
+async fn tools_can_be_replaced_for_one_respond() {
+    let server = server().await;
+    server.push(StubReply::text("plain"));
+    let agent = builder(&server)
+        .tool(word_count(Arc::new(AtomicUsize::new(0)), Duration::ZERO))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("no tools this time").expect("receive");
+    agent
+        .respond_with("main", &RespondOptions::new().tools(Vec::new()))
+        .await
+        .expect("answer");
+    assert!(server.requests()[0].body.get("tools").is_none());
+    assert_eq!(agent.tools().len(), 1, "the agent keeps its own tools");
+}
