@@ -452,6 +452,41 @@ async fn a_stream_cut_midway_is_an_error_and_the_dialog_is_unchanged() {
 }
 
 #[tokio::test]
+async fn a_stream_that_ends_early_is_an_error_and_an_unshown_one_is_retried() {
+    let server = server().await;
+    // Nothing shown yet (no text): retried, and the second try completes.
+    server.push(StubReply::sse_unfinished(&[
+        json!({"choices": [{"delta": {"role": "assistant"}}]}),
+    ]));
+    server.push(StubReply::sse_text(&["ok"]));
+    // Text shown, then the stream just ends: an error, not retried.
+    server.push(StubReply::sse_unfinished(&[
+        json!({"choices": [{"delta": {"content": "par"}}]}),
+    ]));
+    let agent = builder(&server).build().expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("one").expect("receive");
+    let answer = agent
+        .respond_streaming("main", &RespondOptions::new(), &mut |_| {})
+        .await
+        .expect("retried");
+    assert_eq!(answer.text(), "ok");
+    agent.receive("two").expect("receive");
+    let before = agent.dialog("main").expect("main");
+    let err = agent
+        .respond_streaming("main", &RespondOptions::new(), &mut |_| {})
+        .await
+        .expect_err("ended early");
+    let text = lllm_runtime::report::full_message(&err);
+    assert!(
+        text.contains("the stream ended before the answer was complete"),
+        "{text}"
+    );
+    assert_eq!(agent.dialog("main").expect("main"), before);
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
 async fn streamed_5xx_is_retried_then_reported_with_the_dialog_unchanged() {
     let server = server().await;
     for _ in 0..3 {

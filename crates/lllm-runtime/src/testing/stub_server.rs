@@ -110,11 +110,20 @@ impl StubReply {
 
     /// An event stream of these chunks after which the connection breaks (no `[DONE]`).
     pub fn sse_cut(chunks: &[Value]) -> Self {
+        Self::sse_without_end(chunks, true)
+    }
+
+    /// An event stream of these chunks that ends cleanly but early: no finish reason, no `[DONE]`.
+    pub fn sse_unfinished(chunks: &[Value]) -> Self {
+        Self::sse_without_end(chunks, false)
+    }
+
+    fn sse_without_end(chunks: &[Value], cut: bool) -> Self {
         let pieces = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
         StubReply {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
-            body: StubBody::Pieces { pieces, cut: true },
+            body: StubBody::Pieces { pieces, cut },
             delay: Duration::ZERO,
         }
     }
