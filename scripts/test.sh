@@ -12,5 +12,8 @@ cargo fmt --all -- --check
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
+step "cargo doc (broken links and missing docs are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked --quiet
+
 step "cargo test --workspace"
 cargo test --workspace --all-features --locked
