@@ -49,8 +49,10 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         AgentError::Prompt { .. } => usage(e),
         other => failed(other),
     })?;
+    // A structured answer is shown once it is valid: rejected attempts must not appear on screen.
+    let streamable = !args.json && !args.dry_run && !agent.has_output_schema();
     let output = Output {
-        stream: !args.json && !args.dry_run && (args.stream || std::io::stdout().is_terminal()),
+        stream: streamable && (args.stream || std::io::stdout().is_terminal()),
         dry_run: args.dry_run,
         show_tools: std::io::stderr().is_terminal(),
     };
@@ -127,14 +129,23 @@ async fn turn(agent: &Agent, text: &str, output: Output) -> Result<Message, Agen
         return Ok(answer);
     }
     let mut stdout = std::io::stdout();
+    let mut line_open = false;
     let mut sink = |event: StreamEvent<'_>| match event {
         StreamEvent::Text(piece) => {
             // Shown as it comes; a failed write shows up at the final newline.
             stdout.write_all(piece.as_bytes()).ok();
             stdout.flush().ok();
+            line_open = !piece.ends_with('\n');
         }
-        StreamEvent::ToolCall(call) if output.show_tools => {
-            eprintln!("· {}({})", call.name, call.arguments);
+        StreamEvent::ToolCall(call) => {
+            // Text before a tool call (the model thinking aloud) ends its line before the answer.
+            if line_open {
+                stdout.write_all(b"\n").ok();
+                line_open = false;
+            }
+            if output.show_tools {
+                eprintln!("· {}({})", call.name, call.arguments);
+            }
         }
         StreamEvent::ToolResult {
             is_error: true,

@@ -85,6 +85,10 @@ pub struct CommandToolConfig {
     /// Most bytes of output kept; more is an error result.
     #[serde(default = "default_max_output")]
     pub max_output_bytes: usize,
+    /// Environment variables passed to the program besides `PATH`, `HOME`, `LANG`, `LC_ALL`, `TZ` and
+    /// `TMPDIR` (the environment is otherwise cleared, so credentials do not reach tools).
+    #[serde(default)]
+    pub env: Vec<String>,
     /// Where the program runs: the tactic file's folder when loaded from one, else the current one.
     #[serde(skip)]
     pub working_dir: Option<std::path::PathBuf>,
@@ -144,6 +148,20 @@ impl CommandToolConfig {
             .and_then(Value::as_object)
             .map(|p| p.keys().map(String::as_str).collect())
             .unwrap_or_default();
+        if self.command[0].contains("{{") || self.command[0].contains("{%") {
+            return err(
+                "command[0]",
+                "the program must be written out: templates may only fill its arguments".into(),
+            );
+        }
+        if let Some(bad) = self.env.iter().find(|name| {
+            name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }) {
+            return err(
+                "env",
+                format!("`{bad}` is not an environment variable name"),
+            );
+        }
         for (i, item) in self.command.iter().enumerate() {
             let env = minijinja::Environment::new();
             let template = match env.template_from_str(item) {
@@ -194,6 +212,7 @@ mod tests {
             command: command.iter().map(|s| (*s).to_owned()).collect(),
             timeout_s: 5.0,
             max_output_bytes: 100,
+            env: Vec::new(),
             working_dir: None,
         }
     }
@@ -205,6 +224,12 @@ mod tests {
         assert_eq!(
             tool(&["echo", "{{ text }}"], schema.clone()).validate(),
             Ok(())
+        );
+        assert_eq!(
+            tool(&["{{ text }}"], schema.clone())
+                .validate()
+                .map_err(|e| e.0),
+            Err("command[0]".into())
         );
         let (field, message) = tool(&["echo", "{{ txt }}"], schema.clone())
             .validate()

@@ -33,6 +33,24 @@ fn word_count(calls: Arc<AtomicUsize>, delay: Duration) -> Arc<dyn Tool> {
     )
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nap {
+    ms: u64,
+    label: String,
+}
+
+/// Sleeps `ms`, then answers its label: calls finish in an order other than the one they were made in.
+fn nap(calls: Arc<AtomicUsize>) -> Arc<dyn Tool> {
+    tool_fn("nap", "Sleep, then say the label", move |args: Nap| {
+        let calls = calls.clone();
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(args.ms)).await;
+            Ok::<_, ToolError>(args.label)
+        }
+    })
+}
+
 fn builder(server: &StubServer) -> lllm_runtime::AgentBuilder {
     Agent::builder()
         .name("counter")
@@ -131,37 +149,84 @@ async fn one_tool_round_then_an_answer() {
 }
 
 #[tokio::test]
-async fn two_tool_calls_of_one_turn_run_concurrently() {
+async fn two_tool_calls_of_one_turn_run_concurrently_and_answer_in_call_order() {
     let server = server().await;
     server.push(StubReply::tool_calls(&[
-        ("a", "word_count", r#"{"text": "x y"}"#),
-        ("b", "word_count", r#"{"text": "x y z"}"#),
+        ("a", "nap", r#"{"ms": 400, "label": "slow"}"#),
+        ("b", "nap", r#"{"ms": 100, "label": "fast"}"#),
     ]));
     server.push(StubReply::text("done"));
     let calls = Arc::new(AtomicUsize::new(0));
     let agent = builder(&server)
-        .tool(word_count(calls.clone(), Duration::from_millis(300)))
+        .tool(nap(calls.clone()))
         .build()
         .expect("agent");
     agent.open("main").expect("open");
-    agent.receive("count both").expect("receive");
+    agent.receive("nap twice").expect("receive");
     let started = Instant::now();
     agent.respond().await.expect("answer");
     let elapsed = started.elapsed();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert!(
-        elapsed < Duration::from_millis(550),
+        elapsed < Duration::from_millis(480),
         "ran one after the other: {elapsed:?}"
     );
     let results = tool_messages(&server.requests()[1]);
     assert_eq!(
         results[0],
-        json!({"role": "tool", "tool_call_id": "a", "content": "2"})
+        json!({"role": "tool", "tool_call_id": "a", "content": "slow"})
     );
     assert_eq!(
         results[1],
-        json!({"role": "tool", "tool_call_id": "b", "content": "3"})
+        json!({"role": "tool", "tool_call_id": "b", "content": "fast"})
     );
+}
+
+#[tokio::test]
+async fn empty_and_reused_call_ids_are_replaced_so_results_match_their_calls() {
+    let server = server().await;
+    server.push(StubReply::tool_calls(&[
+        ("", "nap", r#"{"ms": 1, "label": "x"}"#),
+        ("", "nap", r#"{"ms": 1, "label": "y"}"#),
+    ]));
+    server.push(StubReply::tool_calls(&[(
+        "call_0",
+        "nap",
+        r#"{"ms": 1, "label": "z"}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[(
+        "call_0",
+        "nap",
+        r#"{"ms": 1, "label": "w"}"#,
+    )]));
+    server.push(StubReply::text("done"));
+    let agent = builder(&server)
+        .tool(nap(Arc::new(AtomicUsize::new(0))))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("go").expect("receive");
+    agent.respond().await.expect("answer");
+    let last = &server.requests()[3];
+    let messages = last.body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let call_ids: Vec<String> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["id"].as_str().unwrap_or("").to_owned())
+        .collect();
+    let result_ids: Vec<String> = tool_messages(last)
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(call_ids.len(), 4);
+    assert_eq!(call_ids, result_ids, "each result answers its own call");
+    let unique: std::collections::HashSet<_> = call_ids.iter().collect();
+    assert_eq!(unique.len(), 4, "{call_ids:?}");
+    assert!(call_ids.iter().all(|id| !id.is_empty()));
+    assert_eq!(call_ids[2], "call_0", "a fresh id is kept");
 }
 
 #[tokio::test]
@@ -249,26 +314,30 @@ async fn an_identical_repeated_call_is_not_run_again() {
     let server = server().await;
     server.push(StubReply::tool_calls(&[(
         "1",
-        "word_count",
-        r#"{"text": "a b"}"#,
+        "nap",
+        r#"{"ms": 1, "label": "a b"}"#,
     )]));
     server.push(StubReply::tool_calls(&[(
         "2",
-        "word_count",
-        r#"{ "text":"a b" }"#,
+        "nap",
+        r#"{ "label":"a b", "ms":1 }"#,
     )]));
     server.push(StubReply::text("2"));
     let calls = Arc::new(AtomicUsize::new(0));
     let agent = builder(&server)
-        .tool(word_count(calls.clone(), Duration::ZERO))
+        .tool(nap(calls.clone()))
         .build()
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("count").expect("receive");
     agent.respond().await.expect("answer");
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "same arguments in another key order"
+    );
     let results = tool_messages(&server.requests()[2]);
-    assert_eq!(results[0]["content"], "2");
+    assert_eq!(results[0]["content"], "a b");
     assert!(results[1]["content"]
         .as_str()
         .is_some_and(|c| c.contains("already made")));
@@ -322,6 +391,58 @@ async fn structured_answers_are_retried_and_failed_attempts_stay_out_of_the_dial
     assert!(third[3]["content"]
         .as_str()
         .is_some_and(|c| c.contains("/steps")));
+}
+
+#[tokio::test]
+async fn a_structured_answer_that_fits_the_schema_but_not_the_type_is_retried() {
+    let server = server().await;
+    server.push(StubReply::text(r#"{"steps": 5000000000}"#));
+    server.push(StubReply::text(r#"{"steps": 2}"#));
+    let agent = builder(&server).build().expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("Plan it.").expect("receive");
+    let plan: Plan = agent.respond_structured("main").await.expect("plan");
+    assert_eq!(plan, Plan { steps: 2 });
+    assert_eq!(agent.dialog("main").expect("main").len(), 3);
+}
+
+#[tokio::test]
+async fn schema_feedback_is_dropped_once_the_model_moves_on_to_tools() {
+    let server = server().await;
+    server.push(StubReply::text("not json"));
+    server.push(StubReply::tool_calls(&[(
+        "n",
+        "nap",
+        r#"{"ms": 1, "label": "3"}"#,
+    )]));
+    server.push(StubReply::text(r#"{"steps": 3}"#));
+    let agent = builder(&server)
+        .tool(nap(Arc::new(AtomicUsize::new(0))))
+        .output_schema(json!({"type": "object", "required": ["steps"]}))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("Plan it.").expect("receive");
+    agent.respond().await.expect("answer");
+    let roles_sent: Vec<String> = server.requests()[2].body["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .map(|m| m["role"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(roles_sent, ["system", "user", "assistant", "tool"]);
+    assert_eq!(
+        roles(&agent),
+        [
+            Role::System,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant
+        ]
+    );
 }
 
 #[tokio::test]
@@ -456,7 +577,7 @@ async fn a_stream_that_ends_early_is_an_error_and_an_unshown_one_is_retried() {
     let server = server().await;
     // Nothing shown yet (no text): retried, and the second try completes.
     server.push(StubReply::sse_unfinished(&[
-        json!({"choices": [{"delta": {"role": "assistant"}}]}),
+        json!({"choices": [{"delta": {"role": "assistant", "content": ""}}]}),
     ]));
     server.push(StubReply::sse_text(&["ok"]));
     // Text shown, then the stream just ends: an error, not retried.
@@ -563,6 +684,11 @@ async fn the_deadline_covers_tool_rounds_and_cancellation_mid_tool_changes_nothi
     )]));
     let cancelled = tokio::time::timeout(Duration::from_millis(150), agent.respond()).await;
     assert!(cancelled.is_err());
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the second call was cancelled inside its tool"
+    );
     assert_eq!(agent.dialog("main").expect("main"), before);
     agent.receive("free again").expect("not left busy");
 }
@@ -571,6 +697,13 @@ async fn the_deadline_covers_tool_rounds_and_cancellation_mid_tool_changes_nothi
 async fn tools_can_be_replaced_for_one_respond() {
     let server = server().await;
     server.push(StubReply::text("plain"));
+    server.push(StubReply::tool_calls(&[(
+        "n",
+        "nap",
+        r#"{"ms": 1, "label": "zz"}"#,
+    )]));
+    server.push(StubReply::text("napped"));
+    let naps = Arc::new(AtomicUsize::new(0));
     let agent = builder(&server)
         .tool(word_count(Arc::new(AtomicUsize::new(0)), Duration::ZERO))
         .build()
@@ -581,6 +714,18 @@ async fn tools_can_be_replaced_for_one_respond() {
         .respond_with("main", &RespondOptions::new().tools(Vec::new()))
         .await
         .expect("answer");
-    assert!(server.requests()[0].body.get("tools").is_none());
+    agent.receive("nap instead").expect("receive");
+    agent
+        .respond_with(
+            "main",
+            &RespondOptions::new().tools(vec![nap(naps.clone())]),
+        )
+        .await
+        .expect("answer");
+    let requests = server.requests();
+    assert!(requests[0].body.get("tools").is_none());
+    assert_eq!(requests[1].body["tools"][0]["function"]["name"], "nap");
+    assert_eq!(naps.load(Ordering::SeqCst), 1, "the replacement tool ran");
     assert_eq!(agent.tools().len(), 1, "the agent keeps its own tools");
+    assert_eq!(agent.tools()[0].name, "word_count");
 }

@@ -210,7 +210,14 @@ impl Agent {
             .tools(
                 spec.tools
                     .iter()
-                    .map(|config| Arc::new(CommandTool::new(config.clone())) as Arc<dyn Tool>),
+                    .map(|config| {
+                        CommandTool::new(config.clone())
+                            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+                            .map_err(|problem| {
+                                AgentError::Build(format!("agent `{}`: {problem}", spec.name))
+                            })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
             );
         if let Some(schema) = &spec.output_schema {
             builder = builder.output_schema(schema.clone());

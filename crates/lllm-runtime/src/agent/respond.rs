@@ -1,6 +1,6 @@
 //! Answering a dialog: the call loop (model → tools → model), structured answers, streaming, retries.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::{Agent, AgentError, OutputSchema};
 use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, DEFAULT_TIMEOUT};
-use crate::tools::{Tool, Toolbox};
+use crate::tools::{schema_of, Tool, Toolbox};
 
 /// Marks a dialog as waiting for an answer, and clears the mark however the respond ends: success,
 /// error, or its future being dropped (cancellation).
@@ -111,7 +111,7 @@ impl Agent {
         alias: &str,
         options: &RespondOptions,
     ) -> Result<Message, AgentError> {
-        self.run(alias, options, None).await
+        self.run(alias, options, None, None).await
     }
 
     /// Answers dialog `alias`, streaming: `on_event` sees text as it arrives, tool calls and their
@@ -122,7 +122,7 @@ impl Agent {
         options: &RespondOptions,
         on_event: &mut EventSink<'_>,
     ) -> Result<Message, AgentError> {
-        self.run(alias, options, Some(on_event)).await
+        self.run(alias, options, Some(on_event), None).await
     }
 
     /// Answers dialog `alias` with JSON matching `T`'s schema (from `schemars`), parsed into `T`. An
@@ -132,16 +132,20 @@ impl Agent {
     where
         T: DeserializeOwned + schemars::JsonSchema,
     {
-        let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
-        let name = T::schema_name().into_owned();
-        let options = RespondOptions::new().output_schema(name, schema);
-        let message = self.respond_with(alias, &options).await?;
-        // The answer matched T's schema, so it deserialises; a mismatch here is a schemars/serde gap.
+        let options = RespondOptions::new().output_schema(T::schema_name(), schema_of::<T>());
+        // The type may be stricter than its schema (a number too big for a u32): check both, so a
+        // failure is retried like a schema failure and never reaches the dialog.
+        let fits = |value: &Value| {
+            serde_json::from_value::<T>(value.clone())
+                .map(drop)
+                .map_err(|e| format!("the answer does not fit the expected type ({e})"))
+        };
+        let message = self.run(alias, &options, None, Some(&fits)).await?;
         serde_json::from_str(strip_fence(message.text())).map_err(|e| AgentError::InvalidAnswer {
             agent: self.name.clone(),
             alias: alias.to_owned(),
             attempts: 1,
-            problem: format!("the answer matches the schema but not the Rust type: {e}"),
+            problem: e.to_string(),
         })
     }
 
@@ -150,6 +154,7 @@ impl Agent {
         alias: &str,
         options: &RespondOptions,
         sink: Option<&mut EventSink<'_>>,
+        fits: Option<&AnswerCheck<'_>>,
     ) -> Result<Message, AgentError> {
         let (mut work, _busy) = self.begin(alias)?;
         let asked_len = work.len();
@@ -169,7 +174,7 @@ impl Agent {
             }
             None => self.output_schema.as_ref(),
         };
-        let turn = self.turn(alias, &mut work, toolbox, schema, sink);
+        let turn = self.turn(alias, &mut work, toolbox, schema.map(|s| (s, fits)), sink);
         let answer =
             match self.model_args.deadline {
                 Some(limit) => tokio::time::timeout(limit, turn).await.map_err(|_| {
@@ -192,13 +197,18 @@ impl Agent {
         alias: &str,
         work: &mut Dialog,
         toolbox: &Toolbox,
-        schema: Option<&OutputSchema>,
+        schema: Option<(&OutputSchema, Option<&AnswerCheck<'_>>)>,
         mut sink: Option<&mut EventSink<'_>>,
     ) -> Result<Message, AgentError> {
         let mut rounds = 0u32;
         let mut failed_answers = 0u32;
         let mut feedback: Vec<Message> = Vec::new();
-        let mut done_calls: HashMap<(String, String), ()> = HashMap::new();
+        let mut done_calls: HashSet<(String, String)> = HashSet::new();
+        let mut used_ids: HashSet<String> = work
+            .messages()
+            .iter()
+            .flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone()))
+            .collect();
         loop {
             let last_round = rounds >= self.max_interrupt_steps;
             let mut request = self.chat_request(work)?;
@@ -216,7 +226,7 @@ impl Agent {
                     request.tool_choice = Some(json!("none"));
                 }
             }
-            if let Some(schema) = schema {
+            if let Some((schema, _)) = schema {
                 request.response_format = Some(schema.response_format());
             }
             let response = self
@@ -231,15 +241,24 @@ impl Agent {
                     "the model called tools it was not offered; the calls are dropped"
                 );
                 message.tool_calls.clear();
+                // Without its calls the message must still be a valid assistant message.
+                message.content.get_or_insert_with(String::new);
             }
             if !message.tool_calls.is_empty() {
+                unique_call_ids(&mut message.tool_calls, rounds, &mut used_ids);
+                // An answer to the schema feedback that calls tools moves on: the feedback is dropped.
+                feedback.clear();
                 work.push(message.clone());
+                if let Some(sink) = sink.as_deref_mut() {
+                    for call in &message.tool_calls {
+                        sink(StreamEvent::ToolCall(call));
+                    }
+                }
                 let results = self
                     .run_tools(toolbox, &message.tool_calls, &mut done_calls)
                     .await;
                 for (call, (content, is_error)) in message.tool_calls.iter().zip(results) {
                     if let Some(sink) = sink.as_deref_mut() {
-                        sink(StreamEvent::ToolCall(call));
                         sink(StreamEvent::ToolResult {
                             call,
                             content: &content,
@@ -251,8 +270,11 @@ impl Agent {
                 rounds += 1;
                 continue;
             }
-            if let Some(schema) = schema {
-                if let Err(problem) = schema.check(message.text()) {
+            if let Some((schema, fits)) = schema {
+                let checked = schema
+                    .check(message.text())
+                    .and_then(|value| fits.map_or(Ok(()), |fits| fits(&value)));
+                if let Err(problem) = checked {
                     failed_answers += 1;
                     if failed_answers > self.max_exception_retry {
                         return Err(AgentError::InvalidAnswer {
@@ -278,12 +300,12 @@ impl Agent {
         &self,
         toolbox: &Toolbox,
         calls: &[ToolCall],
-        done: &mut HashMap<(String, String), ()>,
+        done: &mut HashSet<(String, String)>,
     ) -> Vec<(String, bool)> {
         let mut repeated = Vec::with_capacity(calls.len());
         for call in calls {
             let key = (call.name.clone(), canonical_arguments(&call.arguments));
-            repeated.push(done.insert(key, ()).is_some());
+            repeated.push(!done.insert(key));
         }
         let runs = calls.iter().zip(repeated).map(|(call, repeated)| async move {
             if repeated {
@@ -488,6 +510,27 @@ impl Agent {
     }
 }
 
+/// An extra check of a structured answer (beyond its schema), such as fitting a Rust type.
+type AnswerCheck<'a> = dyn Fn(&Value) -> Result<(), String> + Sync + 'a;
+
+/// Gives every call an id that is neither empty nor used before in the dialog, since results are
+/// matched to calls by id (servers send empty ids, or restart `call_0` every turn).
+fn unique_call_ids(calls: &mut [ToolCall], round: u32, used: &mut HashSet<String>) {
+    for (i, call) in calls.iter_mut().enumerate() {
+        if call.id.trim().is_empty() || used.contains(&call.id) {
+            let mut n = 0;
+            call.id = loop {
+                let candidate = format!("call_{round}_{i}_{n}");
+                if !used.contains(&candidate) {
+                    break candidate;
+                }
+                n += 1;
+            };
+        }
+        used.insert(call.id.clone());
+    }
+}
+
 /// Arguments in a canonical form, so that `{"a":1, "b":2}` and `{"b":2,"a":1}` count as the same call.
 fn canonical_arguments(raw: &str) -> String {
     serde_json::from_str::<Value>(raw)
@@ -529,10 +572,11 @@ impl OutputSchema {
     }
 
     /// Parses `text` as JSON (allowing a ```json fence around it) and checks it against the schema.
-    fn check(&self, text: &str) -> Result<(), String> {
+    fn check(&self, text: &str) -> Result<Value, String> {
         let value: Value = serde_json::from_str(strip_fence(text))
             .map_err(|e| format!("the answer is not valid JSON ({e})"))?;
-        self.compiled.check(&value)
+        self.compiled.check(&value)?;
+        Ok(value)
     }
 }
 

@@ -102,7 +102,7 @@ impl Invoker for OpenAiInvoker {
             .map_err(|e| invoke_error(e, &url))?;
         let mut answer = StreamAccumulator::default();
         while let Some(chunk) = chunks.next().await {
-            answer.push(chunk.map_err(|e| invoke_error(e, &url))?, on_delta);
+            answer.push(chunk.map_err(|e| invoke_error(e, &url))?, on_delta)?;
         }
         answer.finish(&url)
     }

@@ -11,6 +11,8 @@ pub(crate) struct WireChunk {
     id: Option<String>,
     choices: Option<Vec<ChunkChoice>>,
     usage: Option<WireUsage>,
+    /// Some servers (vLLM) report a failure inside the stream.
+    error: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -60,12 +62,21 @@ pub(crate) struct StreamAccumulator {
 }
 
 impl StreamAccumulator {
-    /// Adds one chunk, reporting its text to `on_delta`.
+    /// Adds one chunk, reporting its text to `on_delta`; a chunk carrying an error ends the stream.
     pub(crate) fn push(
         &mut self,
         chunk: WireChunk,
         on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
-    ) {
+    ) -> Result<(), InvokeError> {
+        if let Some(error) = chunk.error {
+            let message = error
+                .get("message")
+                .and_then(serde_json::Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(InvokeError::InvalidResponse(format!(
+                "the server reported an error in the stream: {message}"
+            )));
+        }
         if self.id.is_none() {
             self.id = chunk.id;
         }
@@ -73,22 +84,27 @@ impl StreamAccumulator {
             self.usage = Some(usage.into_usage());
         }
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
-            return;
+            return Ok(());
         };
         if choice.finish_reason.is_some() {
             self.finish_reason = choice.finish_reason;
         }
         let Some(delta) = choice.delta else {
-            return;
+            return Ok(());
         };
+        // Servers open with an empty piece (`"content": ""`); it is not text anyone has seen.
         if let Some(text) = delta.reasoning_content.or(delta.reasoning) {
-            on_delta(Delta::Reasoning(&text));
+            if !text.is_empty() {
+                on_delta(Delta::Reasoning(&text));
+            }
             self.reasoning
                 .get_or_insert_with(String::new)
                 .push_str(&text);
         }
         if let Some(text) = delta.content {
-            on_delta(Delta::Text(&text));
+            if !text.is_empty() {
+                on_delta(Delta::Text(&text));
+            }
             self.content.get_or_insert_with(String::new).push_str(&text);
         }
         for call in delta.tool_calls.unwrap_or_default() {
@@ -97,26 +113,36 @@ impl StreamAccumulator {
                 slot.id = call.id;
             }
             if let Some(function) = call.function {
-                if let Some(name) = function.name {
-                    slot.name.push_str(&name);
+                if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+                    // A name arrives whole, once per call (some servers repeat it).
+                    slot.name = name;
                 }
                 if let Some(arguments) = function.arguments {
                     slot.arguments.push_str(&arguments);
                 }
             }
         }
+        Ok(())
     }
 
-    /// The call a tool-call delta continues. With an `index`, the call of that index; without one (some
-    /// servers omit it), a delta with a new id starts a call and any other continues the last one.
+    /// The call a tool-call delta continues. With an `index`, the call of that index. Without one (some
+    /// servers omit it), a delta starts a new call when it has a new id, or when it names a tool while
+    /// the last call already has a name and complete arguments; otherwise it continues the last call.
     fn call_slot(&mut self, delta: &ChunkToolCall) -> &mut PartialCall {
         let position = match delta.index {
             Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
-            None => match (&delta.id, self.calls.last()) {
-                (Some(id), Some(last)) if last.id.as_ref() != Some(id) => None,
-                (_, Some(_)) => Some(self.calls.len() - 1),
-                (_, None) => None,
-            },
+            None => self.calls.last().and_then(|last| {
+                let new_id = delta.id.is_some() && delta.id != last.id;
+                let names_a_tool = delta
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.name.as_deref())
+                    .is_some_and(|n| !n.is_empty());
+                let last_complete = !last.name.is_empty()
+                    && serde_json::from_str::<serde_json::Value>(&last.arguments).is_ok();
+                let starts_new = new_id || (delta.id.is_none() && names_a_tool && last_complete);
+                (!starts_new).then_some(self.calls.len() - 1)
+            }),
         };
         let position = position.unwrap_or_else(|| {
             self.calls.push(PartialCall {
@@ -171,11 +197,14 @@ mod tests {
         let mut text = String::new();
         for chunk in chunks {
             let chunk: WireChunk = serde_json::from_value(chunk.clone()).expect("chunk");
-            acc.push(chunk, &mut |d| {
+            let pushed = acc.push(chunk, &mut |d| {
                 if let Delta::Text(t) = d {
                     text.push_str(t)
                 }
             });
+            if let Err(error) = pushed {
+                return (Err(error), text);
+            }
         }
         (acc.finish("http://127.0.0.1:1/v1/chat/completions"), text)
     }
@@ -216,6 +245,41 @@ mod tests {
             ("a", r#"{"n":2}"#)
         );
         assert_eq!((calls[1].id.as_str(), calls[1].name.as_str()), ("b", "g"));
+    }
+
+    #[test]
+    fn whole_tool_calls_without_index_or_id_stay_apart() {
+        let (response, _) = feed(&[
+            json!({"choices": [{"delta": {"tool_calls": [{"function": {"name": "f", "arguments": "{\"a\": 1}"}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"function": {"name": "f", "arguments": "{\"a\": 2}"}}]}}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+        ]);
+        let calls = response.expect("complete").message.tool_calls;
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            (calls[0].name.as_str(), calls[0].arguments.as_str()),
+            ("f", r#"{"a": 1}"#)
+        );
+        assert_eq!(calls[1].arguments, r#"{"a": 2}"#);
+    }
+
+    #[test]
+    fn empty_pieces_are_not_reported_and_errors_in_the_stream_are() {
+        let mut reported = 0;
+        let mut acc = StreamAccumulator::default();
+        let empty: WireChunk = serde_json::from_value(
+            json!({"choices": [{"delta": {"role": "assistant", "content": ""}}]}),
+        )
+        .expect("chunk");
+        acc.push(empty, &mut |_| reported += 1).expect("fine");
+        assert_eq!(reported, 0);
+        let (response, _) = feed(&[json!({"error": {"message": "out of memory", "code": 500}})]);
+        match response {
+            Err(InvokeError::InvalidResponse(message)) => {
+                assert!(message.contains("out of memory"))
+            }
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]

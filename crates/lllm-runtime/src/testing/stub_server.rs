@@ -87,14 +87,7 @@ impl StubReply {
 
     /// A 200 server-sent-event stream of these chunks, ended by `data: [DONE]`.
     pub fn sse(chunks: &[Value]) -> Self {
-        let mut pieces: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-        pieces.push("data: [DONE]\n\n".to_owned());
-        StubReply {
-            status: 200,
-            headers: vec![("content-type".into(), "text/event-stream".into())],
-            body: StubBody::Pieces { pieces, cut: false },
-            delay: Duration::ZERO,
-        }
+        Self::event_stream(chunks, true, false)
     }
 
     /// A streamed answer: the text in these pieces, a finish reason, then a usage chunk.
@@ -110,16 +103,19 @@ impl StubReply {
 
     /// An event stream of these chunks after which the connection breaks (no `[DONE]`).
     pub fn sse_cut(chunks: &[Value]) -> Self {
-        Self::sse_without_end(chunks, true)
+        Self::event_stream(chunks, false, true)
     }
 
     /// An event stream of these chunks that ends cleanly but early: no finish reason, no `[DONE]`.
     pub fn sse_unfinished(chunks: &[Value]) -> Self {
-        Self::sse_without_end(chunks, false)
+        Self::event_stream(chunks, false, false)
     }
 
-    fn sse_without_end(chunks: &[Value], cut: bool) -> Self {
-        let pieces = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    fn event_stream(chunks: &[Value], done: bool, cut: bool) -> Self {
+        let mut pieces: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        if done {
+            pieces.push("data: [DONE]\n\n".to_owned());
+        }
         StubReply {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],

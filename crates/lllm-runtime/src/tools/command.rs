@@ -13,10 +13,19 @@ use super::{Tool, ToolError, ToolOutput};
 
 /// Most bytes of a failed program's standard error shown to the model.
 const STDERR_TAIL_BYTES: usize = 1_000;
+/// Most bytes of standard error read at all.
+const STDERR_READ_BYTES: u64 = 64 * 1024;
+/// Variables a tool always gets; everything else in lllm's environment (API keys) stays out.
+const BASE_ENV: [&str; 7] = ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
 
 /// Runs a program for each call: the arguments go to its standard input as JSON and may be inserted into
-/// argv items written as `{{ arg }}`. No shell is involved, so arguments cannot inject commands. A
-/// non-zero exit, a timeout or output over the limit is an error the model reads.
+/// argv items written as `{{ arg }}` (an argument the model left out inserts nothing). No shell is
+/// involved, so arguments cannot inject commands; the program itself cannot be templated.
+///
+/// The program runs in its own process group with a cleared environment (see
+/// [`CommandToolConfig::env`]). When it exits, times out, writes too much or the call is cancelled, the
+/// whole group is killed, so nothing it started outlives the call. A non-zero exit, a timeout or output
+/// over the limit is an error the model reads.
 #[derive(Debug, Clone)]
 pub struct CommandTool {
     config: CommandToolConfig,
@@ -24,17 +33,21 @@ pub struct CommandTool {
 }
 
 impl CommandTool {
-    /// A tool from its (validated) configuration.
-    pub fn new(config: CommandToolConfig) -> Self {
-        CommandTool {
+    /// A tool from its configuration, validated (see [`CommandToolConfig::validate`]).
+    pub fn new(config: CommandToolConfig) -> Result<Self, String> {
+        config
+            .validate()
+            .map_err(|(field, problem)| format!("tool `{}`: {field}: {problem}", config.name))?;
+        Ok(CommandTool {
             spec: config.spec(),
             config,
-        }
+        })
     }
 
     fn argv(&self, arguments: &Value) -> Result<Vec<String>, ToolError> {
         let mut env = minijinja::Environment::new();
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        // An optional argument the model left out renders as nothing rather than failing the call.
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
         // Values go in as written: no HTML escaping, no shell quoting (there is no shell).
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         self.config
@@ -50,8 +63,24 @@ impl CommandTool {
             .collect()
     }
 
-    async fn run(&self, argv: Vec<String>, stdin: Vec<u8>) -> Result<ToolOutput, ToolError> {
+    fn command(&self, argv: &[String]) -> Command {
         let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for name in BASE_ENV
+            .iter()
+            .copied()
+            .chain(self.config.env.iter().map(String::as_str))
+        {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
         if let Some(dir) = self
             .config
             .working_dir
@@ -60,14 +89,18 @@ impl CommandTool {
         {
             command.current_dir(dir);
         }
-        let mut child = command
-            .args(&argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
+        #[cfg(unix)]
+        command.process_group(0);
+        command
+    }
+
+    async fn run(&self, argv: Vec<String>, stdin: Vec<u8>) -> Result<ToolOutput, ToolError> {
+        let mut child = self
+            .command(&argv)
             .spawn()
             .map_err(|e| ToolError::new(format!("cannot start `{}`: {e}", argv[0])))?;
+        // Kills the program and everything it started, however this call ends (cancellation included).
+        let group = ProcessGroup(child.id());
         let mut input = child.stdin.take();
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
@@ -88,29 +121,35 @@ impl CommandTool {
                     .ok();
             }
             if buffer.len() > limit {
-                // Stop it now: it may go on writing (and keep stderr open) forever.
-                child.start_kill().ok();
+                // Stop it now: it may go on writing (and keep its pipes open) forever.
+                group.kill();
             }
             buffer
         };
         let read_err = async {
             let mut buffer = Vec::new();
             if let Some(pipe) = stderr.as_mut() {
-                pipe.take(64 * 1024).read_to_end(&mut buffer).await.ok();
+                pipe.take(STDERR_READ_BYTES)
+                    .read_to_end(&mut buffer)
+                    .await
+                    .ok();
             }
             buffer
         };
-        let ((), out, err) = tokio::join!(write, read_out, read_err);
+        let wait = async {
+            let status = child.wait().await;
+            // Whatever it left running in the background would hold the pipes open.
+            group.kill();
+            status
+        };
+        let ((), out, err, status) = tokio::join!(write, read_out, read_err, wait);
+        let status =
+            status.map_err(|e| ToolError::new(format!("cannot wait for `{}`: {e}", argv[0])))?;
         if out.len() > limit {
-            child.wait().await.ok();
             return Err(ToolError::new(format!(
                 "the output is longer than the {limit}-byte limit"
             )));
         }
-        let status = child
-            .wait()
-            .await
-            .map_err(|e| ToolError::new(format!("cannot wait for `{}`: {e}", argv[0])))?;
         if !status.success() {
             let tail = String::from_utf8_lossy(&err[err.len().saturating_sub(STDERR_TAIL_BYTES)..])
                 .trim()
@@ -127,6 +166,29 @@ impl CommandTool {
         Ok(ToolOutput::Text(
             String::from_utf8_lossy(&out).trim_end().to_owned(),
         ))
+    }
+}
+
+/// The process group of a started tool, killed on request and when dropped.
+struct ProcessGroup(Option<u32>);
+
+impl ProcessGroup {
+    fn kill(&self) {
+        #[cfg(unix)]
+        if let Some(id) = self.0.and_then(|id| i32::try_from(id).ok()) {
+            // The group may be gone already; nothing to do then.
+            nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(id),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .ok();
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -156,16 +218,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tool(command: &[&str], timeout_s: f64, max_output_bytes: usize) -> CommandTool {
-        CommandTool::new(CommandToolConfig {
+    fn config(command: &[&str], timeout_s: f64, max_output_bytes: usize) -> CommandToolConfig {
+        CommandToolConfig {
             name: "t".into(),
             description: "d".into(),
             parameters: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
             command: command.iter().map(|s| (*s).to_owned()).collect(),
             timeout_s,
             max_output_bytes,
+            env: Vec::new(),
             working_dir: None,
-        })
+        }
+    }
+
+    fn tool(command: &[&str], timeout_s: f64, max_output_bytes: usize) -> CommandTool {
+        CommandTool::new(config(command, timeout_s, max_output_bytes)).expect("valid")
     }
 
     #[tokio::test]
@@ -179,6 +246,11 @@ mod tests {
         assert_eq!(
             echo.call(json!({"text": "$(whoami); <b>"})).await,
             Ok(ToolOutput::Text("$(whoami); <b>".into()))
+        );
+        assert_eq!(
+            echo.call(json!({})).await,
+            Ok(ToolOutput::Text(String::new())),
+            "a left-out optional argument inserts nothing"
         );
     }
 
@@ -200,7 +272,47 @@ mod tests {
             .expect_err("spawn")
             .0
             .starts_with("cannot start"));
-        let undefined = tool(&["echo", "{{ text }}"], 5.0, 100);
-        assert!(undefined.call(json!({})).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn background_children_do_not_outlive_the_call_or_hold_it() {
+        let marker = std::env::temp_dir().join(format!("lllm-orphan-{}", std::process::id()));
+        let script = format!("(sleep 1; touch {}) & echo started", marker.display());
+        let spawner = tool(&["sh", "-c", &script], 5.0, 1000);
+        let started = std::time::Instant::now();
+        assert_eq!(
+            spawner.call(json!({})).await,
+            Ok(ToolOutput::Text("started".into()))
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(900),
+            "did not wait for the child"
+        );
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        assert!(!marker.exists(), "the background child was killed");
+    }
+
+    #[tokio::test]
+    async fn the_environment_is_cleared_but_for_a_few_and_the_listed_ones() {
+        // cargo sets these for every test run; changing the environment here would race other tests.
+        let mut listed = config(&["env"], 5.0, 100_000);
+        listed.env = vec!["CARGO_PKG_NAME".into()];
+        let output = CommandTool::new(listed)
+            .expect("valid")
+            .call(json!({}))
+            .await
+            .expect("runs")
+            .into_content();
+        assert!(!output.contains("CARGO_MANIFEST_DIR="), "{output}");
+        assert!(output.contains("CARGO_PKG_NAME=lllm-runtime"), "{output}");
+        assert!(output.contains("PATH="), "{output}");
+    }
+
+    #[test]
+    fn invalid_configurations_are_refused_not_panicked_on() {
+        assert!(CommandTool::new(config(&[], 5.0, 10)).is_err());
+        assert!(CommandTool::new(config(&["true"], f64::NAN, 10)).is_err());
+        assert!(CommandTool::new(config(&["true"], -1.0, 10)).is_err());
+        assert!(CommandTool::new(config(&["{{ text }}"], 1.0, 10)).is_err());
     }
 }

@@ -32,12 +32,7 @@ where
     O: Into<ToolOutput>,
     E: fmt::Display,
 {
-    let mut parameters = serde_json::to_value(schemars::schema_for!(A)).unwrap_or(Value::Null);
-    if let Some(map) = parameters.as_object_mut() {
-        // Metadata servers do not need; some reject `$schema`.
-        map.remove("$schema");
-        map.remove("title");
-    }
+    let parameters = schema_of::<A>();
     Arc::new(FnTool {
         spec: ToolSpec {
             name: name.to_owned(),
@@ -47,6 +42,16 @@ where
         f,
         _args: PhantomData,
     })
+}
+
+/// The JSON Schema of `T` as servers take it: without `$schema` (some reject it) and `title`.
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    schema
 }
 
 struct FnTool<A, F> {

@@ -9,6 +9,7 @@ use lllm_core::ToolSpec;
 use serde_json::Value;
 
 pub use command::CommandTool;
+pub(crate) use function::schema_of;
 pub use function::tool_fn;
 pub use toolbox::Toolbox;
 
