@@ -1,14 +1,24 @@
-//! `lllm check`: load and validate a tactic.
+//! `lllm check` and `lllm schema`.
 
 use std::io::Write;
 
-use lllm_runtime::load_tactic;
+use anyhow::anyhow;
+use lllm_runtime::config::TACTIC_SCHEMA;
+use lllm_runtime::{load_tactic, TacticRegistry};
 
 use crate::cli::CheckArgs;
 use crate::exit::{failed, usage, Failure};
 
-pub(crate) fn check(args: &CheckArgs) -> Result<(), Failure> {
+pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
+    if !registry.contains(&spec.tactic_type) {
+        return Err(usage(anyhow!(
+            "{}: tactic_type `{}` is not registered; the known types are: {}",
+            args.tactic.display(),
+            spec.tactic_type,
+            registry.names().join(", ")
+        )));
+    }
     let agents: Vec<String> = spec
         .agents
         .iter()
@@ -22,13 +32,25 @@ pub(crate) fn check(args: &CheckArgs) -> Result<(), Failure> {
             format!("{} ({}, {profile})", a.name, a.model)
         })
         .collect();
+    let turns = spec.steps.iter().flat_map(|s| s.turns()).count();
+    let steps = if turns > 0 {
+        format!("; {turns} turn(s)")
+    } else {
+        String::new()
+    };
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "ok: {}: {} agent(s): {}",
+        "ok: {}: {} tactic; {} agent(s): {}{steps}",
         args.tactic.display(),
+        spec.tactic_type,
         agents.len(),
         agents.join(", ")
     )
     .map_err(failed)
+}
+
+pub(crate) fn schema() -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(TACTIC_SCHEMA.as_bytes()).map_err(failed)
 }

@@ -15,10 +15,12 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run a tactic: without `steps`, a chat with its first agent.
+    /// Run a tactic: its steps, a tactic written in Rust, or (without steps) a chat with its first agent.
     Run(RunArgs),
     /// Load and validate a tactic without running it.
     Check(CheckArgs),
+    /// Print the JSON Schema of the tactic format (for editors).
+    Schema,
 }
 
 #[derive(Debug, Args)]

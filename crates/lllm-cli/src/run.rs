@@ -4,9 +4,12 @@ use std::io::{BufRead, IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context};
+use lllm_runtime::config::CHAT_TACTIC;
+use lllm_runtime::tactic::{Progress, ProgressEvent};
 use lllm_runtime::{
-    load_tactic, Agent, AgentError, DryRunInvoker, Invoker, Message, OpenAiInvoker,
-    PreparedRequest, PromptVars, RespondOptions, StreamEvent, Usage,
+    load_tactic, Agent, AgentError, DialogTree, DryRunInvoker, Invoker, Message, OpenAiInvoker,
+    PreparedRequest, PromptVars, RespondOptions, StreamEvent, TacticRegistry, TacticSpec, Team,
+    Usage,
 };
 use serde_json::{json, Value};
 
@@ -27,21 +30,34 @@ struct Output {
     show_tools: bool,
 }
 
-pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
+pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     let mut vars = parse_vars(&args.vars).map_err(usage)?;
-    let input = match args.input.clone() {
+    let is_chat = spec.tactic_type == CHAT_TACTIC;
+    let mut input = match args.input.clone() {
         Some(text) => Some(text),
         None if !std::io::stdin().is_terminal() => Some(read_stdin().map_err(usage)?),
         None => None,
     };
-    if let Some(text) = &input {
-        if text.trim().is_empty() {
+    if input.as_deref().is_some_and(|text| text.trim().is_empty()) {
+        // A chat answers its input, so it needs one; steps may not use `input` at all.
+        if is_chat {
             return Err(usage(anyhow!(
                 "the input is empty: pass --input TEXT or pipe text on standard input"
             )));
         }
+        input = None;
+    }
+    if let Some(text) = &input {
         vars.insert("input".into(), Value::from(text.as_str()));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+        .map_err(failed)?;
+    if !is_chat {
+        return runtime.block_on(run_tactic(&spec, registry, &vars, &args));
     }
     let agent_spec = &spec.agents[0];
     let agent = Agent::from_spec(agent_spec, invoker(args.dry_run)).map_err(usage)?;
@@ -56,15 +72,103 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         dry_run: args.dry_run,
         show_tools: std::io::stderr().is_terminal(),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-        .map_err(failed)?;
     match input {
         Some(text) => runtime.block_on(answer_once(&agent, &text, &args, output)),
         None => runtime.block_on(chat(&agent, &args, output)),
     }
+}
+
+/// Runs a tactic of steps or one written in Rust: progress on stderr (on a terminal), the answer on
+/// stdout.
+#[allow(clippy::print_stderr)]
+async fn run_tactic(
+    spec: &TacticSpec,
+    registry: &TacticRegistry,
+    vars: &PromptVars,
+    args: &RunArgs,
+) -> Result<(), Failure> {
+    let tactic = registry.create(spec).map_err(usage)?;
+    let mut team = Team::from_spec(spec, invoker(args.dry_run)).map_err(usage)?;
+    if std::io::stderr().is_terminal() {
+        let started = std::time::Instant::now();
+        team = team.on_progress(move |p: Progress<'_>| {
+            let at = started.elapsed().as_secs_f64();
+            match p.event {
+                ProgressEvent::Started => {
+                    eprintln!("{at:6.1}s ▸ {} {}/{}", p.step, p.agent, p.dialog)
+                }
+                ProgressEvent::Finished(took) => eprintln!(
+                    "{at:6.1}s ✓ {} {}/{} ({:.1}s)",
+                    p.step,
+                    p.agent,
+                    p.dialog,
+                    took.as_secs_f64()
+                ),
+                ProgressEvent::Failed(took) => eprintln!(
+                    "{at:6.1}s ✗ {} {}/{} ({:.1}s)",
+                    p.step,
+                    p.agent,
+                    p.dialog,
+                    took.as_secs_f64()
+                ),
+            }
+        });
+    }
+    let answer =
+        tactic.run(&team, vars).await.map_err(
+            |e| {
+                if e.is_usage() {
+                    usage(e)
+                } else {
+                    failed(e)
+                }
+            },
+        )?;
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        writeln!(out, "{}", team_summary(&team, &answer))
+    } else if args.dry_run {
+        note(&answer);
+        Ok(())
+    } else {
+        writeln!(out, "{answer}")
+    };
+    written
+        .context("cannot write to standard output")
+        .map_err(failed)
+}
+
+/// `{"answer", "usage", "dialogs", "dialog_usage"}` of a team run.
+fn team_summary(team: &Team, answer: &str) -> Value {
+    let mut ids = serde_json::Map::new();
+    let mut usage = serde_json::Map::new();
+    for agent in team.agents() {
+        let tree = agent.dialogs();
+        ids.insert(agent.name().to_owned(), dialog_ids(&tree));
+        usage.insert(agent.name().to_owned(), dialog_usage(&tree));
+    }
+    json!({
+        "answer": answer,
+        "usage": usage_json(&team.usage()),
+        "dialogs": ids,
+        "dialog_usage": usage,
+    })
+}
+
+fn dialog_ids(tree: &DialogTree) -> Value {
+    tree.dialogs
+        .iter()
+        .map(|d| (d.alias.clone(), Value::from(d.dialog.id().to_string())))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+fn dialog_usage(tree: &DialogTree) -> Value {
+    tree.dialogs
+        .iter()
+        .map(|d| (d.alias.clone(), usage_json(&d.dialog.usage())))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// Builds the invoker: the real one, or a dry run printing each request as a JSON line on stdout.
@@ -188,16 +292,6 @@ async fn answer_once(
 /// agent has an output schema, text otherwise.
 fn summary(agent: &Agent, answer: Option<&Message>) -> Value {
     let tree = agent.dialogs();
-    let ids: serde_json::Map<String, Value> = tree
-        .dialogs
-        .iter()
-        .map(|d| (d.alias.clone(), Value::from(d.dialog.id().to_string())))
-        .collect();
-    let per_dialog: serde_json::Map<String, Value> = tree
-        .dialogs
-        .iter()
-        .map(|d| (d.alias.clone(), usage_json(&d.dialog.usage())))
-        .collect();
     let answer = answer.and_then(|m| m.content.as_deref()).map(|text| {
         if agent.has_output_schema() {
             serde_json::from_str(text).unwrap_or_else(|_| Value::from(text))
@@ -209,8 +303,8 @@ fn summary(agent: &Agent, answer: Option<&Message>) -> Value {
         "agent": agent.name(),
         "answer": answer,
         "usage": usage_json(&agent.usage()),
-        "dialogs": {agent.name(): ids},
-        "dialog_usage": {agent.name(): per_dialog},
+        "dialogs": {agent.name(): dialog_ids(&tree)},
+        "dialog_usage": {agent.name(): dialog_usage(&tree)},
     })
 }
 

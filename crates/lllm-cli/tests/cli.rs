@@ -487,3 +487,152 @@ async fn output_schema_answers_are_json_and_dry_runs_fill_them() {
         text(&dry.stderr)
     );
 }
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .join("tactic.yaml")
+}
+
+async fn dry_run_lines(name: &str) -> Vec<Value> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = lllm()
+        .current_dir(&root)
+        .args([
+            "run",
+            path_str(&example(name)),
+            "--dry-run",
+            "--input",
+            "a picnic",
+        ])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+fn header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
+    request["headers"][name].as_str()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_examples_dry_run_with_forks_naming_their_parent() {
+    assert_eq!(dry_run_lines("quickstart").await.len(), 1);
+
+    let plan = dry_run_lines("plan_and_critique").await;
+    assert_eq!(plan.len(), 3);
+    let main = header(&plan[0], "x-session-id").expect("session");
+    assert!(main.starts_with("plan-and-critique:"));
+    assert_eq!(header(&plan[1], "x-parent-session-id"), Some(main));
+    assert_ne!(header(&plan[1], "x-session-id"), Some(main));
+    assert_eq!(
+        header(&plan[2], "x-session-id"),
+        Some(main),
+        "the revision is main again"
+    );
+
+    let fan = dry_run_lines("fan_out").await;
+    assert_eq!(fan.len(), 5);
+    let lead = header(&fan[0], "x-session-id").expect("session");
+    let mut subagents: Vec<&str> = fan[1..4]
+        .iter()
+        .map(|r| {
+            assert_eq!(header(r, "x-parent-session-id"), Some(lead));
+            header(r, "x-session-id").expect("session")
+        })
+        .collect();
+    subagents.sort();
+    subagents.dedup();
+    assert_eq!(subagents.len(), 3, "each subagent has its own session");
+    assert_eq!(
+        header(&fan[4], "x-session-id"),
+        Some(lead),
+        "the lead merges"
+    );
+    assert!(fan[4]["body"]["messages"][3]["content"]
+        .as_str()
+        .is_some_and(|c| c.contains("1. [dry run")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn steps_print_the_output_template_and_report_json() {
+    let server = StubServer::start().await.expect("server");
+    let dir = TempDir::new("steps");
+    let body = format!(
+        "global: {{model_name: m, model_args: {{api_base: \"{}\"}}}}\nagent_configs: [{{name: a, system_prompt: s}}]\nsteps:\n  - {{agent: a, receive: \"one {{{{ input }}}}\", save: first}}\n  - parallel:\n      - {{agent: a, dialog: x, fork_from: main, receive: two, save: second}}\n      - {{agent: a, dialog: y, fork_from: main, receive: three}}\noutput: \"{{{{ first }}}} / {{{{ second }}}}\"\n",
+        server.base_url()
+    );
+    let file = dir.write("t.yaml", body.as_bytes());
+    let out = run(&["run", path_str(&file), "--input", "go"], None, &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "stub answer to: one go / stub answer to: two\n"
+    );
+    let out = run(
+        &["run", path_str(&file), "--input", "go", "--json"],
+        None,
+        &[],
+    )
+    .await;
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        report["answer"],
+        "stub answer to: one go / stub answer to: two"
+    );
+    assert_eq!(report["usage"]["prompt_tokens"], 33);
+    let dialogs = report["dialogs"]["a"].as_object().expect("dialogs");
+    assert_eq!(dialogs.len(), 3);
+    // Steps need no input: an empty pipe is fine when no template uses it.
+    let quiet = dir.write(
+        "quiet.yaml",
+        format!("global: {{model_name: m, model_args: {{api_base: \"{}\"}}}}\nagent_configs: [{{name: a, system_prompt: s}}]\nsteps:\n  - {{agent: a, receive: hello}}\n", server.base_url()).as_bytes(),
+    );
+    let out = run(&["run", path_str(&quiet)], Some(b""), &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "stub answer to: hello\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_reports_invalid_steps_with_their_line() {
+    let dir = TempDir::new("check-steps");
+    let head = "global: {model_name: m}\nagent_configs: [{name: a, system_prompt: s}]\nsteps:\n";
+    for (steps, expected) in [
+        ("  - {agent: b}\n", "t.yaml:4:6: steps[0].agent: unknown agent `b`"),
+        ("  - {agent: a, dialog: x, fork_from: y}\n", "t.yaml:4:27: steps[0].fork_from: dialog `y`"),
+        (
+            "  - agent: a\n  - parallel:\n      - {agent: a, receive: p}\n      - {agent: a, receive: q}\n",
+            "t.yaml:7:10: steps[1].parallel[1]: dialog `main`",
+        ),
+        ("  - {agent: a, receive: \"{{ late }}\"}\n  - {agent: a, save: late}\n", "t.yaml:4:16: steps[0].receive: uses `late` before it is saved"),
+        ("  - {agent: a, save: v}\n  - {agent: a, save: v}\n", "t.yaml:5:16: steps[1].save: `v` is already saved"),
+    ] {
+        let file = dir.write("t.yaml", format!("{head}{steps}").as_bytes());
+        let out = run(&["check", path_str(&file)], None, &[]).await;
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{steps}: {err}");
+        assert!(err.contains(expected), "{steps}\n got: {err}\nwant: {expected}");
+    }
+    let custom = dir.write(
+        "custom.yaml",
+        format!("tactic_type: debate\n{}", &head[..head.len() - 7]).as_bytes(),
+    );
+    let out = run(&["check", path_str(&custom)], None, &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr)
+        .contains("tactic_type `debate` is not registered; the known types are: chat, steps"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn schema_prints_the_json_schema() {
+    let out = run(&["schema"], None, &[]).await;
+    assert_eq!(out.status.code(), Some(0));
+    let schema: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(schema["title"], "lllm tactic");
+    assert!(schema["definitions"]["turn"]["properties"]["fork_from"].is_object());
+}

@@ -31,6 +31,7 @@
 pub mod agent;
 pub mod invoker;
 pub mod retry;
+pub mod tactic;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tools;
@@ -46,6 +47,7 @@ pub use lllm_core::{
     PromptVars, RequestFields, Role, TacticSpec, Usage,
 };
 pub use retry::RetryPolicy;
+pub use tactic::{Tactic, TacticError, TacticRegistry, Team};
 pub use tools::{tool_fn, Tool, ToolError, ToolOutput};
 
 /// The README's Rust examples, compiled as doctests so they cannot drift from the API.

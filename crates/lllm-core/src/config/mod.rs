@@ -1,27 +1,44 @@
-//! Tactic files: the YAML format, its loader and the validated agent specs it yields.
+//! Tactic files: the YAML format, its loader and the validated specs it yields.
 //!
-//! Loading reads the file, parses it with every key known (unknown keys and wrong types are errors with
-//! line, column and a suggestion), expands `${ENV}` references in string values, merges `global` under each
-//! agent, resolves prompt files, and validates model arguments and inference hints.
+//! Loading reads the file and its `base:` chain, checks every key and type (errors carry the file, line,
+//! column and a suggestion), expands `${ENV}` references in string values, merges `global` under each
+//! agent, resolves prompt files, validates model arguments, hints and tools, and checks the steps
+//! (unknown agents, forks from dialogs that do not exist yet, parallel branches sharing a dialog,
+//! variables used before they are saved).
 
+mod check;
+mod document;
 mod env;
 mod error;
+mod positions;
 mod raw;
+mod steps;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_steps;
 
 use std::path::{Path, PathBuf};
 
 pub use error::{ConfigError, Position};
+pub use steps::{Branch, Step, Turn, DEFAULT_DIALOG};
+
+/// The JSON Schema of the tactic format (what `lllm schema` prints).
+pub const TACTIC_SCHEMA: &str = include_str!("tactic.schema.json");
+/// The tactic type of a file without `steps`: a chat with the first agent.
+pub const CHAT_TACTIC: &str = "chat";
+/// The tactic type of a file with `steps`.
+pub const STEPS_TACTIC: &str = "steps";
 
 use crate::hints::InferenceHints;
 use crate::model_args::ModelArgs;
 use crate::prompt::Prompt;
 use crate::report::full_message;
 use crate::schema::Schema;
-use crate::suggest::closest;
 use crate::tool::{output_schema_problem, CommandToolConfig};
+use document::Document;
+use positions::Positions;
 use raw::{PromptSource, RawAgent, RawTactic};
 
 /// Default number of answers re-asked after a parse or validation failure.
@@ -61,8 +78,16 @@ pub struct AgentSpec {
 pub struct TacticSpec {
     /// The file it was loaded from.
     pub path: PathBuf,
+    /// What runs it: `chat`, `steps`, or the name of a tactic registered in Rust.
+    pub tactic_type: String,
     /// Its agents, in file order.
     pub agents: Vec<AgentSpec>,
+    /// The steps, for the `steps` tactic type.
+    pub steps: Vec<Step>,
+    /// Template of the final answer (`output:`), when set.
+    pub output: Option<String>,
+    /// Free-form settings for a tactic written in Rust (`config:`), `null` when absent.
+    pub config: serde_json::Value,
 }
 
 impl TacticSpec {
@@ -82,46 +107,54 @@ pub fn load_tactic(path: &Path) -> Result<TacticSpec, ConfigError> {
     parse_tactic(&bytes, path, &lookup)
 }
 
-/// Parses a tactic from `bytes` as if read from `path` (used for messages and to find `prompts/`).
+/// Parses a tactic from `bytes` as if read from `path` (used for messages, and to find `prompts/` and
+/// `base:` files).
 pub fn parse_tactic(
     bytes: &[u8],
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<TacticSpec, ConfigError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| ConfigError::At {
-        path: path.to_owned(),
-        position: Position::of_offset(bytes, e.valid_up_to()),
-        message: "the file is not valid UTF-8; save it as UTF-8".into(),
-    })?;
-    if text.trim().is_empty() {
-        return Err(field_error(
+    let chain = path.canonicalize().into_iter().collect();
+    let document = Document::parse(bytes, path, &mut { chain })?;
+    let raw: RawTactic = serde_yaml::from_value(document.value).map_err(|e| {
+        field_error(
             path,
-            "agent_configs",
-            "the file is empty; a tactic needs at least `agent_configs` with one agent",
-        ));
+            "(document)",
+            &format!("{e} (after merging the base files)"),
+        )
+    })?;
+    Loader {
+        path,
+        env,
+        positions: &document.positions,
     }
-    let raw: RawTactic = serde_yaml::from_str(text).map_err(|e| yaml_error(path, text, &e))?;
-    Loader { path, env }.load(raw)
+    .load(raw)
 }
 
 struct Loader<'a> {
     path: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
+    positions: &'a Positions,
 }
 
 impl Loader<'_> {
-    fn load(&self, raw: RawTactic) -> Result<TacticSpec, ConfigError> {
-        if raw.steps.is_some() {
-            return Err(field_error(
-                self.path,
-                "steps",
-                "steps are not supported by this version of lllm; remove them to run a chat with the first agent",
-            ));
+    /// An error about `field` (a path such as `agent_configs[1] (critic).model_name`), at the line that
+    /// holds it when the document says.
+    fn fail(&self, field: &str, message: &str) -> ConfigError {
+        match self.positions.get(&plain_path(field)) {
+            Some((file, position)) => ConfigError::At {
+                path: file.to_owned(),
+                position,
+                message: format!("{field}: {message}"),
+            },
+            None => self.fail(field, message),
         }
+    }
+
+    fn load(&self, raw: RawTactic) -> Result<TacticSpec, ConfigError> {
         let mut global = raw.global.unwrap_or_default();
         if global.name.is_some() {
-            return Err(field_error(
-                self.path,
+            return Err(self.fail(
                 "global.name",
                 "`name` belongs to each entry of agent_configs, not to global",
             ));
@@ -130,40 +163,28 @@ impl Loader<'_> {
         // Checked before merging, so that a mistake in global is reported as global's.
         if let Some(args) = &global.model_args {
             ModelArgs::from_json(args.clone())
-                .map_err(|e| field_error(self.path, "global", &e.to_string()))?;
+                .map_err(|e| self.fail(&format!("global.model_args.{}", e.field), &e.message))?;
         }
-        if raw.agent_configs.is_empty() {
-            return Err(field_error(
-                self.path,
-                "agent_configs",
-                "a tactic needs at least one agent",
-            ));
+        let agent_configs = raw.agent_configs.unwrap_or_default();
+        if agent_configs.is_empty() {
+            return Err(self.fail("agent_configs", "a tactic needs at least one agent"));
         }
-        let mut agents: Vec<AgentSpec> = Vec::with_capacity(raw.agent_configs.len());
-        for (index, mut agent) in raw.agent_configs.into_iter().enumerate() {
+        let mut agents: Vec<AgentSpec> = Vec::with_capacity(agent_configs.len());
+        for (index, mut agent) in agent_configs.into_iter().enumerate() {
             let section = format!("agent_configs[{index}]");
             let name = agent
                 .name
                 .clone()
                 .filter(|n| !n.trim().is_empty())
-                .ok_or_else(|| {
-                    field_error(
-                        self.path,
-                        &format!("{section}.name"),
-                        "every agent needs a name",
-                    )
-                })?;
+                .ok_or_else(|| self.fail(&format!("{section}.name"), "every agent needs a name"))?;
             if name.chars().any(char::is_control) {
-                return Err(field_error(
-                    self.path,
+                return Err(self.fail(
                     &format!("{section}.name"),
                     "a name may not contain control characters",
                 ));
             }
             if let Some(other) = agents.iter().position(|a| a.name == name) {
-                return Err(field_error(
-                    self.path,
-                    &format!("{section}.name"),
+                return Err(self.fail(&format!("{section}.name"),
                     &format!("`{name}` is already the name of agent_configs[{other}]; names must be unique"),
                 ));
             }
@@ -171,16 +192,70 @@ impl Loader<'_> {
             let section = format!("{section} ({name})");
             agents.push(self.agent(name, agent.over(&global), &section)?);
         }
+        let names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
+        let steps = match &raw.steps {
+            Some(value) => {
+                let steps = steps::parse_steps(value, "steps")
+                    .map_err(|(field, message)| self.fail(&field, &message))?;
+                check::check_steps(&steps, &names, raw.output.as_deref())
+                    .map_err(|(field, message)| self.fail(&field, &message))?;
+                steps
+            }
+            None => Vec::new(),
+        };
+        let tactic_type = self.tactic_type(raw.tactic_type, &steps, raw.output.is_some())?;
         Ok(TacticSpec {
             path: self.path.to_owned(),
+            tactic_type,
             agents,
+            steps,
+            output: raw.output,
+            config: raw.config.unwrap_or(serde_json::Value::Null),
         })
     }
 
-    fn agent(&self, name: String, raw: RawAgent, section: &str) -> Result<AgentSpec, ConfigError> {
-        let err = |field: &str, message: &str| {
-            field_error(self.path, &format!("{section}.{field}"), message)
+    /// `chat` without steps, `steps` with them; any other name is a tactic registered in Rust.
+    fn tactic_type(
+        &self,
+        declared: Option<String>,
+        steps: &[Step],
+        has_output: bool,
+    ) -> Result<String, ConfigError> {
+        let default = if steps.is_empty() {
+            CHAT_TACTIC
+        } else {
+            STEPS_TACTIC
         };
+        let name = declared.unwrap_or_else(|| default.to_owned());
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(self.fail(
+                "tactic_type",
+                &format!("`{name}` is not a tactic name (letters, digits, `_`, `-`)"),
+            ));
+        }
+        match name.as_str() {
+            CHAT_TACTIC if !steps.is_empty() => Err(self.fail(
+                "tactic_type",
+                "a `chat` tactic has no steps: remove `steps:`, or remove `tactic_type:` to run them",
+            )),
+            CHAT_TACTIC if has_output => Err(self.fail(
+                "output",
+                "`output:` is the final answer of steps; a `chat` tactic answers directly",
+            )),
+            STEPS_TACTIC if steps.is_empty() => Err(self.fail(
+                "tactic_type",
+                "a `steps` tactic needs `steps:`",
+            )),
+            _ => Ok(name),
+        }
+    }
+
+    fn agent(&self, name: String, raw: RawAgent, section: &str) -> Result<AgentSpec, ConfigError> {
+        let err = |field: &str, message: &str| self.fail(&format!("{section}.{field}"), message);
         let mut tools = self.tools(raw.tools.clone().unwrap_or_default(), section)?;
         let tactic_dir = self.path.parent().unwrap_or_else(|| Path::new("."));
         for tool in &mut tools {
@@ -212,12 +287,12 @@ impl Loader<'_> {
             .validate()
             .map_err(|e| err("system_prompt", &e.to_string()))?;
         let model_args = ModelArgs::from_json(raw.model_args.unwrap_or_default())
-            .map_err(|e| field_error(self.path, section, &e.to_string()))?;
+            .map_err(|e| self.fail(&format!("{section}.model_args.{}", e.field), &e.message))?;
         let inference_hints = raw
             .inference_hints
             .map(|h| h.build())
             .transpose()
-            .map_err(|e| field_error(self.path, section, &e.to_string()))?;
+            .map_err(|e| self.fail(section, &e.to_string()))?;
         Ok(AgentSpec {
             name,
             model,
@@ -244,13 +319,12 @@ impl Loader<'_> {
         for (i, tool) in tools.iter().enumerate() {
             let at = |field: &str| format!("{section}.tools[{i}].{field}");
             if let Err((field, message)) = tool.validate() {
-                return Err(field_error(self.path, &at(&field), &message));
+                return Err(self.fail(&at(&field), &message));
             }
             Schema::compile(&tool.parameters)
-                .map_err(|problem| field_error(self.path, &at("parameters"), &problem))?;
+                .map_err(|problem| self.fail(&at("parameters"), &problem))?;
             if let Some(first) = tools[..i].iter().position(|t| t.name == tool.name) {
-                return Err(field_error(
-                    self.path,
+                return Err(self.fail(
                     &at("name"),
                     &format!(
                         "`{}` is already the name of tools[{first}]; tool names must be unique",
@@ -264,15 +338,13 @@ impl Loader<'_> {
 
     fn expand_env(&self, agent: &mut RawAgent, section: &str) -> Result<(), ConfigError> {
         agent.for_each_string(&mut |field, value| {
-            *value = env::expand(value, self.env).map_err(|e| {
-                field_error(self.path, &format!("{section}.{field}"), &e.describe())
-            })?;
+            *value = env::expand(value, self.env)
+                .map_err(|e| self.fail(&format!("{section}.{field}"), &e.describe()))?;
             Ok(())
         })?;
         for (key, value) in agent.model_args.iter_mut().flatten() {
-            env::expand_model_arg(key, value, self.env).map_err(|(field, e)| {
-                field_error(self.path, &format!("{section}.{field}"), &e.describe())
-            })?;
+            env::expand_model_arg(key, value, self.env)
+                .map_err(|(field, e)| self.fail(&format!("{section}.{field}"), &e.describe()))?;
         }
         Ok(())
     }
@@ -295,69 +367,28 @@ impl Loader<'_> {
     }
 }
 
+/// `agent_configs[1] (critic).model_name` → `agent_configs[1].model_name`: the labels name agents for
+/// people; the position index knows only paths.
+fn plain_path(label: &str) -> String {
+    let mut out = String::with_capacity(label.len());
+    let mut rest = label;
+    while let Some(start) = rest.find(" (") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find(')') {
+            Some(end) => rest = &rest[start + end + 1..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn field_error(path: &Path, field: &str, message: &str) -> ConfigError {
     ConfigError::Field {
         path: path.to_owned(),
         field: field.to_owned(),
         message: message.to_owned(),
     }
-}
-
-/// Turns a serde_yaml error into one with the position and, for an unknown key or variant, a suggestion.
-fn yaml_error(path: &Path, text: &str, error: &serde_yaml::Error) -> ConfigError {
-    let mut message = error.to_string();
-    if let Some(at) = message.rfind(" at line ") {
-        message.truncate(at);
-    }
-    message.push_str(&suggestion(&message));
-    let Some(location) = error.location() else {
-        return field_error(path, "(document)", &message);
-    };
-    // An error raised after a key was read (a model_args key) is located at its mapping; point at the
-    // key itself when it can be found from there.
-    let offset = first_backticked(&message)
-        .and_then(|key| find_key(text, location.index(), key))
-        .unwrap_or(location.index());
-    ConfigError::At {
-        path: path.to_owned(),
-        position: Position::of_offset(text.as_bytes(), offset),
-        message,
-    }
-}
-
-fn first_backticked(message: &str) -> Option<&str> {
-    let (_, rest) = message.split_once('`')?;
-    rest.split_once('`').map(|(word, _)| word)
-}
-
-/// The offset of `key` written as a mapping key (`key:`, `"key":`, `'key':`) at or after `from`.
-fn find_key(text: &str, from: usize, key: &str) -> Option<usize> {
-    let tail = text.get(from..)?;
-    tail.match_indices(key).find_map(|(at, _)| {
-        let before = tail[..at].chars().next_back();
-        let quote = matches!(before, Some('"' | '\''));
-        let start_ok =
-            quote || before.is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '-'));
-        let after = tail[at + key.len()..].trim_start_matches(['"', '\'']);
-        let key_ok = after.trim_start_matches([' ', '\t']).starts_with(':');
-        (start_ok && key_ok).then(|| from + at - usize::from(quote))
-    })
-}
-
-/// For "unknown field `x`, expected one of `a`, `b`": " (did you mean `a`?)" when one is close.
-fn suggestion(message: &str) -> String {
-    let Some(rest) = message
-        .split_once("unknown field `")
-        .or_else(|| message.split_once("unknown variant `"))
-        .map(|(_, rest)| rest)
-    else {
-        return String::new();
-    };
-    let Some((word, expected)) = rest.split_once('`') else {
-        return String::new();
-    };
-    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-    closest(word, candidates.iter().copied())
-        .map(|c| format!(" (did you mean `{c}`?)"))
-        .unwrap_or_default()
 }

@@ -14,11 +14,22 @@ use crate::tool::CommandToolConfig;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTactic {
+    // Followed by `Document` before this type is read; declared so that a wrong type is reported.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub(crate) base: Option<String>,
+    #[serde(default)]
+    pub(crate) tactic_type: Option<String>,
     #[serde(default)]
     pub(crate) global: Option<RawAgent>,
-    pub(crate) agent_configs: Vec<RawAgent>,
+    #[serde(default)]
+    pub(crate) agent_configs: Option<Vec<RawAgent>>,
     #[serde(default)]
     pub(crate) steps: Option<serde_yaml::Value>,
+    #[serde(default)]
+    pub(crate) output: Option<String>,
+    #[serde(default)]
+    pub(crate) config: Option<Value>,
 }
 
 /// One agent's keys (also the keys of `global`, which has no `name`).

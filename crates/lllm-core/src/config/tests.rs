@@ -139,14 +139,14 @@ fn hints_a_profile_cannot_send_are_rejected_naming_the_agent() {
     let err = parse_err("agent_configs:\n  - {name: a, model_name: m, system_prompt: s, inference_hints: {priority: 1}}\n");
     assert_eq!(
         err,
-        "t.yaml: agent_configs[0] (a): inference_hints.priority: the `openai` profile cannot send `priority`; profiles that can: dynamo, vllm, sglang"
+        "t.yaml:2:6: agent_configs[0] (a): inference_hints.priority: the `openai` profile cannot send `priority`; profiles that can: dynamo, vllm, sglang"
     );
 }
 
 #[test]
 fn semantic_errors_name_the_field() {
     let cases = [
-        ("agent_configs: []\n", "agent_configs: a tactic needs at least one agent"),
+        ("agent_configs: []\n", "t.yaml:1:1: agent_configs: a tactic needs at least one agent"),
         ("agent_configs: [{model_name: m, system_prompt: s}]\n", "agent_configs[0].name"),
         ("agent_configs: [{name: a, system_prompt: s}]\n", "agent_configs[0] (a).model_name"),
         ("agent_configs: [{name: a, model_name: m}]\n", "agent_configs[0] (a).system_prompt: a system prompt is required"),
@@ -154,7 +154,7 @@ fn semantic_errors_name_the_field() {
         ("agent_configs: [{name: a, model_name: m, system_prompt: s}, {name: a, model_name: m, system_prompt: s}]\n", "already the name of agent_configs[0]"),
         ("global: {name: x}\nagent_configs: [{name: a, model_name: m, system_prompt: s}]\n", "global.name"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${NOPE}\"}}]\n", "agent_configs[0].model_args.api_key: the environment variable `NOPE` is not set"),
-        ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_tokens: \"${NOPE:-x}\"}}]\n", "agent_configs[0] (a): model_args.max_tokens: expected a positive whole number"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_tokens: \"${NOPE:-x}\"}}]\n", "t.yaml:1:73: agent_configs[0] (a).model_args.max_tokens: expected a positive whole number"),
         ("agent_configs: [{name: a, model_name: m, system_prompt_path: ../secrets}]\n", "must stay inside prompts/"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: \"{{ x\"}]\n", "not a valid template"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: [{name: w c, description: d, command: [wc]}]}]\n", "agent_configs[0] (a).tools[0].name: `w c` may only contain"),
@@ -162,7 +162,7 @@ fn semantic_errors_name_the_field() {
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: [{name: w, description: d, command: [wc], parameters: {type: array}}]}]\n", "tools[0].parameters: must be an object schema"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, tools: [{name: w, description: d, command: [wc]}, {name: w, description: e, command: [wc]}]}]\n", "tools[1].name: `w` is already the name of tools[0]"),
         ("agent_configs: [{name: a, model_name: m, system_prompt: s, output_schema: {type: 12}}]\n", "output_schema: is not a valid JSON Schema"),
-        ("agent_configs: [{name: a, model_name: m, system_prompt: s}]\nsteps: []\n", "steps are not supported"),
+        ("agent_configs: [{name: a, model_name: m, system_prompt: s}]\nsteps: []\n", "t.yaml:2:1: steps: a list of steps may not be empty"),
         ("   \n", "the file is empty"),
     ];
     for (text, expected) in cases {

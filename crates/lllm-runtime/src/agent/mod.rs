@@ -233,6 +233,11 @@ impl Agent {
         self.table().active.clone()
     }
 
+    /// Whether a dialog `alias` is open.
+    pub fn has_dialog(&self, alias: &str) -> bool {
+        self.table().position(alias).is_some()
+    }
+
     /// The aliases of the open dialogs, in the order they were opened.
     pub fn aliases(&self) -> Vec<String> {
         self.table().aliases()

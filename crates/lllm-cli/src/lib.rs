@@ -1,0 +1,53 @@
+//! The `lllm` command as a library, so that a program of your own can run YAML tactics whose
+//! `tactic_type:` names a tactic written in Rust:
+//!
+//! ```no_run
+//! use lllm_cli::main_with;
+//! use lllm_runtime::TacticRegistry;
+//!
+//! fn main() -> std::process::ExitCode {
+//!     let mut registry = TacticRegistry::new();
+//!     // registry.register("debate", |spec| Ok(Box::new(MyDebate::from(spec))));
+//!     main_with(registry)
+//! }
+//! ```
+
+mod check;
+mod cli;
+mod exit;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+pub use lllm_runtime::TacticRegistry;
+
+/// Runs the `lllm` command line with these tactic types (see [`TacticRegistry::new`] for the built-in
+/// ones) and returns the exit code: 0 success, 1 the run failed, 2 bad usage or an invalid tactic file.
+pub fn main_with(registry: TacticRegistry) -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let outcome = match cli.command {
+        Command::Run(args) => run::run(args, &registry),
+        Command::Check(args) => check::check(&args, &registry),
+        Command::Schema => check::schema(),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}
+
+/// Diagnostics go to stderr; `LLLM_LOG` (for example `LLLM_LOG=debug`) sets the level, `warn` by default.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LLLM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init()
+        .ok();
+}

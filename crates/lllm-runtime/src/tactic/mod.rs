@@ -1,0 +1,79 @@
+//! Tactics: how a team of agents works on an input. Built in: `chat` (the first agent answers) and
+//! `steps` (the YAML steps: turns, forks, parallel branches). Tactics written in Rust are registered
+//! by name in a [`TacticRegistry`] and chosen with `tactic_type:` in the file.
+
+mod chat;
+mod registry;
+mod steps;
+mod team;
+
+use async_trait::async_trait;
+use lllm_core::{PromptError, PromptVars};
+
+pub use chat::ChatTactic;
+pub use registry::{TacticFactory, TacticRegistry};
+pub use steps::StepsTactic;
+pub use team::{Progress, ProgressEvent, Team};
+
+use crate::agent::AgentError;
+
+/// A way of working: given the team and the input, produce the final answer.
+#[async_trait]
+pub trait Tactic: Send + Sync {
+    /// Runs the tactic. `vars` holds `input` (when there is one) and every `--var`.
+    async fn run(&self, team: &Team, vars: &PromptVars) -> Result<String, TacticError>;
+}
+
+/// A tactic failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TacticError {
+    /// An agent failed (the model call, a dialog operation).
+    #[error("the run failed")]
+    Agent(#[from] AgentError),
+    /// A template of the tactic (a step's `receive`, `output`) could not be rendered.
+    #[error("{at}: cannot render the template")]
+    Template {
+        /// Where the template is (`steps[2].receive`).
+        at: String,
+        /// Why.
+        #[source]
+        source: PromptError,
+    },
+    /// The tactic needs something it was not given (such as an input).
+    #[error("{0}")]
+    Usage(String),
+    /// No tactic of that type is registered.
+    #[error("unknown tactic_type `{name}`; the registered types are: {}", known.join(", "))]
+    UnknownType {
+        /// The type asked for.
+        name: String,
+        /// The registered types.
+        known: Vec<String>,
+    },
+    /// A tactic written in Rust failed for its own reasons.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl TacticError {
+    /// Whether the error is the caller's (bad usage or configuration) rather than the run's.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            TacticError::Template { .. }
+            | TacticError::Usage(_)
+            | TacticError::UnknownType { .. } => true,
+            TacticError::Agent(AgentError::Prompt { .. }) => true,
+            TacticError::Agent(_) | TacticError::Failed(_) => false,
+        }
+    }
+}
+
+/// Renders a tactic's template (named `at` in errors) with the run's variables.
+pub(crate) fn render(template: &str, at: &str, vars: &PromptVars) -> Result<String, TacticError> {
+    lllm_core::Prompt::named(at, template)
+        .render(vars)
+        .map_err(|source| TacticError::Template {
+            at: at.to_owned(),
+            source,
+        })
+}

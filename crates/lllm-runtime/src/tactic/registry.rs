@@ -1,0 +1,81 @@
+//! Tactic types by name.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use lllm_core::config::{CHAT_TACTIC, STEPS_TACTIC};
+use lllm_core::TacticSpec;
+
+use super::{ChatTactic, StepsTactic, Tactic, TacticError};
+
+/// Makes a tactic from a tactic file's spec (its `steps`, `output`, `config`).
+pub type TacticFactory = Arc<dyn Fn(&TacticSpec) -> Result<Box<dyn Tactic>, String> + Send + Sync>;
+
+/// Tactic types by the name `tactic_type:` uses. [`TacticRegistry::new`] has `chat` and `steps`.
+#[derive(Clone)]
+pub struct TacticRegistry {
+    factories: BTreeMap<String, TacticFactory>,
+}
+
+impl std::fmt::Debug for TacticRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TacticRegistry")
+            .field("types", &self.names())
+            .finish()
+    }
+}
+
+impl Default for TacticRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TacticRegistry {
+    /// The built-in types: `chat` and `steps`.
+    pub fn new() -> Self {
+        let mut registry = TacticRegistry {
+            factories: BTreeMap::new(),
+        };
+        registry.register(CHAT_TACTIC, |_| Ok(Box::new(ChatTactic) as Box<dyn Tactic>));
+        registry.register(STEPS_TACTIC, |spec| {
+            Ok(
+                Box::new(StepsTactic::new(spec.steps.clone(), spec.output.clone()))
+                    as Box<dyn Tactic>,
+            )
+        });
+        registry
+    }
+
+    /// Adds (or replaces) the type `name`.
+    pub fn register(
+        &mut self,
+        name: &str,
+        factory: impl Fn(&TacticSpec) -> Result<Box<dyn Tactic>, String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.factories.insert(name.to_owned(), Arc::new(factory));
+        self
+    }
+
+    /// The registered names.
+    pub fn names(&self) -> Vec<String> {
+        self.factories.keys().cloned().collect()
+    }
+
+    /// Whether `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.factories.contains_key(name)
+    }
+
+    /// The tactic for `spec.tactic_type`.
+    pub fn create(&self, spec: &TacticSpec) -> Result<Box<dyn Tactic>, TacticError> {
+        let factory =
+            self.factories
+                .get(&spec.tactic_type)
+                .ok_or_else(|| TacticError::UnknownType {
+                    name: spec.tactic_type.clone(),
+                    known: self.names(),
+                })?;
+        factory(spec).map_err(TacticError::Usage)
+    }
+}

@@ -1,0 +1,144 @@
+//! The `steps` tactic: turns, forks and parallel branches, run as the file describes them.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use futures::future::{try_join_all, BoxFuture, FutureExt};
+use lllm_core::config::{Branch, Step, Turn};
+use lllm_core::PromptVars;
+
+use super::{render, Progress, ProgressEvent, Tactic, TacticError, Team};
+
+/// Runs steps in order; a `parallel` step runs its branches at once (as futures on the caller's task,
+/// not a thread each, so hundreds of dialogs can be in flight).
+#[derive(Debug, Clone)]
+pub struct StepsTactic {
+    steps: Vec<Step>,
+    output: Option<String>,
+}
+
+/// The variables of one run: `input`, `--var`s, and every saved answer.
+struct Run<'a> {
+    team: &'a Team,
+    vars: Mutex<PromptVars>,
+}
+
+impl Run<'_> {
+    fn vars(&self) -> PromptVars {
+        self.vars.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl StepsTactic {
+    /// A tactic running `steps`, answering with `output` (a template) or else the last step's answer.
+    pub fn new(steps: Vec<Step>, output: Option<String>) -> Self {
+        StepsTactic { steps, output }
+    }
+
+    fn sequence<'a>(
+        &'a self,
+        steps: &'a [Step],
+        run: &'a Run<'a>,
+    ) -> BoxFuture<'a, Result<String, TacticError>> {
+        async move {
+            let mut last = String::new();
+            for step in steps {
+                last = self.step(step, run).await?;
+            }
+            Ok(last)
+        }
+        .boxed()
+    }
+
+    fn step<'a>(
+        &'a self,
+        step: &'a Step,
+        run: &'a Run<'a>,
+    ) -> BoxFuture<'a, Result<String, TacticError>> {
+        async move {
+            match step {
+                Step::Turn(turn) => self.turn(turn, run).await,
+                Step::Parallel { branches, .. } => {
+                    let answers = try_join_all(branches.iter().map(|branch| match branch {
+                        Branch::Step(step) => self.step(step, run),
+                        Branch::Sequence { steps, .. } => self.sequence(steps, run),
+                    }))
+                    .await?;
+                    Ok(answers.into_iter().last().unwrap_or_default())
+                }
+            }
+        }
+        .boxed()
+    }
+
+    async fn turn(&self, turn: &Turn, run: &Run<'_>) -> Result<String, TacticError> {
+        let agent = run.team.agent(&turn.agent).ok_or_else(|| {
+            TacticError::Usage(format!("{}: there is no agent `{}`", turn.at, turn.agent))
+        })?;
+        let vars = run.vars();
+        if let Some(parent) = &turn.fork_from {
+            agent.fork(parent, &turn.dialog)?;
+        } else if !agent.has_dialog(&turn.dialog) {
+            agent.open_with(&turn.dialog, &vars)?;
+        }
+        if let Some(template) = &turn.receive {
+            let text = render(template, &format!("{}.receive", turn.at), &vars)?;
+            agent.receive_in(&turn.dialog, text)?;
+        }
+        let progress = |event| Progress {
+            step: &turn.at,
+            agent: &turn.agent,
+            dialog: &turn.dialog,
+            event,
+        };
+        run.team.report(progress(ProgressEvent::Started));
+        let started = Instant::now();
+        let answer = match agent.respond_in(&turn.dialog).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                run.team
+                    .report(progress(ProgressEvent::Failed(started.elapsed())));
+                return Err(error.into());
+            }
+        };
+        run.team
+            .report(progress(ProgressEvent::Finished(started.elapsed())));
+        let text = answer.content.unwrap_or_default();
+        if let Some(name) = &turn.save {
+            run.vars
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(name.clone(), serde_json::Value::from(text.as_str()));
+        }
+        Ok(text)
+    }
+
+    /// The variables after a run, for callers that report them (`--json`).
+    pub async fn run_with_vars(
+        &self,
+        team: &Team,
+        vars: &PromptVars,
+    ) -> Result<(String, PromptVars), TacticError> {
+        let run = Run {
+            team,
+            vars: Mutex::new(vars.clone()),
+        };
+        let last = self.sequence(&self.steps, &run).await?;
+        let vars = run.vars();
+        let answer = match &self.output {
+            Some(template) => render(template, "output", &vars)?,
+            None => last,
+        };
+        Ok((answer, vars))
+    }
+}
+
+#[async_trait]
+impl Tactic for StepsTactic {
+    async fn run(&self, team: &Team, vars: &PromptVars) -> Result<String, TacticError> {
+        self.run_with_vars(team, vars)
+            .await
+            .map(|(answer, _)| answer)
+    }
+}
