@@ -11,14 +11,10 @@ use crate::exit::{failed, usage, Failure};
 
 pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
-    if !registry.contains(&spec.tactic_type) {
-        return Err(usage(anyhow!(
-            "{}: tactic_type `{}` is not registered; the known types are: {}",
-            args.tactic.display(),
-            spec.tactic_type,
-            registry.names().join(", ")
-        )));
-    }
+    // Building the tactic checks its `config:` as the run would.
+    registry
+        .create(&spec)
+        .map_err(|e| usage(anyhow!("{}: {e}", args.tactic.display())))?;
     let agents: Vec<String> = spec
         .agents
         .iter()

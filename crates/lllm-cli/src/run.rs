@@ -4,8 +4,9 @@ use std::io::{BufRead, IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context};
-use lllm_runtime::config::CHAT_TACTIC;
-use lllm_runtime::tactic::{Progress, ProgressEvent};
+use lllm_runtime::config::{is_variable_name, CHAT_TACTIC};
+use lllm_runtime::tactic::{preflight, Progress, ProgressEvent};
+use lllm_runtime::TacticError;
 use lllm_runtime::{
     load_tactic, Agent, AgentError, DialogTree, DryRunInvoker, Invoker, Message, OpenAiInvoker,
     PreparedRequest, PromptVars, RespondOptions, StreamEvent, TacticRegistry, TacticSpec, Team,
@@ -33,7 +34,9 @@ struct Output {
 pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     let mut vars = parse_vars(&args.vars).map_err(usage)?;
-    let is_chat = spec.tactic_type == CHAT_TACTIC;
+    // The terminal chat (streaming, interactive) runs the built-in `chat`; a registered replacement
+    // runs like any other tactic.
+    let is_chat = spec.tactic_type == CHAT_TACTIC && registry.is_builtin(CHAT_TACTIC);
     let mut input = match args.input.clone() {
         Some(text) => Some(text),
         None if !std::io::stdin().is_terminal() => Some(read_stdin().map_err(usage)?),
@@ -50,6 +53,9 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     }
     if let Some(text) = &input {
         vars.insert("input".into(), Value::from(text.as_str()));
+    }
+    if !is_chat {
+        preflight(&spec, &vars).map_err(|e| usage(explain_missing_input(e, input.is_none())))?;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -106,6 +112,13 @@ async fn run_tactic(
                 ),
                 ProgressEvent::Failed(took) => eprintln!(
                     "{at:6.1}s ✗ {} {}/{} ({:.1}s)",
+                    p.step,
+                    p.agent,
+                    p.dialog,
+                    took.as_secs_f64()
+                ),
+                ProgressEvent::Cancelled(took) => eprintln!(
+                    "{at:6.1}s – {} {}/{} stopped ({:.1}s)",
                     p.step,
                     p.agent,
                     p.dialog,
@@ -171,6 +184,22 @@ fn dialog_usage(tree: &DialogTree) -> Value {
         .into()
 }
 
+/// A tactic that uses `{{ input }}` run without one gets a hint about `--input`, not about `--var`.
+fn explain_missing_input(error: TacticError, no_input: bool) -> anyhow::Error {
+    let wants_input = matches!(
+        &error,
+        TacticError::Template {
+            problem: lllm_runtime::PromptError::MissingVariable { variables, .. },
+            ..
+        } if variables.iter().any(|v| v == "input")
+    );
+    if wants_input && no_input {
+        anyhow!("this tactic uses `{{{{ input }}}}`: pass --input TEXT or pipe the input on standard input")
+    } else {
+        error.into()
+    }
+}
+
 /// Builds the invoker: the real one, or a dry run printing each request as a JSON line on stdout.
 fn invoker(dry_run: bool) -> Arc<dyn Invoker> {
     let real = OpenAiInvoker::new();
@@ -194,10 +223,7 @@ fn parse_vars(raw: &[String]) -> anyhow::Result<PromptVars> {
         let (key, value) = item
             .split_once('=')
             .ok_or_else(|| anyhow!("--var `{item}` must be KEY=VALUE"))?;
-        let valid = !key.is_empty()
-            && !key.starts_with(|c: char| c.is_ascii_digit())
-            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
+        if !is_variable_name(key) {
             return Err(anyhow!(
                 "--var `{item}`: `{key}` is not a variable name (letters, digits and _, not starting with a digit)"
             ));

@@ -625,7 +625,7 @@ async fn check_reports_invalid_steps_with_their_line() {
     let out = run(&["check", path_str(&custom)], None, &[]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr)
-        .contains("tactic_type `debate` is not registered; the known types are: chat, steps"));
+        .contains("unknown tactic_type `debate`; the registered types are: chat, steps"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -635,4 +635,41 @@ async fn schema_prints_the_json_schema() {
     let schema: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(schema["title"], "lllm tactic");
     assert!(schema["definitions"]["turn"]["properties"]["fork_from"].is_object());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_variables_are_reported_before_any_model_call() {
+    let server = StubServer::start().await.expect("server");
+    let dir = TempDir::new("preflight");
+    let head = format!(
+        "global: {{model_name: m, model_args: {{api_base: \"{}\"}}}}\nagent_configs: [{{name: a, system_prompt: s}}]\nsteps:\n",
+        server.base_url()
+    );
+    let uses_input = dir.write(
+        "input.yaml",
+        format!("{head}  - {{agent: a, receive: first}}\n  - {{agent: a, receive: \"{{{{ input }}}}\"}}\n").as_bytes(),
+    );
+    let out = run(&["run", path_str(&uses_input)], Some(b""), &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("pass --input TEXT"),
+        "{}",
+        text(&out.stderr)
+    );
+    let unknown = dir.write(
+        "output.yaml",
+        format!("{head}  - {{agent: a, receive: hi, save: greeting}}\noutput: \"{{{{ greeting }}}} {{{{ nothing }}}}\"\n").as_bytes(),
+    );
+    let out = run(&["run", path_str(&unknown), "--input", "x"], None, &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("output") && err.contains("`nothing`"), "{err}");
+    let bad_receive = dir.write(
+        "receive.yaml",
+        format!("{head}  - {{agent: a, receive: \"{{{{ topic }}}}\"}}\n").as_bytes(),
+    );
+    let out = run(&["run", path_str(&bad_receive), "--input", "x"], None, &[]).await;
+    let err = text(&out.stderr);
+    assert!(err.contains("receive.yaml:4:16: steps[0].receive"), "{err}");
+    assert!(server.requests().is_empty(), "no request was sent");
 }

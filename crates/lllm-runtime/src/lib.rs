@@ -44,7 +44,7 @@ pub use invoker::{
 pub use lllm_core::{
     config, load_tactic, report, AgentSpec, ConfigError, Dialog, DialogId, DialogTree, ForkSession,
     HintsError, InferenceHints, InferenceHintsBuilder, Message, ModelArgs, Profile, Prompt,
-    PromptVars, RequestFields, Role, TacticSpec, Usage,
+    PromptError, PromptVars, RequestFields, Role, TacticSpec, Usage,
 };
 pub use retry::RetryPolicy;
 pub use tactic::{Tactic, TacticError, TacticRegistry, Team};

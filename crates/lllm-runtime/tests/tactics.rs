@@ -289,3 +289,115 @@ async fn tactics_written_in_rust_are_registered_by_name_and_read_their_config() 
     let err = registry.create(&spec).err().expect("bad config");
     assert_eq!(err.to_string(), "config.separator is required");
 }
+
+#[tokio::test]
+async fn two_hundred_parallel_subagents_are_all_in_flight_at_once() {
+    let server = StubServer::start().await.expect("server");
+    let branches: String = (0..200)
+        .map(|i| {
+            format!(
+                "      - {{agent: planner, dialog: sub{i}, fork_from: main, receive: part {i}}}\n"
+            )
+        })
+        .collect();
+    let spec = tactic(
+        &server,
+        &format!("steps:\n  - {{agent: planner, receive: lead}}\n  - parallel:\n{branches}"),
+    );
+    server.push(StubReply::text("lead"));
+    for _ in 0..200 {
+        server.push(StubReply::text("done").delay(Duration::from_millis(400)));
+    }
+    let team = team(&spec);
+    let started = std::time::Instant::now();
+    StepsTactic::new(spec.steps.clone(), None)
+        .run(&team, &PromptVars::new())
+        .await
+        .expect("runs");
+    let elapsed = started.elapsed();
+    assert_eq!(server.requests().len(), 201);
+    assert!(
+        elapsed < Duration::from_secs(3),
+        "200 × 400 ms took {elapsed:?}: not concurrent"
+    );
+    let planner = team.agent("planner").expect("planner");
+    assert_eq!(planner.aliases().len(), 201);
+    let lead = planner.dialog_id("main").expect("main").to_string();
+    assert!(server.requests()[1..]
+        .iter()
+        .all(|r| r.header("x-dynamo-parent-session-id") == Some(lead.as_str())));
+}
+
+#[tokio::test]
+async fn a_failing_branch_stops_its_siblings_and_leaves_their_dialogs_clean() {
+    let server = StubServer::start().await.expect("server");
+    let spec = tactic(
+        &server,
+        "steps:
+  - {agent: planner, receive: lead}
+  - parallel:
+      - {agent: planner, dialog: slow, fork_from: main, receive: take your time}
+      - {agent: critic, receive: fail fast}
+",
+    );
+    server.push(StubReply::text("lead answer"));
+    // The slow branch is sent first and waits; the critic's request gets a 400 (not retried).
+    server.push(StubReply::text("too late").delay(Duration::from_secs(3)));
+    server.push(StubReply::error(400, "bad request"));
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let team = team(&spec).on_progress(move |p| {
+        let kind = match p.event {
+            ProgressEvent::Started => "started",
+            ProgressEvent::Finished(_) => "finished",
+            ProgressEvent::Failed(_) => "failed",
+            ProgressEvent::Cancelled(_) => "cancelled",
+        };
+        seen.lock()
+            .expect("lock")
+            .push(format!("{} {kind}", p.dialog));
+    });
+    let started = std::time::Instant::now();
+    let err = StepsTactic::new(spec.steps.clone(), None)
+        .run(&team, &PromptVars::new())
+        .await
+        .expect_err("the critic fails");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "did not wait for the slow branch"
+    );
+    assert!(
+        lllm_runtime::report::full_message(&err).contains("HTTP 400"),
+        "{err}"
+    );
+    let mut events = events.lock().expect("lock").clone();
+    events.sort();
+    assert_eq!(
+        events,
+        [
+            "main failed",
+            "main finished",
+            "main started",
+            "main started",
+            "slow cancelled",
+            "slow started"
+        ]
+    );
+    let planner = team.agent("planner").expect("planner");
+    assert_eq!(
+        planner.dialog("slow").expect("slow").len(),
+        3,
+        "no unanswered message left"
+    );
+    planner
+        .receive_in("slow", "still usable")
+        .expect("not busy");
+    assert_eq!(
+        team.agent("critic")
+            .expect("critic")
+            .dialog("main")
+            .expect("main")
+            .len(),
+        1
+    );
+}

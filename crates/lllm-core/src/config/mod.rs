@@ -22,7 +22,7 @@ mod tests_steps;
 use std::path::{Path, PathBuf};
 
 pub use error::{ConfigError, Position};
-pub use steps::{Branch, Step, Turn, DEFAULT_DIALOG};
+pub use steps::{is_variable_name, Branch, Step, Turn, DEFAULT_DIALOG};
 
 /// The JSON Schema of the tactic format (what `lllm schema` prints).
 pub const TACTIC_SCHEMA: &str = include_str!("tactic.schema.json");
@@ -138,16 +138,27 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    /// An error about `field` (a path such as `agent_configs[1] (critic).model_name`), at the line that
-    /// holds it when the document says.
-    fn fail(&self, field: &str, message: &str) -> ConfigError {
-        match self.positions.get(&plain_path(field)) {
+    /// An error about the field at `path` (such as `steps[2].agent`), at the line that holds it when
+    /// the document says.
+    fn fail(&self, path: &str, message: &str) -> ConfigError {
+        self.fail_in(
+            &Section {
+                path: path.to_owned(),
+                label: path.to_owned(),
+            },
+            message,
+        )
+    }
+
+    /// Like [`fail`](Self::fail), naming the field with its label (`agent_configs[1] (critic).model_name`).
+    fn fail_in(&self, at: &Section, message: &str) -> ConfigError {
+        match self.positions.get(&at.path) {
             Some((file, position)) => ConfigError::At {
                 path: file.to_owned(),
                 position,
-                message: format!("{field}: {message}"),
+                message: format!("{}: {message}", at.label),
             },
-            None => self.fail(field, message),
+            None => field_error(self.path, &at.label, message),
         }
     }
 
@@ -189,14 +200,27 @@ impl Loader<'_> {
                 ));
             }
             self.expand_env(&mut agent, &section)?;
-            let section = format!("{section} ({name})");
+            let section = Section {
+                label: format!("{section} ({name})"),
+                path: section,
+            };
             agents.push(self.agent(name, agent.over(&global), &section)?);
         }
         let names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
         let steps = match &raw.steps {
             Some(value) => {
-                let steps = steps::parse_steps(value, "steps")
+                let mut steps = steps::parse_steps(value, "steps")
                     .map_err(|(field, message)| self.fail(&field, &message))?;
+                steps::for_each_turn_mut(&mut steps, &mut |turn| {
+                    let at = match turn.receive {
+                        Some(_) => format!("{}.receive", turn.at),
+                        None => turn.at.clone(),
+                    };
+                    turn.location = self
+                        .positions
+                        .get(&at)
+                        .map(|(file, position)| format!("{}:{position}", file.display()));
+                });
                 check::check_steps(&steps, &names, raw.output.as_deref())
                     .map_err(|(field, message)| self.fail(&field, &message))?;
                 steps
@@ -254,12 +278,18 @@ impl Loader<'_> {
         }
     }
 
-    fn agent(&self, name: String, raw: RawAgent, section: &str) -> Result<AgentSpec, ConfigError> {
-        let err = |field: &str, message: &str| self.fail(&format!("{section}.{field}"), message);
+    fn agent(
+        &self,
+        name: String,
+        raw: RawAgent,
+        section: &Section,
+    ) -> Result<AgentSpec, ConfigError> {
+        let err = |field: &str, message: &str| self.fail_in(&section.field(field), message);
         let mut tools = self.tools(raw.tools.clone().unwrap_or_default(), section)?;
-        let tactic_dir = self.path.parent().unwrap_or_else(|| Path::new("."));
+        // Relative paths are relative to the file that wrote them, which may be a base file.
+        let tools_dir = self.source_dir(&[section.field("tools").path, "global.tools".into()]);
         for tool in &mut tools {
-            tool.working_dir = Some(tactic_dir.to_owned());
+            tool.working_dir = Some(tools_dir.clone());
         }
         if let Some(schema) = &raw.output_schema {
             if let Some(problem) = output_schema_problem(schema) {
@@ -279,20 +309,30 @@ impl Loader<'_> {
             })?;
         let system_prompt = match raw.prompt_source() {
             Ok(PromptSource::Inline(text)) => Prompt::named(format!("{name}.system_prompt"), text),
-            Ok(PromptSource::Path(p)) => Prompt::load(&p, &self.prompt_dirs())
-                .map_err(|e| err("system_prompt_path", &full_message(&e)))?,
+            Ok(PromptSource::Path(p)) => {
+                let dir = self.source_dir(&[
+                    section.field("system_prompt_path").path,
+                    "global.system_prompt_path".into(),
+                ]);
+                Prompt::load(&p, &self.prompt_dirs(&dir))
+            }
+            .map_err(|e| err("system_prompt_path", &full_message(&e)))?,
             Err(message) => return Err(err("system_prompt", message)),
         };
         system_prompt
             .validate()
             .map_err(|e| err("system_prompt", &e.to_string()))?;
-        let model_args = ModelArgs::from_json(raw.model_args.unwrap_or_default())
-            .map_err(|e| self.fail(&format!("{section}.model_args.{}", e.field), &e.message))?;
+        let model_args = ModelArgs::from_json(raw.model_args.unwrap_or_default()).map_err(|e| {
+            self.fail_in(
+                &section.field(&format!("model_args.{}", e.field)),
+                &e.message,
+            )
+        })?;
         let inference_hints = raw
             .inference_hints
             .map(|h| h.build())
             .transpose()
-            .map_err(|e| self.fail(section, &e.to_string()))?;
+            .map_err(|e| self.fail_in(section, &e.to_string()))?;
         Ok(AgentSpec {
             name,
             model,
@@ -314,17 +354,17 @@ impl Loader<'_> {
     fn tools(
         &self,
         tools: Vec<CommandToolConfig>,
-        section: &str,
+        section: &Section,
     ) -> Result<Vec<CommandToolConfig>, ConfigError> {
         for (i, tool) in tools.iter().enumerate() {
-            let at = |field: &str| format!("{section}.tools[{i}].{field}");
+            let at = |field: &str| section.field(&format!("tools[{i}].{field}"));
             if let Err((field, message)) = tool.validate() {
-                return Err(self.fail(&at(&field), &message));
+                return Err(self.fail_in(&at(&field), &message));
             }
             Schema::compile(&tool.parameters)
-                .map_err(|problem| self.fail(&at("parameters"), &problem))?;
+                .map_err(|problem| self.fail_in(&at("parameters"), &problem))?;
             if let Some(first) = tools[..i].iter().position(|t| t.name == tool.name) {
-                return Err(self.fail(
+                return Err(self.fail_in(
                     &at("name"),
                     &format!(
                         "`{}` is already the name of tools[{first}]; tool names must be unique",
@@ -349,40 +389,43 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// `prompts/` next to the tactic file, then the working directory's `prompts/`.
-    fn prompt_dirs(&self) -> Vec<PathBuf> {
-        let beside = self
-            .path
-            .parent()
-            .unwrap_or_else(|| Path::new("."))
-            .join("prompts");
-        let mut dirs = vec![beside];
-        if let Ok(cwd) = std::env::current_dir() {
-            let here = cwd.join("prompts");
-            if !dirs.contains(&here) {
-                dirs.push(here);
+    /// The folder of the file that holds the first of `paths` (a base file, or this one).
+    fn source_dir(&self, paths: &[String]) -> PathBuf {
+        let file = paths
+            .iter()
+            .find_map(|p| self.positions.file_of(p))
+            .unwrap_or(self.path);
+        file.parent().unwrap_or_else(|| Path::new(".")).to_owned()
+    }
+
+    /// `prompts/` beside the file that names the prompt, beside the tactic file, then in the working
+    /// directory.
+    fn prompt_dirs(&self, source: &Path) -> Vec<PathBuf> {
+        let mut dirs = vec![source.join("prompts")];
+        let tactic_dir = self.path.parent().unwrap_or_else(|| Path::new("."));
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        for dir in [tactic_dir.join("prompts"), cwd.join("prompts")] {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
             }
         }
         dirs
     }
 }
 
-/// `agent_configs[1] (critic).model_name` → `agent_configs[1].model_name`: the labels name agents for
-/// people; the position index knows only paths.
-fn plain_path(label: &str) -> String {
-    let mut out = String::with_capacity(label.len());
-    let mut rest = label;
-    while let Some(start) = rest.find(" (") {
-        out.push_str(&rest[..start]);
-        match rest[start..].find(')') {
-            Some(end) => rest = &rest[start + end + 1..],
-            None => {
-                rest = "";
-            }
+/// A field's path (for its position) and its label (for people: agents are named).
+struct Section {
+    path: String,
+    label: String,
+}
+
+impl Section {
+    fn field(&self, field: &str) -> Section {
+        Section {
+            path: format!("{}.{field}", self.path),
+            label: format!("{}.{field}", self.label),
         }
     }
-    out.push_str(rest);
-    out
 }
 
 fn field_error(path: &Path, field: &str, message: &str) -> ConfigError {

@@ -44,6 +44,11 @@ impl Positions {
         }
     }
 
+    /// The file that holds `path` itself (no fallback to an ancestor).
+    pub(crate) fn file_of(&self, path: &str) -> Option<&Path> {
+        self.nodes.get(path).map(|(file, _, _)| file.as_path())
+    }
+
     /// These positions (a base document's) with `child`'s over them: where the child replaces a list or
     /// a value, nothing below it is kept from the base.
     pub(crate) fn overlay(mut self, child: Positions) -> Positions {

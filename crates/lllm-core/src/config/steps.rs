@@ -7,8 +7,6 @@ use crate::suggest::closest;
 /// The dialog a turn uses when it names none.
 pub const DEFAULT_DIALOG: &str = "main";
 
-/// Keys of a turn step.
-const TURN_KEYS: [&str; 5] = ["agent", "dialog", "receive", "save", "fork_from"];
 /// Keys any step item may have (for suggestions).
 const STEP_KEYS: [&str; 7] = [
     "agent",
@@ -63,6 +61,9 @@ pub struct Turn {
     pub fork_from: Option<String>,
     /// Field path, for messages (`steps[1].parallel[0]`).
     pub at: String,
+    /// Where the step's `receive` (else the step) is written, such as `t.yaml:12:16`, when known: errors
+    /// found while running name it too.
+    pub location: Option<String>,
 }
 
 impl Step {
@@ -85,6 +86,23 @@ impl Step {
                     Branch::Sequence { steps, .. } => steps.iter().flat_map(Step::turns).collect(),
                 })
                 .collect(),
+        }
+    }
+}
+
+/// Calls `f` on every turn of `steps`, nested ones included.
+pub(crate) fn for_each_turn_mut(steps: &mut [Step], f: &mut dyn FnMut(&mut Turn)) {
+    for step in steps {
+        match step {
+            Step::Turn(turn) => f(turn),
+            Step::Parallel { branches, .. } => {
+                for branch in branches {
+                    match branch {
+                        Branch::Step(step) => for_each_turn_mut(std::slice::from_mut(step), f),
+                        Branch::Sequence { steps, .. } => for_each_turn_mut(steps, f),
+                    }
+                }
+            }
         }
     }
 }
@@ -137,7 +155,6 @@ fn parse_step(value: &Value, at: &str) -> Result<Step, PathError> {
             }
         });
     }
-    check_keys(map, at, &TURN_KEYS)?;
     let agent = string(map, at, "agent")?.ok_or_else(|| {
         (
             at.to_owned(),
@@ -167,6 +184,7 @@ fn parse_step(value: &Value, at: &str) -> Result<Step, PathError> {
         save,
         fork_from: string(map, at, "fork_from")?,
         at: at.to_owned(),
+        location: None,
     }))
 }
 
@@ -262,8 +280,8 @@ fn string(map: &Mapping, at: &str, key: &str) -> Result<Option<String>, PathErro
     }
 }
 
-/// Whether `name` can be a template variable.
-pub(crate) fn is_variable_name(name: &str) -> bool {
+/// Whether `name` can be a template variable (letters, digits and `_`, not starting with a digit).
+pub fn is_variable_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')

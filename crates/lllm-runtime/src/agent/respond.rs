@@ -59,6 +59,7 @@ pub enum StreamEvent<'a> {
 pub struct RespondOptions {
     tools: Option<Vec<std::sync::Arc<dyn Tool>>>,
     output_schema: Option<(String, Value)>,
+    message: Option<String>,
 }
 
 impl RespondOptions {
@@ -70,6 +71,13 @@ impl RespondOptions {
     /// Offer these tools instead of the agent's (an empty list offers none).
     pub fn tools(mut self, tools: Vec<std::sync::Arc<dyn Tool>>) -> Self {
         self.tools = Some(tools);
+        self
+    }
+
+    /// Receive this user message as part of the respond: it enters the dialog together with the
+    /// answer, so a failed or cancelled respond leaves no unanswered message behind.
+    pub fn message(mut self, text: impl Into<String>) -> Self {
+        self.message = Some(text.into());
         self
     }
 
@@ -158,6 +166,9 @@ impl Agent {
     ) -> Result<Message, AgentError> {
         let (mut work, _busy) = self.begin(alias)?;
         let asked_len = work.len();
+        if let Some(text) = &options.message {
+            work.push(Message::user(text.clone()));
+        }
         let override_box;
         let toolbox = match &options.tools {
             Some(tools) => {

@@ -8,7 +8,8 @@ mod steps;
 mod team;
 
 use async_trait::async_trait;
-use lllm_core::{PromptError, PromptVars};
+use lllm_core::config::{Step, Turn};
+use lllm_core::{PromptError, PromptVars, TacticSpec};
 
 pub use chat::ChatTactic;
 pub use registry::{TacticFactory, TacticRegistry};
@@ -30,14 +31,14 @@ pub enum TacticError {
     /// An agent failed (the model call, a dialog operation).
     #[error("the run failed")]
     Agent(#[from] AgentError),
-    /// A template of the tactic (a step's `receive`, `output`) could not be rendered.
-    #[error("{at}: cannot render the template")]
+    /// A template of the tactic (a step's `receive`, `output`) could not be rendered; the message
+    /// names it by `at`.
+    #[error("{problem}")]
     Template {
-        /// Where the template is (`steps[2].receive`).
+        /// Where the template is (`t.yaml:12:16: steps[2].receive`).
         at: String,
-        /// Why.
-        #[source]
-        source: PromptError,
+        /// Why (its message names the template by `at`).
+        problem: PromptError,
     },
     /// The tactic needs something it was not given (such as an input).
     #[error("{0}")]
@@ -68,12 +69,41 @@ impl TacticError {
     }
 }
 
+/// Renders every template of `spec` (system prompts, each step's `receive`, `output`) with `vars` and
+/// a stand-in for every answer a step saves, so that a missing variable is reported before any model
+/// call is spent.
+pub fn preflight(spec: &TacticSpec, vars: &PromptVars) -> Result<(), TacticError> {
+    let mut known = vars.clone();
+    let turns: Vec<&Turn> = spec.steps.iter().flat_map(Step::turns).collect();
+    for name in turns.iter().filter_map(|t| t.save.as_ref()) {
+        known.entry(name.clone()).or_insert_with(|| "".into());
+    }
+    for agent in &spec.agents {
+        agent
+            .system_prompt
+            .render(&known)
+            .map_err(|problem| TacticError::Template {
+                at: format!("agent `{}`: system prompt", agent.name),
+                problem,
+            })?;
+    }
+    for turn in turns {
+        if let Some(template) = &turn.receive {
+            render(template, &steps::receive_at(turn), &known)?;
+        }
+    }
+    if let Some(template) = &spec.output {
+        render(template, "output", &known)?;
+    }
+    Ok(())
+}
+
 /// Renders a tactic's template (named `at` in errors) with the run's variables.
 pub(crate) fn render(template: &str, at: &str, vars: &PromptVars) -> Result<String, TacticError> {
     lllm_core::Prompt::named(at, template)
         .render(vars)
-        .map_err(|source| TacticError::Template {
+        .map_err(|problem| TacticError::Template {
             at: at.to_owned(),
-            source,
+            problem,
         })
 }

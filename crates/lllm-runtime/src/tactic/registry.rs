@@ -14,7 +14,8 @@ pub type TacticFactory = Arc<dyn Fn(&TacticSpec) -> Result<Box<dyn Tactic>, Stri
 /// Tactic types by the name `tactic_type:` uses. [`TacticRegistry::new`] has `chat` and `steps`.
 #[derive(Clone)]
 pub struct TacticRegistry {
-    factories: BTreeMap<String, TacticFactory>,
+    /// Each factory, and whether it is the built-in one of its name.
+    factories: BTreeMap<String, (TacticFactory, bool)>,
 }
 
 impl std::fmt::Debug for TacticRegistry {
@@ -44,6 +45,9 @@ impl TacticRegistry {
                     as Box<dyn Tactic>,
             )
         });
+        for (_, builtin) in registry.factories.values_mut() {
+            *builtin = true;
+        }
         registry
     }
 
@@ -53,8 +57,18 @@ impl TacticRegistry {
         name: &str,
         factory: impl Fn(&TacticSpec) -> Result<Box<dyn Tactic>, String> + Send + Sync + 'static,
     ) -> &mut Self {
-        self.factories.insert(name.to_owned(), Arc::new(factory));
+        self.factories
+            .insert(name.to_owned(), (Arc::new(factory), false));
         self
+    }
+
+    /// Whether `name` is still the built-in tactic of that name (not replaced by [`register`]).
+    ///
+    /// [`register`]: Self::register
+    pub fn is_builtin(&self, name: &str) -> bool {
+        self.factories
+            .get(name)
+            .is_some_and(|(_, builtin)| *builtin)
     }
 
     /// The registered names.
@@ -69,7 +83,7 @@ impl TacticRegistry {
 
     /// The tactic for `spec.tactic_type`.
     pub fn create(&self, spec: &TacticSpec) -> Result<Box<dyn Tactic>, TacticError> {
-        let factory =
+        let (factory, _) =
             self.factories
                 .get(&spec.tactic_type)
                 .ok_or_else(|| TacticError::UnknownType {

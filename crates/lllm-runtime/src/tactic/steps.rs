@@ -9,9 +9,53 @@ use lllm_core::config::{Branch, Step, Turn};
 use lllm_core::PromptVars;
 
 use super::{render, Progress, ProgressEvent, Tactic, TacticError, Team};
+use crate::agent::RespondOptions;
+
+/// Reports how a step ended, also when it never got to: a branch dropped because a sibling failed
+/// reports `Cancelled`.
+struct StepWatch<'a> {
+    team: &'a Team,
+    turn: &'a Turn,
+    started: Instant,
+    outcome: Option<ProgressEvent>,
+}
+
+impl StepWatch<'_> {
+    fn progress(&self, event: ProgressEvent) -> Progress<'_> {
+        Progress {
+            step: &self.turn.at,
+            agent: &self.turn.agent,
+            dialog: &self.turn.dialog,
+            event,
+        }
+    }
+}
+
+impl Drop for StepWatch<'_> {
+    fn drop(&mut self) {
+        let event = self
+            .outcome
+            .unwrap_or(ProgressEvent::Cancelled(self.started.elapsed()));
+        self.team.report(self.progress(event));
+    }
+}
+
+/// `t.yaml:12:5: steps[1].receive`, or the path alone when the file position is unknown.
+pub(crate) fn receive_at(turn: &Turn) -> String {
+    match &turn.location {
+        Some(location) => format!("{location}: {}.receive", turn.at),
+        None => format!("{}.receive", turn.at),
+    }
+}
 
 /// Runs steps in order; a `parallel` step runs its branches at once (as futures on the caller's task,
-/// not a thread each, so hundreds of dialogs can be in flight).
+/// not a thread each, so hundreds of dialogs can be in flight). When a branch fails, its siblings are
+/// stopped; a stopped step leaves its dialog as it was.
+///
+/// The answer is the `output` template rendered with every variable, or else the last step's answer
+/// (for a final `parallel` step, the last branch's in file order).
+///
+/// A run opens and forks the dialogs it names, so a [`Team`] serves one run of a steps tactic.
 #[derive(Debug, Clone)]
 pub struct StepsTactic {
     steps: Vec<Step>,
@@ -77,33 +121,30 @@ impl StepsTactic {
             TacticError::Usage(format!("{}: there is no agent `{}`", turn.at, turn.agent))
         })?;
         let vars = run.vars();
+        let mut options = RespondOptions::new();
+        if let Some(template) = &turn.receive {
+            options = options.message(render(template, &receive_at(turn), &vars)?);
+        }
         if let Some(parent) = &turn.fork_from {
             agent.fork(parent, &turn.dialog)?;
         } else if !agent.has_dialog(&turn.dialog) {
             agent.open_with(&turn.dialog, &vars)?;
         }
-        if let Some(template) = &turn.receive {
-            let text = render(template, &format!("{}.receive", turn.at), &vars)?;
-            agent.receive_in(&turn.dialog, text)?;
-        }
-        let progress = |event| Progress {
-            step: &turn.at,
-            agent: &turn.agent,
-            dialog: &turn.dialog,
-            event,
+        let mut watch = StepWatch {
+            team: run.team,
+            turn,
+            started: Instant::now(),
+            outcome: None,
         };
-        run.team.report(progress(ProgressEvent::Started));
-        let started = Instant::now();
-        let answer = match agent.respond_in(&turn.dialog).await {
-            Ok(answer) => answer,
-            Err(error) => {
-                run.team
-                    .report(progress(ProgressEvent::Failed(started.elapsed())));
-                return Err(error.into());
-            }
-        };
-        run.team
-            .report(progress(ProgressEvent::Finished(started.elapsed())));
+        run.team.report(watch.progress(ProgressEvent::Started));
+        let answer = agent.respond_with(&turn.dialog, &options).await;
+        let took = watch.started.elapsed();
+        watch.outcome = Some(match &answer {
+            Ok(_) => ProgressEvent::Finished(took),
+            Err(_) => ProgressEvent::Failed(took),
+        });
+        drop(watch);
+        let answer = answer?;
         let text = answer.content.unwrap_or_default();
         if let Some(name) = &turn.save {
             run.vars

@@ -17,6 +17,8 @@ pub enum ProgressEvent {
     Finished(Duration),
     /// The step failed after this long.
     Failed(Duration),
+    /// The step was stopped after this long because another branch failed.
+    Cancelled(Duration),
 }
 
 /// A step's progress: where it is in the file, which agent and dialog.
