@@ -1,0 +1,258 @@
+//! Against the real NVIDIA Dynamo router (frontend + KV router + simulated engines), started by
+//! `scripts/test.sh`, which sets `LLLM_DYNAMO_URL` (the API base) and `LLLM_DYNAMO_LOG` (the frontend
+//! log, which says which worker served each request). Without them the tests say so and do nothing;
+//! the README's test command always sets them.
+//!
+//! They show that Dynamo accepts every request lllm sends with the dynamo profile (forks, parallel
+//! subagents, strict_priority, osl, speculative_prefill, finish), that with session headers every dialog
+//! stays on one worker, and that later turns are served partly from the prefix cache.
+#![allow(clippy::print_stderr)]
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use lllm_runtime::config::parse_tactic;
+use lllm_runtime::{
+    ChatRequest, ChatResponse, Delta, InvokeError, Invoker, OpenAiInvoker, PromptVars,
+    ServerDefaults, TacticRegistry, Team,
+};
+
+/// The Dynamo under test, or `None` (with a note) when the suite runs without one.
+fn dynamo() -> Option<(String, String)> {
+    match (
+        std::env::var("LLLM_DYNAMO_URL"),
+        std::env::var("LLLM_DYNAMO_LOG"),
+    ) {
+        (Ok(url), Ok(log)) => Some((url, log)),
+        _ => {
+            eprintln!("LLLM_DYNAMO_URL / LLLM_DYNAMO_LOG not set: run scripts/test.sh, which starts Dynamo");
+            None
+        }
+    }
+}
+
+/// One call as the test saw it: the session it carried and the server's id for the answer.
+#[derive(Debug, Clone)]
+struct Seen {
+    session: String,
+    response_id: String,
+    prompt_tokens: u64,
+    cached_tokens: u64,
+}
+
+/// Sends through the real invoker and remembers each call's session and response id.
+#[derive(Debug)]
+struct Watching {
+    inner: OpenAiInvoker,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Watching {
+    fn record(&self, request: &ChatRequest, response: &ChatResponse) {
+        let usage = response.message.usage.unwrap_or_default();
+        self.seen.lock().expect("lock").push(Seen {
+            session: request
+                .hint_fields
+                .header("x-dynamo-session-id")
+                .unwrap_or("")
+                .to_owned(),
+            response_id: response.id.clone().unwrap_or_default(),
+            prompt_tokens: usage.prompt_tokens,
+            cached_tokens: usage.cached_tokens.unwrap_or(0),
+        });
+    }
+}
+
+#[async_trait]
+impl Invoker for Watching {
+    async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
+        let response = self.inner.invoke(request).await?;
+        self.record(request, &response);
+        Ok(response)
+    }
+
+    async fn invoke_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
+    ) -> Result<ChatResponse, InvokeError> {
+        let response = self.inner.invoke_stream(request, on_delta).await?;
+        self.record(request, &response);
+        Ok(response)
+    }
+}
+
+/// Which worker served each request: `request completed request_id=<id> ... decode_worker_id=<worker>`.
+fn workers(log: &str) -> HashMap<String, String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|line| line.contains("service::metrics") && line.contains("request completed"))
+        .filter_map(|line| {
+            let clean: String = strip_ansi(line);
+            let id = field(&clean, "request_id=")?;
+            let worker = field(&clean, "decode_worker_id=")?;
+            Some((id.to_owned(), worker.to_owned()))
+        })
+        .collect()
+}
+
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(key)? + key.len();
+    line[start..].split_whitespace().next()
+}
+
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+const TACTIC: &str = "
+global:
+  model_name: dynamo/tiny
+  model_args: {api_base: \"${LLLM_DYNAMO_URL}\", max_tokens: 16}
+  inference_hints: {profile: dynamo, session_prefix: suite, priority: 5, strict_priority: 1, speculative_prefill: true}
+agent_configs:
+  - name: lead
+    system_prompt: >-
+      You lead a team that plans the week. You split the work into parts, you hand each part to a
+      subagent, and you merge what they answer into one plan. Keep every answer short and concrete.
+  - name: critic
+    system_prompt: You review plans and point at their weakest step.
+    inference_hints: {osl: 12}
+steps:
+  - {agent: lead, receive: \"Plan the week for: {{ input }}\", save: plan}
+  - {agent: lead, receive: Now list the three parts of that plan., save: parts}
+  - parallel:
+      - steps:
+          - {agent: lead, dialog: part_1, fork_from: main, receive: Do part one., save: one}
+          - {agent: lead, dialog: part_1, receive: Make part one shorter., save: one_short}
+      - steps:
+          - {agent: lead, dialog: part_2, fork_from: main, receive: Do part two., save: two}
+          - {agent: lead, dialog: part_2, receive: Make part two shorter.}
+      - {agent: critic, receive: \"Review: {{ plan }}\", save: review}
+  - {agent: lead, receive: \"Merge: {{ one_short }} {{ two }} {{ review }}\", save: merged}
+output: \"{{ merged }}\"
+";
+
+#[tokio::test]
+async fn a_multi_agent_tactic_is_accepted_and_every_dialog_stays_on_one_worker() {
+    let Some((url, log)) = dynamo() else {
+        return;
+    };
+    let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.clone());
+    let spec = parse_tactic(TACTIC.as_bytes(), Path::new("dynamo.yaml"), &env).expect("tactic");
+    let invoker = Arc::new(Watching {
+        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
+        seen: Mutex::new(Vec::new()),
+    });
+    let team = Team::from_spec(&spec, invoker.clone()).expect("team");
+    let vars: PromptVars = [("input".to_owned(), "a family of four".into())]
+        .into_iter()
+        .collect();
+    let tactic = TacticRegistry::new().create(&spec).expect("steps");
+    tactic
+        .run(&team, &vars)
+        .await
+        .expect("every request is accepted");
+    for (agent, alias) in [("lead", "main"), ("lead", "part_1"), ("critic", "main")] {
+        team.agent(agent)
+            .expect("agent")
+            .finish(alias)
+            .await
+            .expect("the end-of-session request is accepted");
+    }
+    let seen = invoker.seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 11, "8 turns and 3 finishes");
+
+    // Give the frontend a moment to write its last lines.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let served_by = workers(&log);
+    let mut per_session: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for call in &seen {
+        let id = call.response_id.trim_start_matches("chatcmpl-");
+        let worker = served_by
+            .get(id)
+            .unwrap_or_else(|| panic!("request {id} is not in the frontend log {log}"));
+        per_session.entry(&call.session).or_default().insert(worker);
+    }
+    assert_eq!(per_session.len(), 4, "four dialogs: {per_session:?}");
+    for (session, workers) in &per_session {
+        assert_eq!(
+            workers.len(),
+            1,
+            "dialog {session} moved between workers: {workers:?}"
+        );
+    }
+
+    // A dialog's later turns resend its earlier messages: the engine serves them from its cache.
+    let lead_main = &seen
+        .iter()
+        .filter(|c| c.session == seen[0].session)
+        .collect::<Vec<_>>();
+    assert!(lead_main.len() >= 3);
+    for later in &lead_main[1..] {
+        assert!(
+            later.cached_tokens > 0,
+            "a later turn of the lead's dialog had no cached tokens: {later:?}"
+        );
+    }
+    let cached: u64 = seen.iter().map(|c| c.cached_tokens).sum();
+    let prompt: u64 = seen.iter().map(|c| c.prompt_tokens).sum();
+    eprintln!(
+        "dynamo suite: {} requests, {cached} of {prompt} prompt tokens cached",
+        seen.len()
+    );
+}
+
+#[tokio::test]
+async fn streaming_structured_answers_and_null_content_work_against_dynamo() {
+    let Some((url, _)) = dynamo() else {
+        return;
+    };
+    let agent = lllm_runtime::Agent::builder()
+        .name("streamer")
+        .system_prompt("You answer briefly.")
+        .model("tiny")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(
+            ServerDefaults::none(),
+        )))
+        .model_args(lllm_runtime::ModelArgs::new().api_base(url).max_tokens(8))
+        .inference_hints(
+            lllm_runtime::InferenceHints::builder()
+                .profile(lllm_runtime::Profile::Dynamo)
+                .fork_session(lllm_runtime::ForkSession::Family)
+                .build()
+                .expect("hints"),
+        )
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("hello").expect("receive");
+    let mut pieces = 0;
+    let answer = agent
+        .respond_streaming("main", &lllm_runtime::RespondOptions::new(), &mut |_| {
+            pieces += 1
+        })
+        .await
+        .expect("a streamed answer is accepted");
+    // The simulated engine answers without text; lllm keeps that as it is.
+    assert_eq!(answer.content.as_deref().unwrap_or(""), "");
+    assert_eq!(answer.usage.map(|u| u.completion_tokens), Some(8));
+    agent.fork("main", "child").expect("fork");
+    agent.receive("more").expect("receive");
+    agent.respond().await.expect("a family fork is accepted");
+}
