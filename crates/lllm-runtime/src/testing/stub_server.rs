@@ -238,6 +238,11 @@ impl StubServer {
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.recorded).clone()
     }
+
+    /// Forgets the requests received so far.
+    pub fn clear_requests(&self) {
+        lock(&self.shared.recorded).clear();
+    }
 }
 
 impl Drop for StubServer {
