@@ -2,8 +2,9 @@
 # The project's test command: formatting, lints, docs, and the whole test suite: unit tests, wire tests
 # against a local recording HTTP server, the CLI end to end, and the integration suite against a real
 # NVIDIA Dynamo router (started here on 127.0.0.1; installed into a cache on first use, about a minute).
-# Needs the Rust toolchain, Python 3 with pip, and curl. LLLM_SKIP_DYNAMO=1 leaves Dynamo out (the
-# Dynamo tests then say so and pass without checking anything).
+# The payoff benchmark on Dynamo runs last and prints its table. Needs the Rust toolchain, Python 3 with
+# pip, and curl. LLLM_SKIP_DYNAMO=1 leaves Dynamo out (the Dynamo tests then say so and pass without
+# checking anything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,3 +31,10 @@ fi
 
 step "cargo test --workspace"
 cargo test --workspace --all-features --locked
+
+if [ "${LLLM_SKIP_DYNAMO:-0}" != 1 ]; then
+  step "the payoff of session hints on Dynamo (3 legs, about 3 minutes)"
+  scripts/servers/dynamo.sh down
+  trap - EXIT
+  scripts/bench_payoff.sh
+fi
