@@ -2,7 +2,7 @@
 # The project's test command: formatting, lints, docs, and the whole test suite: unit tests, wire tests
 # against a local recording HTTP server, the CLI end to end, and the integration suite against a real
 # NVIDIA Dynamo router (started here on 127.0.0.1; installed into a cache on first use, about a minute).
-# The payoff benchmark on Dynamo runs last and prints its table. Needs the Rust toolchain, Python 3 with
+# The payoff benchmark on Dynamo runs first and prints its table. Needs the Rust toolchain, Python 3 with
 # pip, and curl. LLLM_SKIP_DYNAMO=1 leaves Dynamo out (the Dynamo tests then say so and pass without
 # checking anything).
 set -euo pipefail
@@ -20,7 +20,10 @@ step "cargo doc (broken links and missing docs are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked --quiet
 
 if [ "${LLLM_SKIP_DYNAMO:-0}" != 1 ]; then
-  step "starting NVIDIA Dynamo (KV router with session affinity, 2 simulated workers)"
+  step "the payoff of session hints on Dynamo (3 legs, about 3 minutes)"
+  scripts/bench_payoff.sh
+
+  step "starting NVIDIA Dynamo for the integration suite (KV router with session affinity)"
   trap 'scripts/servers/dynamo.sh down' EXIT
   # Affinity is what makes session headers pin a dialog; the queue threshold lets priority reorder.
   LLLM_DYNAMO_URL=$(FRONT_ARGS="--router-session-affinity-ttl-secs 300 --router-queue-threshold 0.5 --router-track-output-blocks" \
@@ -31,10 +34,3 @@ fi
 
 step "cargo test --workspace"
 cargo test --workspace --all-features --locked
-
-if [ "${LLLM_SKIP_DYNAMO:-0}" != 1 ]; then
-  step "the payoff of session hints on Dynamo (3 legs, about 3 minutes)"
-  scripts/servers/dynamo.sh down
-  trap - EXIT
-  scripts/bench_payoff.sh
-fi
