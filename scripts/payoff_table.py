@@ -1,6 +1,7 @@
 """Formats the payoff legs (JSON lines) as a Markdown table; with --write, puts it in BENCHMARKS.md
 between the payoff markers."""
 import json
+import os
 import platform
 import re
 import sys
@@ -28,7 +29,7 @@ if len(sys.argv) > 2 and sys.argv[2] == "--write":
     section = (
         "<!-- payoff:start -->\n"
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {platform.system()}, "
-        "NVIDIA Dynamo 1.6.1 (KV router, one mocker process with 2 workers × 2,048 blocks, "
+        f"NVIDIA Dynamo 1.6.1 (KV router, one mocker process with {os.environ.get('PAYOFF_WORKERS', '4')} workers × 2,048 blocks, "
         "`--speedup-ratio 1`), command `scripts/bench_payoff.sh --write`.\n\n"
         f"{table}\n<!-- payoff:end -->"
     )

@@ -8,6 +8,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 api_base, python, rust_turns = sys.argv[1:4]
@@ -16,16 +17,27 @@ script = os.path.join(os.path.dirname(__file__), "python_lllm_turns.py")
 env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR")
 
 
-def measure(cmd):
-    """Wall seconds, CPU seconds (user + system) and peak RSS (MiB) of one process run."""
-    start = time.perf_counter()
+def run(cmd):
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     out = child.stdout.read().decode()
     _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
     if status != 0 or "stub answer to" not in out:
         sys.exit(f"{cmd[0]} failed (status {status}): {out[:300]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return usage
+
+
+def measure(cmd):
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MiB) of one process run.
+
+    The peak RSS comes from GNU time, which starts the program from a small process: a child forked
+    from this Python interpreter would count the interpreter's pages it had before exec."""
+    start = time.perf_counter()
+    usage = run(cmd)
+    wall = time.perf_counter() - start
+    with tempfile.NamedTemporaryFile("r") as report:
+        run(["/usr/bin/time", "-f", "%M", "-o", report.name] + cmd)
+        peak_kib = int(report.read().split()[-1])
+    return wall, usage.ru_utime + usage.ru_stime, peak_kib / 1024
 
 
 clients = {
