@@ -41,6 +41,13 @@ pub(crate) struct RunArgs {
     /// Print one JSON object with the answer, usage and the dialogs' ids.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write a content-free trace of every model request to FILE (JSON lines; no text, keyed block
+    /// hashes of the prompts).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trace: Option<std::path::PathBuf>,
+    /// Tokens per prompt block in the trace.
+    #[arg(long, value_name = "TOKENS", default_value_t = 64, requires = "trace", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub(crate) trace_block_size: u32,
     /// Print the answer as it arrives (the default when stdout is a terminal).
     #[arg(long, conflicts_with = "json")]
     pub(crate) stream: bool,

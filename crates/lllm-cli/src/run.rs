@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, Context};
 use lllm_runtime::config::{is_variable_name, CHAT_TACTIC};
 use lllm_runtime::tactic::{preflight, Progress, ProgressEvent};
+use lllm_runtime::trace::TraceRecorder;
 use lllm_runtime::TacticError;
 use lllm_runtime::{
     load_tactic, Agent, AgentError, DialogTree, DryRunInvoker, Invoker, Message, OpenAiInvoker,
@@ -57,16 +58,47 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     if !is_chat {
         preflight(&spec, &vars).map_err(|e| usage(explain_missing_input(e, input.is_none())))?;
     }
+    let trace = match &args.trace {
+        Some(path) => Some(Arc::new(
+            TraceRecorder::to_file(path, args.trace_block_size as usize)
+                .with_context(|| format!("cannot write the trace to {}", path.display()))
+                .map_err(usage)?,
+        )),
+        None => None,
+    };
+    let outcome = run_with(&spec, registry, vars, input, &args, trace.clone(), is_chat);
+    if let Some(trace) = trace {
+        trace
+            .flush()
+            .context("cannot write the trace")
+            .map_err(failed)?;
+    }
+    outcome
+}
+
+fn run_with(
+    spec: &TacticSpec,
+    registry: &TacticRegistry,
+    vars: PromptVars,
+    input: Option<String>,
+    args: &RunArgs,
+    trace: Option<Arc<TraceRecorder>>,
+    is_chat: bool,
+) -> Result<(), Failure> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")
         .map_err(failed)?;
     if !is_chat {
-        return runtime.block_on(run_tactic(&spec, registry, &vars, &args));
+        return runtime.block_on(run_tactic(spec, registry, &vars, args, trace));
     }
     let agent_spec = &spec.agents[0];
-    let agent = Agent::from_spec(agent_spec, invoker(args.dry_run)).map_err(usage)?;
+    let mut builder = Agent::spec_builder(agent_spec, invoker(args.dry_run)).map_err(usage)?;
+    if let Some(trace) = trace {
+        builder = builder.trace(trace);
+    }
+    let agent = builder.build().map_err(usage)?;
     agent.open_with(MAIN, &vars).map_err(|e| match e {
         AgentError::Prompt { .. } => usage(e),
         other => failed(other),
@@ -79,8 +111,8 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
         show_tools: std::io::stderr().is_terminal(),
     };
     match input {
-        Some(text) => runtime.block_on(answer_once(&agent, &text, &args, output)),
-        None => runtime.block_on(chat(&agent, &args, output)),
+        Some(text) => runtime.block_on(answer_once(&agent, &text, args, output)),
+        None => runtime.block_on(chat(&agent, args, output)),
     }
 }
 
@@ -92,9 +124,10 @@ async fn run_tactic(
     registry: &TacticRegistry,
     vars: &PromptVars,
     args: &RunArgs,
+    trace: Option<Arc<TraceRecorder>>,
 ) -> Result<(), Failure> {
     let tactic = registry.create(spec).map_err(usage)?;
-    let mut team = Team::from_spec(spec, invoker(args.dry_run)).map_err(usage)?;
+    let mut team = Team::traced(spec, invoker(args.dry_run), trace).map_err(usage)?;
     if std::io::stderr().is_terminal() {
         let started = std::time::Instant::now();
         team = team.on_progress(move |p: Progress<'_>| {

@@ -673,3 +673,53 @@ async fn missing_variables_are_reported_before_any_model_call() {
     assert!(err.contains("receive.yaml:4:16: steps[0].receive"), "{err}");
     assert!(server.requests().is_empty(), "no request was sent");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_writes_one_content_free_line_per_request() {
+    let dir = TempDir::new("trace");
+    let trace = dir.0.join("run.jsonl");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = lllm()
+        .current_dir(&root)
+        .args([
+            "run",
+            path_str(&example("plan_and_critique")),
+            "--dry-run",
+            "--input",
+            "a secret island getaway",
+        ])
+        .args(["--trace", path_str(&trace), "--trace-block-size", "32"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&trace).expect("trace file");
+    assert!(!written.contains("secret island"), "{written}");
+    assert!(!written.contains("weakest"), "{written}");
+    let lines: Vec<Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(lines[0]["block_size"], 32);
+    assert_eq!(lines.len(), 4, "a header and three requests");
+    assert!(
+        lines[1..].iter().all(|r| r["lengths_estimated"] == true),
+        "a dry run has no usage"
+    );
+    assert_eq!(lines[2]["parent_session_id"], lines[1]["session_id"]);
+    let bad = lllm()
+        .current_dir(&root)
+        .args([
+            "run",
+            path_str(&example("quickstart")),
+            "--dry-run",
+            "--input",
+            "x",
+        ])
+        .args(["--trace", "/nonexistent/dir/t.jsonl"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("cannot write the trace to /nonexistent/dir/t.jsonl"));
+}

@@ -16,6 +16,7 @@ pub mod schema;
 pub mod secret;
 pub mod suggest;
 pub mod tool;
+pub mod trace;
 
 pub use config::{load_tactic, AgentSpec, ConfigError, TacticSpec};
 pub use dialog::{Dialog, DialogId, DialogTree, MessageLog, NamedDialog};

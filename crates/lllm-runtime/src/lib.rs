@@ -35,6 +35,7 @@ pub mod tactic;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tools;
+pub mod trace;
 
 pub use agent::{Agent, AgentBuilder, AgentError, EventSink, RespondOptions, StreamEvent};
 pub use invoker::{

@@ -9,6 +9,7 @@ use super::{Agent, AgentError, DialogTable, OutputSchema};
 use crate::invoker::Invoker;
 use crate::retry::RetryPolicy;
 use crate::tools::{CommandTool, Tool, Toolbox};
+use crate::trace::TraceRecorder;
 
 /// Builds an [`Agent`]. Setters never fail; [`build`](Self::build) reports what is missing or invalid.
 #[derive(Debug, Default)]
@@ -25,6 +26,7 @@ pub struct AgentBuilder {
     output_schema: Option<Value>,
     max_interrupt_steps: Option<u32>,
     max_exception_retry: Option<u32>,
+    trace: Option<Arc<TraceRecorder>>,
 }
 
 impl AgentBuilder {
@@ -100,6 +102,12 @@ impl AgentBuilder {
         self
     }
 
+    /// Records every model call of the agent in a content-free trace.
+    pub fn trace(mut self, recorder: Arc<TraceRecorder>) -> Self {
+        self.trace = Some(recorder);
+        self
+    }
+
     /// Full retry settings; `max_llm_recall`, when also set, overrides its count.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
@@ -163,6 +171,7 @@ impl AgentBuilder {
                 .max_exception_retry
                 .unwrap_or(config::DEFAULT_MAX_EXCEPTION_RETRY),
             usage: Mutex::new(Usage::default()),
+            trace: self.trace,
             table: Mutex::new(DialogTable::default()),
         })
     }
@@ -198,6 +207,14 @@ impl Agent {
 
     /// An agent as a tactic file describes it.
     pub fn from_spec(spec: &AgentSpec, invoker: Arc<dyn Invoker>) -> Result<Agent, AgentError> {
+        Self::spec_builder(spec, invoker)?.build()
+    }
+
+    /// A builder holding what a tactic file says of an agent, to add to (a trace, tools).
+    pub fn spec_builder(
+        spec: &AgentSpec,
+        invoker: Arc<dyn Invoker>,
+    ) -> Result<AgentBuilder, AgentError> {
         let mut builder = Agent::builder()
             .name(spec.name.clone())
             .system_prompt(spec.system_prompt.clone())
@@ -225,6 +242,6 @@ impl Agent {
         if let Some(hints) = &spec.inference_hints {
             builder = builder.inference_hints(hints.clone());
         }
-        builder.build()
+        Ok(builder)
     }
 }

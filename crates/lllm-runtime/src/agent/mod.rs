@@ -49,6 +49,7 @@ pub struct Agent {
     max_interrupt_steps: u32,
     max_exception_retry: u32,
     usage: Mutex<Usage>,
+    trace: Option<Arc<crate::trace::TraceRecorder>>,
     table: Mutex<DialogTable>,
 }
 

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::{Agent, AgentError, OutputSchema};
 use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, DEFAULT_TIMEOUT};
 use crate::tools::{schema_of, Tool, Toolbox};
+use crate::trace::Answered;
 
 /// Marks a dialog as waiting for an answer, and clears the mark however the respond ends: success,
 /// error, or its future being dropped (cancellation).
@@ -265,9 +266,13 @@ impl Agent {
                         sink(StreamEvent::ToolCall(call));
                     }
                 }
+                let tools_started = std::time::Instant::now();
                 let results = self
                     .run_tools(toolbox, &message.tool_calls, &mut done_calls)
                     .await;
+                if let Some(trace) = &self.trace {
+                    trace.tool_time(&work.id().to_string(), tools_started.elapsed());
+                }
                 for (call, (content, is_error)) in message.tool_calls.iter().zip(results) {
                     if let Some(sink) = sink.as_deref_mut() {
                         sink(StreamEvent::ToolResult {
@@ -428,12 +433,15 @@ impl Agent {
                 .map_err(|e| self.hints_error(e))?,
             None => Default::default(),
         };
-        Ok(ChatRequest::new(
+        let mut request = ChatRequest::new(
             self.model.clone(),
             dialog.messages().clone(),
             self.model_args.clone(),
             hint_fields,
-        ))
+        );
+        request.dialog = Some(dialog.id());
+        request.parent_dialog = dialog.parent_id();
+        Ok(request)
     }
 
     async fn call_with_retries(
@@ -446,11 +454,14 @@ impl Agent {
         let mut retry = 0;
         loop {
             let mut streamed = false;
+            let mut first_piece = None;
+            let sent = std::time::Instant::now();
             let attempt = async {
                 match sink.as_deref_mut() {
                     Some(sink) => {
                         let mut forward = |delta: Delta<'_>| {
                             streamed = true;
+                            first_piece.get_or_insert_with(std::time::Instant::now);
                             match delta {
                                 Delta::Text(text) => sink(StreamEvent::Text(text)),
                                 Delta::Reasoning(text) => sink(StreamEvent::Reasoning(text)),
@@ -465,6 +476,25 @@ impl Agent {
                 Ok(Ok(response)) => {
                     if let Some(usage) = &response.message.usage {
                         self.add_usage(usage);
+                    }
+                    if let Some(trace) = &self.trace {
+                        trace.record(Answered {
+                            agent: &self.name,
+                            request,
+                            response: &response,
+                            sent,
+                            first_piece,
+                            priority: self
+                                .hints
+                                .as_ref()
+                                .and_then(|h| h.priority())
+                                .map(i64::from),
+                            osl: self
+                                .hints
+                                .as_ref()
+                                .and_then(|h| h.osl().or_else(|| self.model_args.output_limit()))
+                                .map(u64::from),
+                        });
                     }
                     return Ok(response);
                 }

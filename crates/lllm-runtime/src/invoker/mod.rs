@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lllm_core::{Message, MessageLog, ModelArgs, RequestFields, ToolSpec};
+use lllm_core::{DialogId, Message, MessageLog, ModelArgs, RequestFields, ToolSpec};
 use serde_json::Value;
 
 pub use build::{build_invoker, InvokerConfig, InvokerKind};
@@ -41,6 +41,10 @@ pub struct ChatRequest {
     pub tool_choice: Option<Value>,
     /// `response_format`, when the answer must match a JSON Schema.
     pub response_format: Option<Value>,
+    /// The dialog being answered, when an agent sends the request (for traces; never sent).
+    pub dialog: Option<DialogId>,
+    /// The dialog it was forked from, if any (for traces; never sent).
+    pub parent_dialog: Option<DialogId>,
 }
 
 impl ChatRequest {
@@ -59,6 +63,8 @@ impl ChatRequest {
             tools: Vec::new(),
             tool_choice: None,
             response_format: None,
+            dialog: None,
+            parent_dialog: None,
         }
     }
 }

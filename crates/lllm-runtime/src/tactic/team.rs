@@ -7,6 +7,7 @@ use lllm_core::{TacticSpec, Usage};
 
 use crate::agent::{Agent, AgentError};
 use crate::invoker::Invoker;
+use crate::trace::TraceRecorder;
 
 /// What a running tactic reports about its steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,10 +56,26 @@ impl std::fmt::Debug for Team {
 impl Team {
     /// Builds every agent of `spec`, all sending through `invoker`.
     pub fn from_spec(spec: &TacticSpec, invoker: Arc<dyn Invoker>) -> Result<Team, AgentError> {
+        Self::traced(spec, invoker, None)
+    }
+
+    /// Like [`from_spec`](Self::from_spec), every agent recording its calls in `trace`.
+    pub fn traced(
+        spec: &TacticSpec,
+        invoker: Arc<dyn Invoker>,
+        trace: Option<Arc<TraceRecorder>>,
+    ) -> Result<Team, AgentError> {
         let agents = spec
             .agents
             .iter()
-            .map(|agent| Agent::from_spec(agent, invoker.clone()))
+            .map(|agent| {
+                let builder = Agent::spec_builder(agent, invoker.clone())?;
+                match &trace {
+                    Some(trace) => builder.trace(trace.clone()),
+                    None => builder,
+                }
+                .build()
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Team {
             agents,

@@ -1,0 +1,160 @@
+//! Writing content-free traces of runs (`lllm run --trace FILE`): one JSON line per model request, as
+//! described in [`lllm_core::trace`].
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use lllm_core::trace::{BlockHasher, TraceHeader, TraceRow, TRACE_FORMAT};
+use lllm_core::Message;
+
+use crate::invoker::{ChatRequest, ChatResponse};
+
+/// What one dialog's chain has done since its last answer.
+#[derive(Debug, Default)]
+struct Chain {
+    last_answer: Option<Instant>,
+    tool_time: Duration,
+}
+
+/// Records the requests of a run as trace rows. Share one recorder between every agent of a run.
+pub struct TraceRecorder {
+    started: Instant,
+    hasher: Mutex<BlockHasher>,
+    chains: Mutex<HashMap<String, Chain>>,
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl std::fmt::Debug for TraceRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceRecorder").finish_non_exhaustive()
+    }
+}
+
+/// One answered request, as the agent saw it.
+pub(crate) struct Answered<'a> {
+    pub(crate) agent: &'a str,
+    pub(crate) request: &'a ChatRequest,
+    pub(crate) response: &'a ChatResponse,
+    pub(crate) sent: Instant,
+    pub(crate) first_piece: Option<Instant>,
+    pub(crate) priority: Option<i64>,
+    pub(crate) osl: Option<u64>,
+}
+
+impl TraceRecorder {
+    /// A recorder writing to `out`, cutting prompts into blocks of `block_tokens` tokens. Writes the
+    /// header line at once.
+    pub fn new(mut out: Box<dyn Write + Send>, block_tokens: usize) -> std::io::Result<Self> {
+        let header = TraceHeader {
+            format: TRACE_FORMAT.to_owned(),
+            block_size: block_tokens,
+            blocks: format!("chars/{}", lllm_core::trace::CHARS_PER_TOKEN),
+        };
+        writeln!(out, "{}", serde_json::to_string(&header)?)?;
+        Ok(TraceRecorder {
+            started: Instant::now(),
+            hasher: Mutex::new(BlockHasher::new(block_tokens)),
+            chains: Mutex::new(HashMap::new()),
+            out: Mutex::new(out),
+        })
+    }
+
+    /// A recorder writing to the file at `path` (created or truncated).
+    pub fn to_file(path: &Path, block_tokens: usize) -> std::io::Result<Self> {
+        let file = std::fs::File::create(path)?;
+        Self::new(Box::new(std::io::BufWriter::new(file)), block_tokens)
+    }
+
+    /// Writes out what is buffered.
+    pub fn flush(&self) -> std::io::Result<()> {
+        self.out.lock().unwrap_or_else(|p| p.into_inner()).flush()
+    }
+
+    /// Tools ran for `took` while answering dialog `chain`.
+    pub(crate) fn tool_time(&self, chain: &str, took: Duration) {
+        let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
+        chains.entry(chain.to_owned()).or_default().tool_time += took;
+    }
+
+    /// Writes the row of one answered request. A trace that cannot be written is reported once in the
+    /// log; the run goes on.
+    pub(crate) fn record(&self, answered: Answered<'_>) {
+        let request = answered.request;
+        let chain = request.dialog.map(|d| d.to_string()).unwrap_or_default();
+        let session_id = session_header(request, false).unwrap_or_else(|| chain.clone());
+        let parent_session_id =
+            session_header(request, true).or_else(|| request.parent_dialog.map(|d| d.to_string()));
+        let messages: Vec<&Message> = request.messages.iter().collect();
+        let hash_ids = self
+            .hasher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .hash_ids(&messages);
+        let now = Instant::now();
+        let (delay, tool_wait) = {
+            let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
+            let state = chains.entry(chain).or_default();
+            let delay = state.last_answer.map_or(Duration::ZERO, |last| {
+                answered.sent.saturating_duration_since(last)
+            });
+            let tool_wait = std::mem::take(&mut state.tool_time).min(delay);
+            state.last_answer = Some(now);
+            (delay, tool_wait)
+        };
+        let usage = answered.response.message.usage;
+        let estimated = usage.is_none();
+        let answer: Vec<&Message> = vec![&answered.response.message];
+        let row = TraceRow {
+            session_id,
+            parent_session_id,
+            agent: answered.agent.to_owned(),
+            timestamp: millis(answered.sent.saturating_duration_since(self.started)),
+            delay: millis(delay),
+            tool_wait_ms: millis(tool_wait),
+            input_length: usage.map_or_else(
+                || BlockHasher::estimate_tokens(&messages),
+                |u| u.prompt_tokens,
+            ),
+            output_length: usage.map_or_else(
+                || BlockHasher::estimate_tokens(&answer),
+                |u| u.completion_tokens,
+            ),
+            lengths_estimated: estimated,
+            cached_tokens: usage.and_then(|u| u.cached_tokens),
+            hash_ids,
+            priority: answered.priority,
+            osl: answered.osl,
+            latency_ms: millis(now.saturating_duration_since(answered.sent)),
+            ttft_ms: answered
+                .first_piece
+                .map(|t| millis(t.saturating_duration_since(answered.sent))),
+        };
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let written = serde_json::to_string(&row)
+            .map_err(std::io::Error::other)
+            .and_then(|line| writeln!(out, "{line}"));
+        if let Err(error) = written {
+            tracing::warn!(%error, "cannot write the trace");
+        }
+    }
+}
+
+/// The session (or parent) header the hints put on the request, whatever the profile.
+fn session_header(request: &ChatRequest, parent: bool) -> Option<String> {
+    let names: [&str; 2] = if parent {
+        ["x-dynamo-parent-session-id", "x-parent-session-id"]
+    } else {
+        ["x-dynamo-session-id", "x-session-id"]
+    };
+    names
+        .iter()
+        .find_map(|name| request.hint_fields.header(name))
+        .map(str::to_owned)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

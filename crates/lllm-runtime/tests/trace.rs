@@ -1,0 +1,136 @@
+//! Content-free traces of a multi-agent run: prefix structure kept, no text written.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use lllm_runtime::config::parse_tactic;
+use lllm_runtime::testing::StubServer;
+use lllm_runtime::trace::TraceRecorder;
+use lllm_runtime::{OpenAiInvoker, PromptVars, ServerDefaults, TacticRegistry, Team};
+use serde_json::Value;
+
+/// A writer the test can read back.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+const SECRET_WORDS: [&str; 5] = [
+    "Marmalade",
+    "zeppelin",
+    "weakest",
+    "stub answer",
+    "You plan",
+];
+
+#[tokio::test]
+async fn a_trace_keeps_the_prefix_structure_and_no_text() {
+    let server = StubServer::start().await.expect("server");
+    let text = format!(
+        "global:
+  model_name: m
+  model_args: {{api_base: \"{}\", max_tokens: 32}}
+  inference_hints: {{profile: dynamo, priority: 3}}
+agent_configs:
+  - {{name: planner, system_prompt: \"You plan trips for the Marmalade family. {}\"}}
+steps:
+  - {{agent: planner, receive: \"Plan: {{{{ input }}}}\", save: plan}}
+  - parallel:
+      - {{agent: planner, dialog: critique, fork_from: main, receive: Find the weakest point.}}
+      - steps:
+          - {{agent: planner, dialog: c, fork_from: main, receive: Draft part C.}}
+          - {{agent: planner, dialog: c, receive: Now polish part C.}}
+",
+        server.base_url(),
+        "Always travel by zeppelin. ".repeat(30)
+    );
+    let spec = parse_tactic(text.as_bytes(), Path::new("t.yaml"), &|_| None).expect("tactic");
+    let out = Shared::default();
+    let recorder = Arc::new(TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
+    let invoker = Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()));
+    let team = Team::traced(&spec, invoker, Some(recorder.clone())).expect("team");
+    let vars: PromptVars = [("input".to_owned(), "a week in the Alps".into())]
+        .into_iter()
+        .collect();
+    TacticRegistry::new()
+        .create(&spec)
+        .expect("steps")
+        .run(&team, &vars)
+        .await
+        .expect("runs");
+    recorder.flush().expect("flush");
+
+    let written = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
+    for word in SECRET_WORDS {
+        assert!(!written.contains(word), "the trace contains {word:?}");
+    }
+    let mut lines = written
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON line"));
+    let header = lines.next().expect("header");
+    assert_eq!(header["format"], "lllm-trace/1");
+    assert_eq!(header["block_size"], 16);
+    let rows: Vec<Value> = lines.collect();
+    assert_eq!(rows.len(), 4);
+
+    let planner = team.agent("planner").expect("planner");
+    let session = |alias: &str| planner.dialog_id(alias).expect("dialog").to_string();
+    let row = |alias: &str, nth: usize| {
+        rows.iter()
+            .filter(|r| r["session_id"] == session(alias).as_str())
+            .nth(nth)
+            .cloned()
+            .unwrap_or_else(|| panic!("no row {nth} for {alias}"))
+    };
+    let ids = |r: &Value| -> Vec<u64> {
+        r["hash_ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|v| v.as_u64().expect("id"))
+            .collect()
+    };
+    let main = ids(&row("main", 0));
+    assert!(main.len() > 10, "a long system prompt makes many blocks");
+    let full = main.len() - 1;
+    for fork in ["critique", "c"] {
+        let first = row(fork, 0);
+        assert_eq!(
+            ids(&first)[..full],
+            main[..full],
+            "{fork} starts from its parent's prefix"
+        );
+        assert_eq!(first["parent_session_id"], session("main").as_str());
+        assert_eq!(first["agent"], "planner");
+        assert_eq!(first["priority"], 3);
+        assert_eq!(first["osl"], 32);
+    }
+    let draft = ids(&row("c", 0));
+    let polish = ids(&row("c", 1));
+    assert_eq!(
+        polish[..draft.len() - 1],
+        draft[..draft.len() - 1],
+        "a later turn extends the earlier one"
+    );
+    assert!(polish.len() > draft.len());
+    let second = row("c", 1);
+    assert!(second["delay"].as_u64().is_some());
+    assert_eq!(second["tool_wait_ms"], 0);
+    assert_eq!(second["input_length"], 11, "the server's usage count");
+    assert_eq!(second["output_length"], 3);
+    assert!(second["latency_ms"].as_u64().is_some());
+    let timestamps: Vec<u64> = rows
+        .iter()
+        .map(|r| r["timestamp"].as_u64().expect("timestamp"))
+        .collect();
+    assert!(timestamps.iter().all(|t| *t < 60_000));
+}
