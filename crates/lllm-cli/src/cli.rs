@@ -21,6 +21,9 @@ pub(crate) enum Command {
     Check(CheckArgs),
     /// Print the JSON Schema of the tactic format (for editors).
     Schema,
+    /// Replay a trace written by `lllm run --trace` against a server, with synthetic prompts of the same
+    /// structure, the recorded timing and forks, and the chosen profile's hints.
+    Replay(ReplayArgs),
 }
 
 #[derive(Debug, Args)]
@@ -51,6 +54,27 @@ pub(crate) struct RunArgs {
     /// Print the answer as it arrives (the default when stdout is a terminal).
     #[arg(long, conflicts_with = "json")]
     pub(crate) stream: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The trace file.
+    pub(crate) trace: std::path::PathBuf,
+    /// The server's API base, such as http://127.0.0.1:8000/v1.
+    #[arg(long)]
+    pub(crate) api_base: String,
+    /// The model to ask.
+    #[arg(long)]
+    pub(crate) model: String,
+    /// The hints' profile: openai, dynamo, vllm or sglang.
+    #[arg(long, default_value = "dynamo")]
+    pub(crate) profile: String,
+    /// Send no session identity.
+    #[arg(long)]
+    pub(crate) no_session: bool,
+    /// Time factor: 2 replays twice as fast.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) speed: f64,
 }
 
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@
 mod check;
 mod cli;
 mod exit;
+mod replay;
 mod run;
 
 use std::process::ExitCode;
@@ -33,6 +34,7 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         Command::Run(args) => run::run(args, &registry),
         Command::Check(args) => check::check(&args, &registry),
         Command::Schema => check::schema(),
+        Command::Replay(args) => replay::replay(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use lllm_runtime::testing::{StubReply, StubServer};
+use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
@@ -722,4 +722,127 @@ async fn trace_writes_one_content_free_line_per_request() {
         .expect("runs");
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("cannot write the trace to /nonexistent/dir/t.jsonl"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_sends_the_recorded_sessions_with_the_same_prefix_structure() {
+    let dir = TempDir::new("replay");
+    let trace = dir.0.join("run.jsonl");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let recorded = lllm()
+        .current_dir(&root)
+        .args([
+            "run",
+            path_str(&example("plan_and_critique")),
+            "--dry-run",
+            "--input",
+            "a trip",
+        ])
+        .args(["--trace", path_str(&trace), "--trace-block-size", "16"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
+    let rows: Vec<Value> = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+
+    let server = StubServer::start().await.expect("server");
+    let base = server.base_url();
+    let out = run(
+        &[
+            "replay",
+            path_str(&trace),
+            "--api-base",
+            &base,
+            "--model",
+            "tiny",
+            "--speed",
+            "50",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("total: 3 requests in 2 sessions, 0 errors"),
+        "{}",
+        text(&out.stdout)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let prompt = |r: &RecordedRequest| {
+        r.body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let main = rows[0]["session_id"].as_str().expect("session");
+    let by_session: Vec<&RecordedRequest> = requests
+        .iter()
+        .filter(|r| r.header("x-dynamo-session-id") == Some(main))
+        .collect();
+    assert_eq!(by_session.len(), 2, "main's two turns");
+    let fork = requests
+        .iter()
+        .find(|r| r.header("x-dynamo-parent-session-id") == Some(main))
+        .expect("the fork names its parent");
+    // The fork's prompt starts with main's first prompt, block for block (the last block may differ).
+    let first = prompt(by_session[0]);
+    let blocks: Vec<&str> = first.split('\n').collect();
+    let shared = blocks[..blocks.len() - 1].join("\n");
+    assert!(!shared.is_empty());
+    assert!(prompt(fork).starts_with(&shared));
+    assert_eq!(fork.body["max_tokens"], rows[1]["output_length"]);
+
+    let plain = run(
+        &[
+            "replay",
+            path_str(&trace),
+            "--api-base",
+            &base,
+            "--model",
+            "tiny",
+            "--profile",
+            "openai",
+            "--no-session",
+            "--speed",
+            "50",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stderr));
+    assert!(server.requests()[3..]
+        .iter()
+        .all(|r| r.header_values("x-session-id").is_empty()));
+    let bad = run(
+        &[
+            "replay",
+            path_str(&example("quickstart")),
+            "--api-base",
+            &base,
+            "--model",
+            "m",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("line 1: not a trace header"),
+        "{}",
+        text(&bad.stderr)
+    );
 }

@@ -30,6 +30,7 @@
 
 pub mod agent;
 pub mod invoker;
+pub mod replay;
 pub mod retry;
 pub mod tactic;
 #[cfg(feature = "testing")]

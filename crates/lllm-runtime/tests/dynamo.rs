@@ -256,3 +256,103 @@ async fn streaming_structured_answers_and_null_content_work_against_dynamo() {
     agent.receive("more").expect("receive");
     agent.respond().await.expect("a family fork is accepted");
 }
+
+/// Sessions that stayed on one worker, and cached ÷ prompt tokens, of a replay.
+fn replay_figures(report: &lllm_runtime::replay::ReplayReport, log: &str) -> (usize, usize, f64) {
+    let served_by = workers(log);
+    let mut per_session: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for r in &report.requests {
+        let id = r
+            .response_id
+            .as_deref()
+            .unwrap_or("")
+            .trim_start_matches("chatcmpl-");
+        if let Some(worker) = served_by.get(id) {
+            per_session.entry(&r.session_id).or_default().insert(worker);
+        }
+    }
+    let pinned = per_session.values().filter(|w| w.len() == 1).count();
+    let prompt: u64 = report.requests.iter().map(|r| r.prompt_tokens).sum();
+    let cached: u64 = report.requests.iter().map(|r| r.cached_tokens).sum();
+    (
+        pinned,
+        per_session.len(),
+        cached as f64 / prompt.max(1) as f64,
+    )
+}
+
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
+    let Some((url, log)) = dynamo() else {
+        return;
+    };
+    let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.clone());
+    let spec = parse_tactic(TACTIC.as_bytes(), Path::new("dynamo.yaml"), &env).expect("tactic");
+    let out = Shared::default();
+    let recorder = Arc::new(
+        lllm_runtime::trace::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"),
+    );
+    let invoker = Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()));
+    let team = Team::traced(&spec, invoker, Some(recorder.clone())).expect("team");
+    let vars: PromptVars = [("input".to_owned(), "a trip".into())]
+        .into_iter()
+        .collect();
+    TacticRegistry::new()
+        .create(&spec)
+        .expect("steps")
+        .run(&team, &vars)
+        .await
+        .expect("runs");
+    recorder.flush().expect("flush");
+    let trace = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
+
+    let mut options = lllm_runtime::replay::ReplayOptions {
+        api_base: url.clone(),
+        model: "tiny".into(),
+        profile: lllm_runtime::Profile::Dynamo,
+        session: true,
+        speed: 4.0,
+    };
+    let hinted = lllm_runtime::replay::replay(&trace, &options)
+        .await
+        .expect("replays");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (pinned, sessions, cached) = replay_figures(&hinted, &log);
+    eprintln!("replay with the dynamo profile:\n{}", hinted.summary());
+    assert!(hinted.requests.iter().all(|r| r.error.is_none()));
+    assert_eq!(
+        pinned, sessions,
+        "every replayed session stayed on one worker"
+    );
+    assert!(
+        cached > 0.3,
+        "replayed prefixes are served from cache: {cached:.2}"
+    );
+
+    options.profile = lllm_runtime::Profile::OpenAi;
+    options.session = false;
+    let plain = lllm_runtime::replay::replay(&trace, &options)
+        .await
+        .expect("replays");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (plain_pinned, plain_sessions, plain_cached) = replay_figures(&plain, &log);
+    eprintln!(
+        "replay figures: dynamo profile {pinned}/{sessions} sessions on one worker, {:.1} % cached; \
+         openai profile without sessions {plain_pinned}/{plain_sessions}, {:.1} % cached",
+        100.0 * cached,
+        100.0 * plain_cached
+    );
+}

@@ -1,0 +1,51 @@
+//! `lllm replay`: a recorded trace, sent again.
+
+use std::io::Write;
+
+use anyhow::{anyhow, Context};
+use lllm_runtime::replay::{replay as run_replay, ReplayOptions};
+use lllm_runtime::Profile;
+
+use crate::cli::ReplayArgs;
+use crate::exit::{failed, usage, Failure};
+
+pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(&args.trace)
+        .with_context(|| format!("cannot read {}", args.trace.display()))
+        .map_err(usage)?;
+    let profile: Profile = serde_json::from_value(serde_json::Value::from(args.profile.as_str()))
+        .map_err(|_| {
+        usage(anyhow!(
+            "--profile `{}`: use openai, dynamo, vllm or sglang",
+            args.profile
+        ))
+    })?;
+    if !(args.speed.is_finite() && args.speed > 0.0) {
+        return Err(usage(anyhow!("--speed must be a positive number")));
+    }
+    let options = ReplayOptions {
+        api_base: args.api_base.clone(),
+        model: args.model.clone(),
+        profile,
+        session: !args.no_session,
+        speed: args.speed,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+        .map_err(failed)?;
+    let report = runtime
+        .block_on(run_replay(&text, &options))
+        .map_err(|e| usage(anyhow!("{}: {e}", args.trace.display())))?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(report.summary().as_bytes()).map_err(failed)?;
+    let errors = report.requests.iter().filter(|r| r.error.is_some()).count();
+    if errors > 0 {
+        return Err(failed(anyhow!(
+            "{errors} of {} requests failed",
+            report.requests.len()
+        )));
+    }
+    Ok(())
+}
