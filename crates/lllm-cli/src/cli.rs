@@ -51,6 +51,10 @@ pub(crate) struct RunArgs {
     /// Tokens per prompt block in the trace.
     #[arg(long, value_name = "TOKENS", default_value_t = 64, requires = "trace", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub(crate) trace_block_size: u32,
+    /// Cut trace blocks with this Hugging Face tokenizer (`tokenizer.json`) instead of approximating
+    /// tokens by characters.
+    #[arg(long, value_name = "FILE", requires = "trace")]
+    pub(crate) tokenizer: Option<std::path::PathBuf>,
     /// Print the answer as it arrives (the default when stdout is a terminal).
     #[arg(long, conflicts_with = "json")]
     pub(crate) stream: bool,

@@ -58,9 +58,16 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     if !is_chat {
         preflight(&spec, &vars).map_err(|e| usage(explain_missing_input(e, input.is_none())))?;
     }
+    let tokenizer = match &args.tokenizer {
+        Some(path) => Some(
+            TraceRecorder::load_tokenizer(path)
+                .map_err(|e| usage(anyhow!("cannot load the tokenizer {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
     let trace = match &args.trace {
         Some(path) => Some(Arc::new(
-            TraceRecorder::to_file(path, args.trace_block_size as usize)
+            TraceRecorder::to_file(path, args.trace_block_size as usize, tokenizer)
                 .with_context(|| format!("cannot write the trace to {}", path.display()))
                 .map_err(usage)?,
         )),

@@ -78,7 +78,7 @@ pub struct TraceRow {
 #[derive(Debug)]
 pub struct BlockHasher {
     keys: RandomState,
-    block_chars: usize,
+    block_tokens: usize,
     ids: HashMap<u64, u64>,
 }
 
@@ -88,23 +88,32 @@ impl BlockHasher {
     pub fn new(block_tokens: usize) -> Self {
         BlockHasher {
             keys: RandomState::new(),
-            block_chars: block_tokens.max(1) * CHARS_PER_TOKEN,
+            block_tokens: block_tokens.max(1),
             ids: HashMap::new(),
         }
     }
 
-    /// The block ids of a conversation. Ids are small integers, numbered in the order blocks are first
-    /// seen in the run; the same prefix always gives the same leading ids.
+    /// The block ids of a conversation, cutting its text every [`CHARS_PER_TOKEN`] × block size
+    /// characters. Ids are small integers, numbered in the order blocks are first seen in the run; the
+    /// same prefix always gives the same leading ids.
     pub fn hash_ids(&mut self, messages: &[&Message]) -> Vec<u64> {
-        let text = serialise(messages);
-        let chars: Vec<char> = text.chars().collect();
+        let units: Vec<u32> = serialise(messages).chars().map(u32::from).collect();
+        self.chain(&units, self.block_tokens * CHARS_PER_TOKEN)
+    }
+
+    /// The block ids of a conversation already turned into token ids (exact blocks of the block size).
+    pub fn hash_token_ids(&mut self, tokens: &[u32]) -> Vec<u64> {
+        self.chain(tokens, self.block_tokens)
+    }
+
+    fn chain(&mut self, units: &[u32], block: usize) -> Vec<u64> {
         let mut chained = 0u64;
-        let mut out = Vec::with_capacity(chars.len() / self.block_chars + 1);
-        for block in chars.chunks(self.block_chars) {
+        let mut out = Vec::with_capacity(units.len() / block + 1);
+        for block in units.chunks(block) {
             let mut hasher = self.keys.build_hasher();
             hasher.write_u64(chained);
-            for c in block {
-                hasher.write_u32(u32::from(*c));
+            for unit in block {
+                hasher.write_u32(*unit);
             }
             // A partial last block gets its own id: the same text cut short is a different block.
             hasher.write_usize(block.len());
@@ -122,7 +131,7 @@ impl BlockHasher {
 }
 
 /// The conversation as the blocks cut it: role and text of each message, in order.
-fn serialise(messages: &[&Message]) -> String {
+pub fn serialise(messages: &[&Message]) -> String {
     let mut text = String::new();
     for message in messages {
         text.push_str(message.role.as_str());

@@ -46,7 +46,7 @@ pub use invoker::{
 pub use lllm_core::{
     config, load_tactic, report, AgentSpec, ConfigError, Dialog, DialogId, DialogTree, ForkSession,
     HintsError, InferenceHints, InferenceHintsBuilder, Message, ModelArgs, Profile, Prompt,
-    PromptError, PromptVars, RequestFields, Role, TacticSpec, Usage,
+    PromptError, PromptVars, RequestFields, Role, TacticSpec, ToolCall, Usage,
 };
 pub use retry::RetryPolicy;
 pub use tactic::{Tactic, TacticError, TacticRegistry, Team};

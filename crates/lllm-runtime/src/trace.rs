@@ -22,6 +22,7 @@ struct Chain {
 /// Records the requests of a run as trace rows. Share one recorder between every agent of a run.
 pub struct TraceRecorder {
     started: Instant,
+    tokenizer: Option<tokenizers::Tokenizer>,
     hasher: Mutex<BlockHasher>,
     chains: Mutex<HashMap<String, Chain>>,
     out: Mutex<Box<dyn Write + Send>>,
@@ -45,17 +46,32 @@ pub(crate) struct Answered<'a> {
 }
 
 impl TraceRecorder {
-    /// A recorder writing to `out`, cutting prompts into blocks of `block_tokens` tokens. Writes the
-    /// header line at once.
-    pub fn new(mut out: Box<dyn Write + Send>, block_tokens: usize) -> std::io::Result<Self> {
+    /// A recorder writing to `out`, cutting prompts into blocks of `block_tokens` tokens (approximated
+    /// by characters). Writes the header line at once.
+    pub fn new(out: Box<dyn Write + Send>, block_tokens: usize) -> std::io::Result<Self> {
+        Self::with_tokenizer(out, block_tokens, None)
+    }
+
+    /// Like [`new`](Self::new); with a tokenizer, blocks are exact token blocks and lengths the
+    /// server does not report are counted, not estimated.
+    pub fn with_tokenizer(
+        mut out: Box<dyn Write + Send>,
+        block_tokens: usize,
+        tokenizer: Option<tokenizers::Tokenizer>,
+    ) -> std::io::Result<Self> {
+        let blocks = match tokenizer {
+            Some(_) => "tokenizer".to_owned(),
+            None => format!("chars/{}", lllm_core::trace::CHARS_PER_TOKEN),
+        };
         let header = TraceHeader {
             format: TRACE_FORMAT.to_owned(),
             block_size: block_tokens,
-            blocks: format!("chars/{}", lllm_core::trace::CHARS_PER_TOKEN),
+            blocks,
         };
         writeln!(out, "{}", serde_json::to_string(&header)?)?;
         Ok(TraceRecorder {
             started: Instant::now(),
+            tokenizer,
             hasher: Mutex::new(BlockHasher::new(block_tokens)),
             chains: Mutex::new(HashMap::new()),
             out: Mutex::new(out),
@@ -63,9 +79,40 @@ impl TraceRecorder {
     }
 
     /// A recorder writing to the file at `path` (created or truncated).
-    pub fn to_file(path: &Path, block_tokens: usize) -> std::io::Result<Self> {
+    pub fn to_file(
+        path: &Path,
+        block_tokens: usize,
+        tokenizer: Option<tokenizers::Tokenizer>,
+    ) -> std::io::Result<Self> {
         let file = std::fs::File::create(path)?;
-        Self::new(Box::new(std::io::BufWriter::new(file)), block_tokens)
+        Self::with_tokenizer(
+            Box::new(std::io::BufWriter::new(file)),
+            block_tokens,
+            tokenizer,
+        )
+    }
+
+    /// Loads a Hugging Face `tokenizer.json`.
+    pub fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, String> {
+        tokenizers::Tokenizer::from_file(path).map_err(|e| e.to_string())
+    }
+
+    /// The token ids of a conversation, when a tokenizer is set.
+    fn tokens(&self, messages: &[&Message]) -> Option<Vec<u32>> {
+        let tokenizer = self.tokenizer.as_ref()?;
+        let text = lllm_core::trace::serialise(messages);
+        tokenizer
+            .encode(text, false)
+            .ok()
+            .map(|encoding| encoding.get_ids().to_vec())
+    }
+
+    /// Tokens of `messages`: counted with the tokenizer, else estimated.
+    fn count(&self, messages: &[&Message]) -> u64 {
+        self.tokens(messages).map_or_else(
+            || BlockHasher::estimate_tokens(messages),
+            |t| t.len() as u64,
+        )
     }
 
     /// Writes out what is buffered.
@@ -88,11 +135,14 @@ impl TraceRecorder {
         let parent_session_id =
             session_header(request, true).or_else(|| request.parent_dialog.map(|d| d.to_string()));
         let messages: Vec<&Message> = request.messages.iter().collect();
-        let hash_ids = self
-            .hasher
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .hash_ids(&messages);
+        let tokens = self.tokens(&messages);
+        let hash_ids = {
+            let mut hasher = self.hasher.lock().unwrap_or_else(|p| p.into_inner());
+            match &tokens {
+                Some(tokens) => hasher.hash_token_ids(tokens),
+                None => hasher.hash_ids(&messages),
+            }
+        };
         let now = Instant::now();
         let (delay, tool_wait) = {
             let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
@@ -115,13 +165,14 @@ impl TraceRecorder {
             delay: millis(delay),
             tool_wait_ms: millis(tool_wait),
             input_length: usage.map_or_else(
-                || BlockHasher::estimate_tokens(&messages),
+                || {
+                    tokens
+                        .as_ref()
+                        .map_or_else(|| self.count(&messages), |t| t.len() as u64)
+                },
                 |u| u.prompt_tokens,
             ),
-            output_length: usage.map_or_else(
-                || BlockHasher::estimate_tokens(&answer),
-                |u| u.completion_tokens,
-            ),
+            output_length: usage.map_or_else(|| self.count(&answer), |u| u.completion_tokens),
             lengths_estimated: estimated,
             cached_tokens: usage.and_then(|u| u.cached_tokens),
             hash_ids,

@@ -134,3 +134,76 @@ steps:
         .collect();
     assert!(timestamps.iter().all(|t| *t < 60_000));
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nap {
+    ms: u64,
+}
+
+#[tokio::test]
+async fn tool_time_and_exact_token_blocks_are_recorded() {
+    use lllm_runtime::testing::ScriptedInvoker;
+    use lllm_runtime::{tool_fn, Agent, Message, ToolError};
+
+    let tokenizer_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tiny-tokenizer.json");
+    let tokenizer = TraceRecorder::load_tokenizer(&tokenizer_path).expect("tokenizer");
+    let out = Shared::default();
+    let recorder = Arc::new(
+        TraceRecorder::with_tokenizer(Box::new(out.clone()), 8, Some(tokenizer.clone()))
+            .expect("recorder"),
+    );
+    let mut call = Message::assistant("");
+    call.content = None;
+    call.tool_calls = vec![lllm_runtime::ToolCall {
+        id: "n".into(),
+        name: "nap".into(),
+        arguments: r#"{"ms": 250}"#.into(),
+    }];
+    let invoker = Arc::new(ScriptedInvoker::new().message(call).reply("rested"));
+    let nap = tool_fn("nap", "Sleep", |args: Nap| async move {
+        tokio::time::sleep(std::time::Duration::from_millis(args.ms)).await;
+        Ok::<_, ToolError>("done")
+    });
+    let agent = Agent::builder()
+        .name("napper")
+        .system_prompt("the plan for the week is a good plan")
+        .model("m")
+        .invoker(invoker)
+        .tool(nap)
+        .trace(recorder.clone())
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("please write the plan").expect("receive");
+    agent.respond().await.expect("answer");
+    recorder.flush().expect("flush");
+
+    let written = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
+    let lines: Vec<Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(lines[0]["blocks"], "tokenizer");
+    assert_eq!(lines.len(), 3);
+    let (first, second) = (&lines[1], &lines[2]);
+    assert_eq!(first["lengths_estimated"], true);
+    // Without usage from the server, the tokenizer counts the prompt exactly.
+    let dialog = agent.dialog("main").expect("main");
+    let asked: Vec<&Message> = dialog.messages().iter().take(2).collect();
+    let prompt = lllm_core::trace::serialise(&asked);
+    let exact = tokenizer
+        .encode(prompt, false)
+        .expect("encodes")
+        .get_ids()
+        .len() as u64;
+    assert_eq!(first["input_length"], exact);
+    assert_eq!(
+        first["hash_ids"].as_array().map(Vec::len),
+        Some(exact.div_ceil(8) as usize)
+    );
+    let tool_wait = second["tool_wait_ms"].as_u64().expect("tool wait");
+    assert!(tool_wait >= 250, "{second}");
+    assert!(second["delay"].as_u64().expect("delay") >= tool_wait);
+    assert_eq!(first["tool_wait_ms"], 0);
+}
