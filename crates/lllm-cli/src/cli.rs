@@ -51,6 +51,9 @@ pub(crate) struct RunArgs {
     /// Tokens per prompt block in the trace.
     #[arg(long, value_name = "TOKENS", default_value_t = 64, requires = "trace", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub(crate) trace_block_size: u32,
+    /// Write trace rows only, without the header line: plain Mooncake JSONL for tools such as AIPerf.
+    #[arg(long, requires = "trace")]
+    pub(crate) trace_rows_only: bool,
     /// Cut trace blocks with this Hugging Face tokenizer (`tokenizer.json`) instead of approximating
     /// tokens by characters.
     #[arg(long, value_name = "FILE", requires = "trace")]
@@ -79,6 +82,9 @@ pub(crate) struct ReplayArgs {
     /// Time factor: 2 replays twice as fast.
     #[arg(long, default_value_t = 1.0)]
     pub(crate) speed: f64,
+    /// Tokens per block, for a trace written without its header (`--trace-rows-only`).
+    #[arg(long, default_value_t = 64)]
+    pub(crate) block_size: usize,
 }
 
 #[derive(Debug, Args)]

@@ -29,6 +29,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
         profile,
         session: !args.no_session,
         speed: args.speed,
+        block_size: args.block_size.max(1),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

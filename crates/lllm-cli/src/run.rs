@@ -67,9 +67,14 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     };
     let trace = match &args.trace {
         Some(path) => Some(Arc::new(
-            TraceRecorder::to_file(path, args.trace_block_size as usize, tokenizer)
-                .with_context(|| format!("cannot write the trace to {}", path.display()))
-                .map_err(usage)?,
+            TraceRecorder::to_file(
+                path,
+                args.trace_block_size as usize,
+                tokenizer,
+                !args.trace_rows_only,
+            )
+            .with_context(|| format!("cannot write the trace to {}", path.display()))
+            .map_err(usage)?,
         )),
         None => None,
     };

@@ -707,6 +707,33 @@ async fn trace_writes_one_content_free_line_per_request() {
         "a dry run has no usage"
     );
     assert_eq!(lines[2]["parent_session_id"], lines[1]["session_id"]);
+    let rows_only = dir.0.join("rows.jsonl");
+    let out = lllm()
+        .current_dir(&root)
+        .args([
+            "run",
+            path_str(&example("quickstart")),
+            "--dry-run",
+            "--input",
+            "x",
+        ])
+        .args(["--trace", path_str(&rows_only), "--trace-rows-only"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&rows_only)
+            .expect("rows")
+            .lines()
+            .next()
+            .expect("a row"),
+    )
+    .expect("JSON");
+    assert!(
+        first["hash_ids"].is_array() && first.get("format").is_none(),
+        "{first}"
+    );
     let bad = lllm()
         .current_dir(&root)
         .args([

@@ -35,6 +35,8 @@ pub struct ReplayOptions {
     pub session: bool,
     /// Time factor: 2.0 replays twice as fast.
     pub speed: f64,
+    /// Tokens per block for a trace written without a header.
+    pub block_size: usize,
 }
 
 /// A trace cannot be replayed.
@@ -119,22 +121,40 @@ impl ReplayReport {
     }
 }
 
-/// Reads a trace: its header and rows.
-pub fn parse_trace(text: &str) -> Result<(TraceHeader, Vec<TraceRow>), ReplayError> {
+/// Reads a trace: its header and rows. A trace written without a header (rows only) is read with
+/// blocks of `default_block` tokens.
+pub fn parse_trace(
+    text: &str,
+    default_block: usize,
+) -> Result<(TraceHeader, Vec<TraceRow>), ReplayError> {
     let mut lines = text
         .lines()
         .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (_, first) = lines.next().ok_or(ReplayError::Format {
+        .filter(|(_, l)| !l.trim().is_empty())
+        .peekable();
+    let (_, first) = *lines.peek().ok_or(ReplayError::Format {
         line: 1,
         message: "the trace is empty".into(),
     })?;
-    let header: TraceHeader = serde_json::from_str(first).map_err(|e| ReplayError::Format {
-        line: 1,
-        message: format!(
-            "not a trace header ({e}); a trace starts with {{\"format\": \"{TRACE_FORMAT}\", ...}}"
-        ),
-    })?;
+    let header: TraceHeader = match serde_json::from_str(first) {
+        Ok(header) => {
+            lines.next();
+            header
+        }
+        Err(e) if serde_json::from_str::<TraceRow>(first).is_err() => {
+            return Err(ReplayError::Format {
+                line: 1,
+                message: format!(
+                    "not a trace header or row ({e}); a trace starts with {{\"format\": \"{TRACE_FORMAT}\", ...}}"
+                ),
+            })
+        }
+        Err(_) => TraceHeader {
+            format: TRACE_FORMAT.to_owned(),
+            block_size: default_block,
+            blocks: "unknown".into(),
+        },
+    };
     if header.format != TRACE_FORMAT {
         return Err(ReplayError::Format {
             line: 1,
@@ -164,7 +184,7 @@ fn block_text(id: u64, tokens: usize) -> String {
 
 /// Replays `text` (a trace) as `options` say.
 pub async fn replay(text: &str, options: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
-    let (header, rows) = parse_trace(text)?;
+    let (header, rows) = parse_trace(text, options.block_size)?;
     let mut sessions: BTreeMap<String, Vec<TraceRow>> = BTreeMap::new();
     for row in rows {
         sessions
@@ -295,12 +315,15 @@ mod tests {
 
     #[test]
     fn traces_are_checked_line_by_line() {
-        assert!(parse_trace("").is_err());
-        let err = parse_trace("{\"format\": \"other\", \"block_size\": 1, \"blocks\": \"x\"}")
-            .expect_err("format");
+        assert!(parse_trace("", 64).is_err());
+        let other = r#"{"format": "other", "block_size": 1, "blocks": "x"}"#;
+        let err = parse_trace(other, 64).expect_err("format");
         assert!(err.to_string().contains("is not `lllm-trace/1`"));
-        let err = parse_trace("{\"format\": \"lllm-trace/1\", \"block_size\": 4, \"blocks\": \"chars/4\"}\n{\"oops\": 1}")
-            .expect_err("row");
+        let bad_row = "{\"format\": \"lllm-trace/1\", \"block_size\": 4, \"blocks\": \"chars/4\"}\n{\"oops\": 1}";
+        let err = parse_trace(bad_row, 64).expect_err("row");
         assert!(err.to_string().starts_with("line 2:"), "{err}");
+        let row = r#"{"session_id": "s", "agent": "a", "timestamp": 0, "delay": 0, "tool_wait_ms": 0, "input_length": 3, "output_length": 2, "hash_ids": [1], "latency_ms": 1}"#;
+        let (header, rows) = parse_trace(row, 32).expect("rows only");
+        assert_eq!((header.block_size, rows.len()), (32, 1));
     }
 }

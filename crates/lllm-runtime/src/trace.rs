@@ -55,20 +55,41 @@ impl TraceRecorder {
     /// Like [`new`](Self::new); with a tokenizer, blocks are exact token blocks and lengths the
     /// server does not report are counted, not estimated.
     pub fn with_tokenizer(
+        out: Box<dyn Write + Send>,
+        block_tokens: usize,
+        tokenizer: Option<tokenizers::Tokenizer>,
+    ) -> std::io::Result<Self> {
+        Self::build(out, block_tokens, tokenizer, true)
+    }
+
+    /// A recorder that writes rows only, no header line: a plain Mooncake-style JSONL file, as tools
+    /// such as NVIDIA AIPerf read it (`--custom-dataset-type mooncake_trace`).
+    pub fn rows_only(
+        out: Box<dyn Write + Send>,
+        block_tokens: usize,
+        tokenizer: Option<tokenizers::Tokenizer>,
+    ) -> std::io::Result<Self> {
+        Self::build(out, block_tokens, tokenizer, false)
+    }
+
+    fn build(
         mut out: Box<dyn Write + Send>,
         block_tokens: usize,
         tokenizer: Option<tokenizers::Tokenizer>,
+        header: bool,
     ) -> std::io::Result<Self> {
         let blocks = match tokenizer {
             Some(_) => "tokenizer".to_owned(),
             None => format!("chars/{}", lllm_core::trace::CHARS_PER_TOKEN),
         };
-        let header = TraceHeader {
+        let blocks_header = TraceHeader {
             format: TRACE_FORMAT.to_owned(),
             block_size: block_tokens,
             blocks,
         };
-        writeln!(out, "{}", serde_json::to_string(&header)?)?;
+        if header {
+            writeln!(out, "{}", serde_json::to_string(&blocks_header)?)?;
+        }
         Ok(TraceRecorder {
             started: Instant::now(),
             tokenizer,
@@ -78,18 +99,17 @@ impl TraceRecorder {
         })
     }
 
-    /// A recorder writing to the file at `path` (created or truncated).
+    /// A recorder writing to the file at `path` (created or truncated); with `header: false`, rows
+    /// only (see [`rows_only`](Self::rows_only)).
     pub fn to_file(
         path: &Path,
         block_tokens: usize,
         tokenizer: Option<tokenizers::Tokenizer>,
+        header: bool,
     ) -> std::io::Result<Self> {
         let file = std::fs::File::create(path)?;
-        Self::with_tokenizer(
-            Box::new(std::io::BufWriter::new(file)),
-            block_tokens,
-            tokenizer,
-        )
+        let out = Box::new(std::io::BufWriter::new(file));
+        Self::build(out, block_tokens, tokenizer, header)
     }
 
     /// Loads a Hugging Face `tokenizer.json`.

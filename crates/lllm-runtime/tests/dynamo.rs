@@ -325,6 +325,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
         profile: lllm_runtime::Profile::Dynamo,
         session: true,
         speed: 4.0,
+        block_size: 16,
     };
     let hinted = lllm_runtime::replay::replay(&trace, &options)
         .await
