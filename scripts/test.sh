@@ -2,7 +2,7 @@
 # The project's test command: formatting, lints, docs, and the whole test suite: unit tests, wire tests
 # against a local recording HTTP server, the CLI end to end, and the integration suite against a real
 # NVIDIA Dynamo router (started here on 127.0.0.1; installed into a cache on first use, about a minute).
-# The payoff benchmark on Dynamo runs first and prints its table. Needs the Rust toolchain, Python 3 with
+# The payoff benchmark and the trace replay on Dynamo run first and print their figures. Needs the Rust toolchain, Python 3 with
 # pip, and curl. LLLM_SKIP_DYNAMO=1 leaves Dynamo out (the Dynamo tests then say so and pass without
 # checking anything).
 set -euo pipefail
@@ -22,6 +22,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --lock
 if [ "${LLLM_SKIP_DYNAMO:-0}" != 1 ]; then
   step "the payoff of session hints on Dynamo (3 legs, about 3 minutes)"
   scripts/bench_payoff.sh
+
+  step "a recorded trace replayed on Dynamo, with and without session identity (about 3 minutes)"
+  scripts/bench_replay.sh
 
   step "starting NVIDIA Dynamo for the integration suite (KV router with session affinity)"
   trap 'scripts/servers/dynamo.sh down' EXIT

@@ -82,6 +82,9 @@ pub(crate) struct ReplayArgs {
     /// Time factor: 2 replays twice as fast.
     #[arg(long, default_value_t = 1.0)]
     pub(crate) speed: f64,
+    /// Also print every request as a JSON line (session, response id, tokens, latency, error).
+    #[arg(long)]
+    pub(crate) json: bool,
     /// Tokens per block, for a trace written without its header (`--trace-rows-only`).
     #[arg(long, default_value_t = 64)]
     pub(crate) block_size: usize,

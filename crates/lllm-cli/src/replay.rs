@@ -40,6 +40,19 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
         .block_on(run_replay(&text, &options))
         .map_err(|e| usage(anyhow!("{}: {e}", args.trace.display())))?;
     let mut out = std::io::stdout().lock();
+    if args.json {
+        for r in &report.requests {
+            let line = serde_json::json!({
+                "session_id": r.session_id,
+                "response_id": r.response_id,
+                "prompt_tokens": r.prompt_tokens,
+                "cached_tokens": r.cached_tokens,
+                "latency_ms": r.latency.as_secs_f64() * 1000.0,
+                "error": r.error,
+            });
+            writeln!(out, "{line}").map_err(failed)?;
+        }
+    }
     out.write_all(report.summary().as_bytes()).map_err(failed)?;
     let errors = report.requests.iter().filter(|r| r.error.is_some()).count();
     if errors > 0 {

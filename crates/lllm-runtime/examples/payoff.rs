@@ -3,7 +3,8 @@
 //! legs differ only in the hints (`family`, `own`, `none`). `scripts/bench_payoff.sh` restarts Dynamo
 //! for each leg and prints the table.
 //!
-//! Env: LLLM_DYNAMO_URL, LLLM_DYNAMO_LOG (the frontend log), LLLM_PAYOFF_LEG (family | own | none).
+//! Env: LLLM_DYNAMO_URL, LLLM_DYNAMO_LOG (the frontend log), LLLM_PAYOFF_LEG (family | own | none),
+//! LLLM_PAYOFF_TRACE (optional: write the run's content-free trace there, for `lllm replay`).
 //! Prints one JSON line of figures.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -144,6 +145,17 @@ async fn main() {
     }
     .build()
     .expect("hints");
+    let trace = std::env::var("LLLM_PAYOFF_TRACE").ok().map(|path| {
+        Arc::new(
+            lllm_runtime::trace::TraceRecorder::to_file(
+                std::path::Path::new(&path),
+                16,
+                None,
+                true,
+            )
+            .expect("trace file"),
+        )
+    });
     let recorder = Arc::new(Recorder {
         inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
         calls: Mutex::new(Vec::new()),
@@ -174,12 +186,17 @@ async fn main() {
     let mut tasks = Vec::new();
     for (root, arrival, system, main, forks, max_tokens) in plans {
         let recorder = recorder.clone();
+        let trace = trace.clone();
         let hints = hints.clone();
         let url = url.clone();
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(arrival).await;
+            let mut builder = Agent::builder();
+            if let Some(trace) = trace {
+                builder = builder.trace(trace);
+            }
             let agent = Arc::new(
-                Agent::builder()
+                builder
                     .name(format!("agent{root}"))
                     .system_prompt(system)
                     .model("tiny")
@@ -228,6 +245,9 @@ async fn main() {
         task.await.ok();
     }
     let elapsed = started.elapsed();
+    if let Some(trace) = &trace {
+        trace.flush().expect("trace written");
+    }
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let served_by = workers(&log);

@@ -10,16 +10,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use lllm_core::trace::{TraceHeader, TraceRow, CHARS_PER_TOKEN, TRACE_FORMAT};
+use lllm_core::trace::{TraceHeader, TraceRow, TRACE_FORMAT};
 use lllm_core::{HintField, InferenceHints, Message, MessageLog, ModelArgs, Profile};
 
 use crate::invoker::{ChatRequest, Invoker, OpenAiInvoker, ServerDefaults};
 
-/// Words synthetic prompts are made of.
+/// Words synthetic prompts are made of: common short English words, about one token each in most
+/// tokenizers, so a block of N tokens becomes about N tokens again.
 const WORDS: &[&str] = &[
-    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
-    "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
-    "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "one", "two", "three", "four",
+    "the", "of", "and", "to", "in", "is", "it", "that", "for", "on", "with", "as", "was", "be",
+    "at", "by", "from", "or", "not", "but", "what", "all", "when", "we", "you", "can", "will",
+    "day", "time", "way", "make", "find", "good", "first", "next", "last", "more", "less", "plan",
+    "step", "part",
 ];
 
 /// How to replay.
@@ -175,7 +177,7 @@ pub fn parse_trace(
 /// The same text for the same block id, every time: about `tokens` tokens of it.
 fn block_text(id: u64, tokens: usize) -> String {
     let mut rng = fastrand::Rng::with_seed(id);
-    let words = (tokens * CHARS_PER_TOKEN / 6).max(1);
+    let words = tokens.max(1);
     (0..words)
         .map(|_| WORDS[rng.usize(..WORDS.len())])
         .collect::<Vec<_>>()
@@ -310,7 +312,7 @@ mod tests {
     fn block_texts_are_stable_and_distinct() {
         assert_eq!(block_text(7, 64), block_text(7, 64));
         assert_ne!(block_text(7, 64), block_text(8, 64));
-        assert!(block_text(1, 64).split(' ').count() >= 40);
+        assert_eq!(block_text(1, 64).split(' ').count(), 64);
     }
 
     #[test]
