@@ -250,7 +250,7 @@ async fn main() {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let served_by = workers(&log);
+    let served_by = lllm_runtime::testing::dynamo_workers(&log);
     let calls = recorder.calls.lock().expect("lock").clone();
     let errors = *recorder.errors.lock().expect("lock");
     println!("{}", figures(&leg, &calls, &served_by, errors, elapsed));
@@ -331,40 +331,4 @@ fn figures(
         "prefill_tokens": prefill,
         "seconds": elapsed.as_secs_f64(),
     })
-}
-
-/// Which worker served each request, from the frontend log.
-fn workers(log: &str) -> HashMap<String, String> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .filter(|l| l.contains("service::metrics") && l.contains("request completed"))
-        .filter_map(|line| {
-            let clean = strip_ansi(line);
-            let id = field(&clean, "request_id=")?.to_owned();
-            let worker = field(&clean, "decode_worker_id=")?.to_owned();
-            Some((id, worker))
-        })
-        .collect()
-}
-
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let start = line.find(key)? + key.len();
-    line[start..].split_whitespace().next()
-}
-
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

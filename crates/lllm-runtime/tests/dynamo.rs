@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use lllm_runtime::config::parse_tactic;
+use lllm_runtime::testing::{dynamo_workers, SharedBuffer};
 use lllm_runtime::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, OpenAiInvoker, PromptVars,
     ServerDefaults, TacticRegistry, Team,
@@ -84,42 +85,6 @@ impl Invoker for Watching {
     }
 }
 
-/// Which worker served each request: `request completed request_id=<id> ... decode_worker_id=<worker>`.
-fn workers(log: &str) -> HashMap<String, String> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .filter(|line| line.contains("service::metrics") && line.contains("request completed"))
-        .filter_map(|line| {
-            let clean: String = strip_ansi(line);
-            let id = field(&clean, "request_id=")?;
-            let worker = field(&clean, "decode_worker_id=")?;
-            Some((id.to_owned(), worker.to_owned()))
-        })
-        .collect()
-}
-
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let start = line.find(key)? + key.len();
-    line[start..].split_whitespace().next()
-}
-
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 const TACTIC: &str = "
 global:
   model_name: dynamo/tiny
@@ -180,7 +145,7 @@ async fn a_multi_agent_tactic_is_accepted_and_every_dialog_stays_on_one_worker()
 
     // Give the frontend a moment to write its last lines.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let served_by = workers(&log);
+    let served_by = dynamo_workers(&log);
     let mut per_session: HashMap<&str, HashSet<&str>> = HashMap::new();
     for call in &seen {
         let id = call.response_id.trim_start_matches("chatcmpl-");
@@ -259,7 +224,7 @@ async fn streaming_structured_answers_and_null_content_work_against_dynamo() {
 
 /// Sessions that stayed on one worker, and cached ÷ prompt tokens, of a replay.
 fn replay_figures(report: &lllm_runtime::replay::ReplayReport, log: &str) -> (usize, usize, f64) {
-    let served_by = workers(log);
+    let served_by = dynamo_workers(log);
     let mut per_session: HashMap<&str, HashSet<&str>> = HashMap::new();
     for r in &report.requests {
         let id = r
@@ -281,19 +246,6 @@ fn replay_figures(report: &lllm_runtime::replay::ReplayReport, log: &str) -> (us
     )
 }
 
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     let Some((url, log)) = dynamo() else {
@@ -301,7 +253,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     };
     let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.clone());
     let spec = parse_tactic(TACTIC.as_bytes(), Path::new("dynamo.yaml"), &env).expect("tactic");
-    let out = Shared::default();
+    let out = SharedBuffer::default();
     let recorder = Arc::new(
         lllm_runtime::trace::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"),
     );
@@ -317,7 +269,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
         .await
         .expect("runs");
     recorder.flush().expect("flush");
-    let trace = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
+    let trace = out.text();
 
     let mut options = lllm_runtime::replay::ReplayOptions {
         api_base: url.clone(),

@@ -1,28 +1,13 @@
 //! Content-free traces of a multi-agent run: prefix structure kept, no text written.
 
-use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use lllm_runtime::config::parse_tactic;
-use lllm_runtime::testing::StubServer;
+use lllm_runtime::testing::{SharedBuffer, StubServer};
 use lllm_runtime::trace::TraceRecorder;
 use lllm_runtime::{OpenAiInvoker, PromptVars, ServerDefaults, TacticRegistry, Team};
 use serde_json::Value;
-
-/// A writer the test can read back.
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 const SECRET_WORDS: [&str; 5] = [
     "Marmalade",
@@ -54,7 +39,7 @@ steps:
         "Always travel by zeppelin. ".repeat(30)
     );
     let spec = parse_tactic(text.as_bytes(), Path::new("t.yaml"), &|_| None).expect("tactic");
-    let out = Shared::default();
+    let out = SharedBuffer::default();
     let recorder = Arc::new(TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
     let invoker = Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()));
     let team = Team::traced(&spec, invoker, Some(recorder.clone())).expect("team");
@@ -69,7 +54,7 @@ steps:
         .expect("runs");
     recorder.flush().expect("flush");
 
-    let written = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
+    let written = out.text();
     for word in SECRET_WORDS {
         assert!(!written.contains(word), "the trace contains {word:?}");
     }
@@ -148,7 +133,7 @@ async fn tool_time_and_exact_token_blocks_are_recorded() {
     let tokenizer_path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tiny-tokenizer.json");
     let tokenizer = TraceRecorder::load_tokenizer(&tokenizer_path).expect("tokenizer");
-    let out = Shared::default();
+    let out = SharedBuffer::default();
     let recorder = Arc::new(
         TraceRecorder::with_tokenizer(Box::new(out.clone()), 8, Some(tokenizer.clone()))
             .expect("recorder"),
@@ -179,7 +164,7 @@ async fn tool_time_and_exact_token_blocks_are_recorded() {
     agent.respond().await.expect("answer");
     recorder.flush().expect("flush");
 
-    let written = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
+    let written = out.text();
     let lines: Vec<Value> = written
         .lines()
         .map(|l| serde_json::from_str(l).expect("JSON"))

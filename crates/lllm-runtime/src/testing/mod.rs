@@ -1,8 +1,10 @@
 //! Test helpers for code built on lllm (feature `testing`): a scripted invoker that records every call,
 //! and a stub OpenAI-compatible HTTP server that records every request it receives.
 
+mod capture;
 mod scripted;
 mod stub_server;
 
+pub use capture::{dynamo_workers, SharedBuffer};
 pub use scripted::{RecordedCall, ScriptedInvoker};
 pub use stub_server::{RecordedRequest, StubReply, StubServer};
