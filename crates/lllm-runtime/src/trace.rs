@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lllm_core::trace::{BlockHasher, TraceHeader, TraceRow, TRACE_FORMAT};
-use lllm_core::Message;
+use lllm_core::{Message, Profile};
 
 use crate::invoker::{ChatRequest, ChatResponse};
 
@@ -215,13 +215,15 @@ impl TraceRecorder {
 
 /// The session (or parent) header the hints put on the request, whatever the profile.
 fn session_header(request: &ChatRequest, parent: bool) -> Option<String> {
-    let names: [&str; 2] = if parent {
-        ["x-dynamo-parent-session-id", "x-parent-session-id"]
-    } else {
-        ["x-dynamo-session-id", "x-session-id"]
-    };
-    names
+    Profile::ALL
         .iter()
+        .map(|p| {
+            if parent {
+                p.parent_header()
+            } else {
+                p.session_header()
+            }
+        })
         .find_map(|name| request.hint_fields.header(name))
         .map(str::to_owned)
 }

@@ -251,3 +251,20 @@ fn builders_merge_field_by_field() {
     assert_eq!(hints.priority(), Some(9));
     assert_eq!(hints.speculative_prefill(), Some(true));
 }
+
+#[test]
+fn the_osl_sent_is_the_one_on_the_wire() {
+    let args = ModelArgs::new().max_tokens(24);
+    assert_eq!(
+        InferenceHints::for_profile(Profile::Dynamo).osl_sent(&args),
+        Some(24)
+    );
+    assert_eq!(
+        InferenceHints::for_profile(Profile::OpenAi).osl_sent(&args),
+        None
+    );
+    assert_eq!(
+        InferenceHints::for_profile(Profile::Vllm).osl_sent(&args),
+        None
+    );
+}

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{check_session_id, ForkSession, HintsError, InferenceHints, Profile};
+use super::{check_session_id, ForkSession, HintField, HintsError, InferenceHints, Profile};
 use crate::dialog::{Dialog, DialogId};
 use crate::model_args::ModelArgs;
 
@@ -140,6 +140,15 @@ impl InferenceHints {
         }
     }
 
+    /// The expected output length these hints send with `model_args`: the configured `osl`, else
+    /// `max_tokens` / `max_completion_tokens`, and only for a profile that sends it.
+    pub fn osl_sent(&self, model_args: &ModelArgs) -> Option<u32> {
+        if !self.profile.sends(HintField::Osl) {
+            return None;
+        }
+        self.osl.or_else(|| model_args.output_limit())
+    }
+
     /// Dynamo's end-of-session fields for a dialog:
     /// `{"extra_headers": {"x-dynamo-session-id": "<id>", "x-dynamo-session-final": "true"}}`.
     pub fn final_request_fields(&self, dialog_id: &str) -> Result<RequestFields, HintsError> {
@@ -186,7 +195,7 @@ impl InferenceHints {
                 if let Some(t) = self.strict_priority {
                     agent_hints.insert("strict_priority".into(), json!(t));
                 }
-                if let Some(osl) = self.osl.or_else(|| model_args.output_limit()) {
+                if let Some(osl) = self.osl_sent(model_args) {
                     agent_hints.insert("osl".into(), json!(osl));
                 }
                 if let Some(s) = self.speculative_prefill {

@@ -492,7 +492,7 @@ impl Agent {
                             osl: self
                                 .hints
                                 .as_ref()
-                                .and_then(|h| h.osl().or_else(|| self.model_args.output_limit()))
+                                .and_then(|h| h.osl_sent(&self.model_args))
                                 .map(u64::from),
                         });
                     }
