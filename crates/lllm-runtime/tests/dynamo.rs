@@ -38,6 +38,7 @@ fn dynamo() -> Option<(String, String)> {
 #[derive(Debug, Clone)]
 struct Seen {
     session: String,
+    parent: String,
     response_id: String,
     prompt_tokens: u64,
     cached_tokens: u64,
@@ -57,6 +58,11 @@ impl Watching {
             session: request
                 .hint_fields
                 .header("x-dynamo-session-id")
+                .unwrap_or("")
+                .to_owned(),
+            parent: request
+                .hint_fields
+                .header("x-dynamo-parent-session-id")
                 .unwrap_or("")
                 .to_owned(),
             response_id: response.id.clone().unwrap_or_default(),
@@ -89,7 +95,7 @@ const TACTIC: &str = "
 global:
   model_name: dynamo/tiny
   model_args: {api_base: \"${LLLM_DYNAMO_URL}\", max_tokens: 16}
-  inference_hints: {profile: dynamo, session_prefix: suite, priority: 5, strict_priority: 1, speculative_prefill: true}
+  inference_hints: {profile: dynamo, session_prefix: suite, cache_salt: suite-salt, priority: 5, strict_priority: 1, speculative_prefill: true}
 agent_configs:
   - name: lead
     system_prompt: >-
@@ -133,6 +139,7 @@ async fn a_multi_agent_tactic_is_accepted_and_every_dialog_stays_on_one_worker()
         .run(&team, &vars)
         .await
         .expect("every request is accepted");
+    // part_1 is a fork: its end-of-session request must follow it to its worker too.
     for (agent, alias) in [("lead", "main"), ("lead", "part_1"), ("critic", "main")] {
         team.agent(agent)
             .expect("agent")
@@ -147,19 +154,25 @@ async fn a_multi_agent_tactic_is_accepted_and_every_dialog_stays_on_one_worker()
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let served_by = dynamo_workers(&log);
     let mut per_session: HashMap<&str, HashSet<&str>> = HashMap::new();
+    let mut calls = Vec::new();
     for call in &seen {
         let id = call.response_id.trim_start_matches("chatcmpl-");
         let worker = served_by
             .get(id)
             .unwrap_or_else(|| panic!("request {id} is not in the frontend log {log}"));
         per_session.entry(&call.session).or_default().insert(worker);
+        calls.push(format!(
+            "{} (parent {:?}) on worker {worker}",
+            call.session, call.parent
+        ));
     }
     assert_eq!(per_session.len(), 4, "four dialogs: {per_session:?}");
     for (session, workers) in &per_session {
         assert_eq!(
             workers.len(),
             1,
-            "dialog {session} moved between workers: {workers:?}"
+            "dialog {session} moved between workers; the calls in completion order:\n{}",
+            calls.join("\n")
         );
     }
 

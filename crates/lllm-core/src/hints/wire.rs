@@ -124,12 +124,33 @@ impl InferenceHints {
 
     /// [`final_request_fields`](Self::final_request_fields) for a dialog, applying [`ForkSession`]: the
     /// session ended is the one the dialog's requests carried.
+    ///
+    /// The final request is routed like the dialog's turns, so it also carries what decides the
+    /// route and the prefix: a fork's parent header and the `cache_salt`. Dynamo 1.6.1 keeps a
+    /// fork's worker binding through its parent, and the salt is part of every cached block's hash;
+    /// without them the final request (a real inference over the whole dialog) can land on a worker
+    /// that holds none of it.
     pub fn dialog_final_request_fields(
         &self,
         dialog: &Dialog,
     ) -> Result<RequestFields, HintsError> {
-        let (id, _) = self.identity(dialog);
-        self.final_request_fields(&id.to_string())
+        let (id, parent) = self.identity(dialog);
+        let mut fields = self.final_request_fields(&id.to_string())?;
+        if let Some(parent) = parent {
+            fields.headers.insert(
+                1,
+                (
+                    Profile::Dynamo.parent_header().to_owned(),
+                    self.prefixed(&parent.to_string())?,
+                ),
+            );
+        }
+        if let Some(salt) = &self.cache_salt {
+            fields
+                .body
+                .insert("nvext".into(), json!({ "cache_salt": salt }));
+        }
+        Ok(fields)
     }
 
     /// The ids a dialog's requests carry: its own and its parent's, or with `family` its root's alone.

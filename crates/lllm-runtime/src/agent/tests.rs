@@ -1,3 +1,4 @@
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -236,6 +237,48 @@ async fn finish_sends_the_end_of_session_request_without_touching_the_dialog() {
         plain.finish("main").await,
         Err(AgentError::NoHints(_))
     ));
+}
+
+#[tokio::test]
+async fn finishing_a_fork_routes_like_its_turns_parent_and_salt_included() {
+    let invoker = Arc::new(ScriptedInvoker::new().reply("ok").reply("bye"));
+    let hints = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .session_prefix("run-1")
+        .cache_salt("tenant-a")
+        .build()
+        .expect("valid");
+    let agent = agent(invoker.clone(), Some(hints));
+    let main = agent.open_with("main", &vars()).expect("open");
+    let side = agent.fork("main", "side").expect("fork");
+    agent.receive_in("side", "Try again.").expect("receive");
+    agent.respond_in("side").await.expect("turn");
+    agent.finish("side").await.expect("finish");
+    let [turn, last] = &invoker.calls()[..] else {
+        panic!("two calls: {:?}", invoker.calls());
+    };
+    let session = ("x-dynamo-session-id".to_owned(), format!("run-1:{side}"));
+    let parent = (
+        "x-dynamo-parent-session-id".to_owned(),
+        format!("run-1:{main}"),
+    );
+    assert_eq!(turn.request.headers, vec![session.clone(), parent.clone()]);
+    assert_eq!(
+        last.request.headers,
+        vec![
+            session,
+            parent,
+            ("x-dynamo-session-final".to_owned(), "true".to_owned())
+        ]
+    );
+    assert_eq!(
+        last.request.body["nvext"],
+        json!({"cache_salt": "tenant-a"})
+    );
+    assert_eq!(
+        turn.request.body["nvext"]["cache_salt"],
+        last.request.body["nvext"]["cache_salt"]
+    );
 }
 
 #[test]
