@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use lllm_runtime::{
@@ -148,29 +148,38 @@ async fn one_tool_round_then_an_answer() {
     assert!(requests[1].body.get("tool_choice").is_none());
 }
 
+/// A tool that answers only once a second call of it has started too; alone, it gives up after 30 s
+/// with an error result. Then it sleeps `ms`, so the calls finish in a chosen order.
+fn meet() -> Arc<dyn Tool> {
+    let both_started = Arc::new(tokio::sync::Barrier::new(2));
+    tool_fn(
+        "meet",
+        "Wait for the other call, then say the label",
+        move |args: Nap| {
+            let both_started = both_started.clone();
+            async move {
+                tokio::time::timeout(Duration::from_secs(30), both_started.wait())
+                    .await
+                    .map_err(|_| ToolError::new("ran alone: the other call had not started"))?;
+                tokio::time::sleep(Duration::from_millis(args.ms)).await;
+                Ok::<_, ToolError>(args.label)
+            }
+        },
+    )
+}
+
 #[tokio::test]
 async fn two_tool_calls_of_one_turn_run_concurrently_and_answer_in_call_order() {
     let server = server().await;
     server.push(StubReply::tool_calls(&[
-        ("a", "nap", r#"{"ms": 400, "label": "slow"}"#),
-        ("b", "nap", r#"{"ms": 100, "label": "fast"}"#),
+        ("a", "meet", r#"{"ms": 200, "label": "slow"}"#),
+        ("b", "meet", r#"{"ms": 0, "label": "fast"}"#),
     ]));
     server.push(StubReply::text("done"));
-    let calls = Arc::new(AtomicUsize::new(0));
-    let agent = builder(&server)
-        .tool(nap(calls.clone()))
-        .build()
-        .expect("agent");
+    let agent = builder(&server).tool(meet()).build().expect("agent");
     agent.open("main").expect("open");
-    agent.receive("nap twice").expect("receive");
-    let started = Instant::now();
+    agent.receive("meet twice").expect("receive");
     agent.respond().await.expect("answer");
-    let elapsed = started.elapsed();
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
-    assert!(
-        elapsed < Duration::from_millis(480),
-        "ran one after the other: {elapsed:?}"
-    );
     let results = tool_messages(&server.requests()[1]);
     assert_eq!(
         results[0],

@@ -7,4 +7,4 @@ mod stub_server;
 
 pub use capture::{dynamo_workers, SharedBuffer};
 pub use scripted::{RecordedCall, ScriptedInvoker};
-pub use stub_server::{RecordedRequest, StubReply, StubServer};
+pub use stub_server::{RecordedRequest, StubReply, StubServer, TOGETHER_LIMIT};

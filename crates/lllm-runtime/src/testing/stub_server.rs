@@ -56,6 +56,7 @@ pub struct StubReply {
     headers: Vec<(String, String)>,
     body: StubBody,
     delay: Duration,
+    together: Option<(usize, Duration)>,
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +122,7 @@ impl StubReply {
             headers: vec![("content-type".into(), "text/event-stream".into())],
             body: StubBody::Pieces { pieces, cut },
             delay: Duration::ZERO,
+            together: None,
         }
     }
 
@@ -149,6 +151,7 @@ impl StubReply {
             headers: vec![("content-type".into(), "application/json".into())],
             body: StubBody::Full(body.to_string()),
             delay: Duration::ZERO,
+            together: None,
         }
     }
 
@@ -159,6 +162,7 @@ impl StubReply {
             headers: Vec::new(),
             body: StubBody::Full(body.to_owned()),
             delay: Duration::ZERO,
+            together: None,
         }
     }
 
@@ -173,12 +177,69 @@ impl StubReply {
         self.delay = delay;
         self
     }
+
+    /// Holds the answer until `count` requests have been in the server at the same time (this one
+    /// among them): a test of concurrency that does not depend on how fast the machine is. When they
+    /// never are (the client sent them one after another), it answers HTTP 400 after
+    /// [`TOGETHER_LIMIT`], saying how many were.
+    pub fn together(self, count: usize) -> Self {
+        self.together_within(count, TOGETHER_LIMIT)
+    }
+
+    /// [`together`](Self::together), giving up after `limit` instead of [`TOGETHER_LIMIT`].
+    pub fn together_within(mut self, count: usize, limit: Duration) -> Self {
+        self.together = Some((count, limit));
+        self
+    }
 }
 
-#[derive(Default)]
+/// How long a [`StubReply::together`] answer waits for the others before it gives up.
+pub const TOGETHER_LIMIT: Duration = Duration::from_secs(30);
+
 struct Shared {
     script: Mutex<VecDeque<StubReply>>,
     recorded: Mutex<Vec<RecordedRequest>>,
+    in_flight: Mutex<usize>,
+    /// The most requests in flight at once so far. A watch, so held answers can wait for a count;
+    /// it only grows, so a waiter cannot miss the moment (the current count may drop again before
+    /// the waiter is polled).
+    most_in_flight: tokio::sync::watch::Sender<usize>,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            script: Mutex::default(),
+            recorded: Mutex::default(),
+            in_flight: Mutex::new(0),
+            most_in_flight: tokio::sync::watch::Sender::new(0),
+        }
+    }
+}
+
+/// Counts one request as in flight from its arrival until its handler ends or is dropped.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared) -> Self {
+        let now = {
+            let mut in_flight = lock(&shared.in_flight);
+            *in_flight += 1;
+            *in_flight
+        };
+        shared.most_in_flight.send_if_modified(|most| {
+            let grew = now > *most;
+            *most = now.max(*most);
+            grew
+        });
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.in_flight) -= 1;
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -239,6 +300,11 @@ impl StubServer {
         lock(&self.shared.recorded).clone()
     }
 
+    /// The most requests that were being answered at the same time so far.
+    pub fn most_in_flight(&self) -> usize {
+        *self.shared.most_in_flight.borrow()
+    }
+
     /// Forgets the requests received so far.
     pub fn clear_requests(&self) {
         lock(&self.shared.recorded).clear();
@@ -260,6 +326,7 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let _in_flight = InFlight::enter(&shared);
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let fallback = default_reply(&body);
     lock(&shared.recorded).push(RecordedRequest {
@@ -277,7 +344,22 @@ async fn handle(
         body,
         received_at: Instant::now(),
     });
-    let reply = lock(&shared.script).pop_front().unwrap_or(fallback);
+    let mut reply = lock(&shared.script).pop_front().unwrap_or(fallback);
+    if let Some((count, limit)) = reply.together {
+        let mut most = shared.most_in_flight.subscribe();
+        let met = tokio::time::timeout(limit, most.wait_for(|n| *n >= count))
+            .await
+            .is_ok_and(|seen| seen.is_ok());
+        if !met {
+            reply = StubReply::error(
+                400,
+                &format!(
+                    "the stub waited {limit:?} for {count} requests at once; the most were {}",
+                    *shared.most_in_flight.borrow()
+                ),
+            );
+        }
+    }
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
@@ -323,4 +405,40 @@ fn default_reply(body: &Value) -> StubReply {
         .and_then(Value::as_str)
         .unwrap_or("");
     StubReply::text(&format!("stub answer to: {last_user}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn post(client: &reqwest::Client, server: &StubServer) -> (u16, String) {
+        let response = client
+            .post(format!("{}/chat/completions", server.base_url()))
+            .json(&json!({"messages": []}))
+            .send()
+            .await
+            .expect("the stub answers");
+        let status = response.status().as_u16();
+        (status, response.text().await.expect("body"))
+    }
+
+    #[tokio::test]
+    async fn together_answers_only_requests_that_were_in_flight_at_once() {
+        let server = StubServer::start().await.expect("server");
+        let client = reqwest::Client::new();
+        server.push(StubReply::text("one").together(2));
+        server.push(StubReply::text("two").together(2));
+        let (first, second) = tokio::join!(post(&client, &server), post(&client, &server));
+        assert_eq!((first.0, second.0), (200, 200));
+        assert_eq!(server.most_in_flight(), 2);
+
+        let server = StubServer::start().await.expect("server");
+        let limit = Duration::from_millis(200);
+        server.push(StubReply::text("one").together_within(2, limit));
+        server.push(StubReply::text("two").together_within(2, limit));
+        let (status, body) = post(&client, &server).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("the most were 1"), "{body}");
+        assert_eq!(server.most_in_flight(), 1);
+    }
 }
