@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/servers/common.sh
-cargo build --release --quiet -p lllm-runtime --example payoff
+cargo build --release --quiet -p lllm-bench --bin payoff
 cargo build --release --quiet -p lllm-cli
 work=$(mktemp -d)
 trap 'scripts/servers/dynamo.sh down; rm -rf "$work"' EXIT
@@ -16,7 +16,7 @@ affinity="--router-session-affinity-ttl-secs 300"
 say "recording the trace of the payoff workload"
 url=$(DYNAMO_WORKERS=1 MOCK_ARGS="$mock" FRONT_ARGS="$affinity" scripts/servers/dynamo.sh up)
 LLLM_DYNAMO_URL=$url LLLM_DYNAMO_LOG=$(scripts/servers/dynamo.sh log) LLLM_PAYOFF_LEG=family \
-  LLLM_PAYOFF_TRACE=$work/trace.jsonl target/release/examples/payoff >/dev/null
+  LLLM_PAYOFF_TRACE=$work/trace.jsonl target/release/payoff >/dev/null
 say "trace: $(($(wc -l <"$work/trace.jsonl") - 1)) requests"
 
 for leg in dynamo plain; do

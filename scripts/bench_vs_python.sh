@@ -11,10 +11,10 @@ if ! "$VENV/bin/python" -c 'import lllm.runtimes.native.core.agent' 2>/dev/null;
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q 'lllm-core[native]==0.2.1'
 fi
-cargo build --release --quiet -p lllm-runtime --example stub_server --example turns
+cargo build --release --quiet -p lllm-bench --bin stub_server --bin turns
 url_file=$(mktemp)
-target/release/examples/stub_server >"$url_file" &
+target/release/stub_server >"$url_file" &
 server=$!
 trap 'kill $server 2>/dev/null; rm -f "$url_file"' EXIT
 for _ in $(seq 1 50); do [ -s "$url_file" ] && break; sleep 0.1; done
-python3 scripts/bench/compare.py "$(head -1 "$url_file")" "$VENV/bin/python" target/release/examples/turns "${1:-}"
+python3 scripts/bench/compare.py "$(head -1 "$url_file")" "$VENV/bin/python" target/release/turns "${1:-}"

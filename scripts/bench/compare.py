@@ -108,7 +108,7 @@ if write:
         "<!-- python:start -->\n"
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()} ({os.cpu_count()} cores), Linux, "
         f"Python {platform.python_version()}; command `scripts/bench_vs_python.sh --write`. Both clients run "
-        "the same conversation against the same local stand-in server (`examples/stub_server.rs`); the 1-turn "
+        "the same conversation against the same local stand-in server (`bench/src/bin/stub_server.rs`); the 1-turn "
         "time is the median of 5 whole-process runs, CPU and RSS of 3 runs of 100 turns.\n\n"
         f"{table}\n\n![ratios](docs/bench_vs_python.svg)\n<!-- python:end -->"
     )

@@ -54,5 +54,5 @@ pub use tools::{tool_fn, Tool, ToolError, ToolOutput};
 
 /// The README's Rust examples, compiled as doctests so they cannot drift from the API.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;

@@ -318,7 +318,7 @@ async fn bad_usage_exits_2() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_quickstart_example_checks_and_dry_runs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let tactic = root.join("examples/quickstart/tactic.yaml");
     let checked = lllm()
         .current_dir(&root)
@@ -356,7 +356,7 @@ async fn the_word_count_example_runs_its_command_tool_end_to_end() {
         ("c2", "word_count", r#"{"text": "  "}"#),
     ]));
     server.push(StubReply::text("The text has 4 words."));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let tactic = root.join("examples/word_count/tactic.yaml");
     let out = run(
         &[
@@ -490,13 +490,13 @@ async fn output_schema_answers_are_json_and_dry_runs_fill_them() {
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
+        .join("../examples")
         .join(name)
         .join("tactic.yaml")
 }
 
 async fn dry_run_lines(name: &str) -> Vec<Value> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = lllm()
         .current_dir(&root)
         .args([
@@ -678,7 +678,7 @@ async fn missing_variables_are_reported_before_any_model_call() {
 async fn trace_writes_one_content_free_line_per_request() {
     let dir = TempDir::new("trace");
     let trace = dir.0.join("run.jsonl");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = lllm()
         .current_dir(&root)
         .args([
@@ -755,7 +755,7 @@ async fn trace_writes_one_content_free_line_per_request() {
 async fn replay_sends_the_recorded_sessions_with_the_same_prefix_structure() {
     let dir = TempDir::new("replay");
     let trace = dir.0.join("run.jsonl");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let recorded = lllm()
         .current_dir(&root)
         .args([
