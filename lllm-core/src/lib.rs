@@ -1,25 +1,54 @@
-//! Pure types and logic of lllm: messages, dialogs, prompts, inference hints, the merge of request fields,
-//! and the tactic file format. Nothing here talks to the network.
+//! Pure types and logic of lllm: messages, dialogs with O(1) forks, prompts, inference hints and the
+//! request fields they become, and the tactic file format. Nothing here talks to the network.
 //!
 //! Most users reach these types through `lllm-runtime`, which re-exports them.
+//!
+//! # By role
+//! - Conversation: [`Message`], [`Role`], [`ToolCall`], [`Usage`], [`Dialog`], [`DialogId`],
+//!   [`DialogTree`].
+//! - Prompts: [`Prompt`] (minijinja templates, inline or from `prompts/`), [`PromptVars`].
+//! - Inference hints: [`InferenceHints`] and its builder, [`Profile`], [`ForkSession`], and the
+//!   [`RequestFields`] (headers and body fields) they give for one request.
+//! - Tactic files: [`load_tactic`] gives a [`TacticSpec`] of [`AgentSpec`]s and [`Step`]s, or a
+//!   [`ConfigError`] naming the file, line and column; [`tactic_schema`] is the format's JSON Schema.
+//!
+//! ```
+//! use lllm_core::{DialogId, InferenceHints, ModelArgs, Profile};
+//!
+//! let hints = InferenceHints::builder()
+//!     .profile(Profile::Vllm)
+//!     .priority(2)
+//!     .build()
+//!     .expect("vllm sends priority");
+//! let dialog = DialogId::new().to_string();
+//! let fields = hints
+//!     .request_fields(Some(&dialog), None, &ModelArgs::new())
+//!     .expect("a valid session id");
+//! assert_eq!(fields.body["priority"], -2); // vLLM runs lower values first
+//! ```
 
-pub mod config;
-pub mod dialog;
-pub mod hints;
-pub mod merge;
-pub mod message;
-pub mod model;
-pub mod model_args;
-pub mod prompt;
-pub mod report;
-pub mod schema;
-pub mod secret;
-pub mod suggest;
-pub mod tool;
-pub mod trace;
+mod config;
+mod dialog;
+mod hints;
+mod merge;
+mod message;
+mod model;
+mod model_args;
+mod prompt;
+mod report;
+mod schema;
+mod secret;
+mod suggest;
+mod tool;
+mod trace;
 
-pub use config::{load_tactic, AgentSpec, ConfigError, TacticSpec};
-pub use dialog::{Dialog, DialogId, DialogTree, MessageLog, NamedDialog};
+pub use config::{
+    is_variable_name, load_tactic, parse_tactic, tactic_schema, AgentSpec, Branch, ConfigError,
+    ConfigErrorKind, EnvError, Origin, Position, Step, StepsError, TacticSpec, Turn, CHAT_TACTIC,
+    DEFAULT_DIALOG, DEFAULT_MAX_ANSWER_RETRIES, DEFAULT_MAX_CALL_RETRIES, DEFAULT_MAX_TOOL_ROUNDS,
+    STEPS_TACTIC,
+};
+pub use dialog::{Dialog, DialogId, DialogTree, InvalidDialogId, MessageLog, NamedDialog};
 pub use hints::{
     ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder, Profile,
     RequestFields, SessionIds,
@@ -28,5 +57,21 @@ pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;
 pub use model_args::{ModelArgs, ModelArgsError};
 pub use prompt::{Prompt, PromptError, PromptVars};
+pub use report::full_message;
+pub use schema::{Schema, SchemaError, SchemaViolations};
 pub use secret::Secret;
-pub use tool::{CommandToolConfig, ToolSpec};
+pub use tool::{CommandToolConfig, ToolConfigError, ToolSpec};
+pub use trace::{TraceHeader, TraceRow, TRACE_FORMAT};
+
+/// Building blocks shared with `lllm-runtime`, which assembles requests and traces from them. Not
+/// part of the API: they may change in any release.
+#[doc(hidden)]
+pub mod internal {
+    pub use crate::merge::{deep_merge, find_header, merge_body, merge_headers, merge_under};
+    pub use crate::secret::{is_secret_header, printable_header_value, redact_url, REDACTED};
+    pub use crate::tool::{
+        object_schema_problem, output_schema_problem, tool_name_problem, DEFAULT_COMMAND_TIMEOUT_S,
+        DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TOOL_NAME_LEN,
+    };
+    pub use crate::trace::{serialise, BlockHasher, CHARS_PER_TOKEN, DEFAULT_BLOCK_TOKENS};
+}

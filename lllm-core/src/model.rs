@@ -1,7 +1,7 @@
 //! Model names in the LiteLLM `provider/model` convention.
 
 /// Provider prefixes of OpenAI-compatible servers, removed before a request is sent.
-pub const OPENAI_COMPATIBLE_PREFIXES: &[&str] = &[
+pub(crate) const OPENAI_COMPATIBLE_PREFIXES: &[&str] = &[
     "hosted_vllm",
     "vllm",
     "openai",

@@ -9,7 +9,7 @@ use crate::suggest::closest;
 
 /// Request parameters lllm knows by name. Any other key is passed into the request body as written,
 /// unless it looks like a misspelling of one of these.
-pub const KNOWN_PARAMS: &[&str] = &[
+pub(crate) const KNOWN_PARAMS: &[&str] = &[
     // OpenAI chat completions
     "audio",
     "frequency_penalty",
@@ -60,7 +60,7 @@ pub const KNOWN_PARAMS: &[&str] = &[
 ];
 
 /// Keys of `model_args` that configure lllm itself and are never sent in the body.
-pub const CLIENT_KEYS: &[&str] = &[
+pub(crate) const CLIENT_KEYS: &[&str] = &[
     "api_base",
     "api_key",
     "timeout",
@@ -70,7 +70,7 @@ pub const CLIENT_KEYS: &[&str] = &[
 ];
 
 /// Request fields lllm writes itself; `model_args` may not set them.
-pub const RESERVED_KEYS: &[&str] = &["model", "messages", "stream", "tools"];
+pub(crate) const RESERVED_KEYS: &[&str] = &["model", "messages", "stream", "tools"];
 
 /// A `model_args` entry is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -321,7 +321,7 @@ fn headers_field(value: Value) -> Result<Vec<(String, String)>, ModelArgsError> 
 }
 
 /// Whether `name` is a valid HTTP header name (an RFC 9110 token).
-pub fn is_header_name(name: &str) -> bool {
+pub(crate) fn is_header_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .bytes()
@@ -361,7 +361,7 @@ fn check_param(key: &str, value: &Value) -> Result<(), ModelArgsError> {
 
 /// Checks a `model_args` key by name alone: reserved request fields and likely misspellings of known
 /// keys are errors; any other key is a parameter passed into the body as written.
-pub fn check_key(key: &str) -> Result<(), ModelArgsError> {
+pub(crate) fn check_key(key: &str) -> Result<(), ModelArgsError> {
     if RESERVED_KEYS.contains(&key) {
         return Err(ModelArgsError::new(
             key,

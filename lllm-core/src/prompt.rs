@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use minijinja::{Environment, UndefinedBehavior};
 
 /// Extensions tried, in this order, when a prompt path has none.
-pub const PROMPT_EXTENSIONS: [&str; 3] = ["md", "j2", "txt"];
+pub(crate) const PROMPT_EXTENSIONS: [&str; 3] = ["md", "j2", "txt"];
 
 /// Functions every minijinja environment has; a template may use them without a variable.
 const BUILTIN_GLOBALS: [&str; 5] = ["range", "dict", "namespace", "debug", "loop"];

@@ -13,14 +13,14 @@ pub struct Schema {
 
 impl Schema {
     /// Compiles `schema`; an invalid schema is an error saying why.
-    pub fn compile(schema: &Value) -> Result<Schema, String> {
+    pub fn compile(schema: &Value) -> Result<Schema, SchemaError> {
         jsonschema::validator_for(schema)
             .map(|validator| Schema { validator })
-            .map_err(|e| format!("is not a valid JSON Schema: {e}"))
+            .map_err(|e| SchemaError(e.to_string()))
     }
 
     /// Checks `value`; the error lists the first violations with where they are (`/path`).
-    pub fn check(&self, value: &Value) -> Result<(), String> {
+    pub fn check(&self, value: &Value) -> Result<(), SchemaViolations> {
         let problems: Vec<String> = self
             .validator
             .iter_errors(value)
@@ -34,11 +34,34 @@ impl Schema {
                 }
             })
             .collect();
-        match problems.len() {
-            0 => Ok(()),
-            n if n > MAX_LISTED => Err(format!("{}; and more", problems[..MAX_LISTED].join("; "))),
-            _ => Err(problems.join("; ")),
+        if problems.is_empty() {
+            return Ok(());
         }
+        let more = problems.len() > MAX_LISTED;
+        Err(SchemaViolations {
+            problems: problems.into_iter().take(MAX_LISTED).collect(),
+            more,
+        })
+    }
+}
+
+/// A JSON Schema does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("is not a valid JSON Schema: {0}")]
+pub struct SchemaError(String);
+
+/// Why a value does not match a schema: the first few violations, each with where it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}", problems.join("; "), if *more { "; and more" } else { "" })]
+pub struct SchemaViolations {
+    problems: Vec<String>,
+    more: bool,
+}
+
+impl SchemaViolations {
+    /// Each violation listed, such as `at /n: "x" is not of type "integer"`.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
     }
 }
 
@@ -54,11 +77,15 @@ mod tests {
         )
         .expect("valid schema");
         assert_eq!(schema.check(&json!({"n": 3})), Ok(()));
-        let err = schema.check(&json!({"n": "x"})).expect_err("wrong type");
+        let err = schema
+            .check(&json!({"n": "x"}))
+            .expect_err("wrong type")
+            .to_string();
         assert!(err.contains("/n"), "{err}");
         assert!(schema
             .check(&json!({}))
             .expect_err("missing")
+            .to_string()
             .contains("\"n\""));
         assert!(Schema::compile(&json!({"type": 12})).is_err());
     }

@@ -9,6 +9,8 @@ pub const MAX_TOOL_NAME_LEN: usize = 64;
 pub const DEFAULT_COMMAND_TIMEOUT_S: f64 = 30.0;
 /// Default limit of a command tool's output.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64 * 1024;
+/// Largest output limit a command tool may set: output is held in memory.
+pub const MAX_OUTPUT_BYTES_LIMIT: usize = 64 * 1024 * 1024;
 
 /// What the model is told about a tool: its name, what it does, and the JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,15 +119,23 @@ impl CommandToolConfig {
     }
 
     /// Checks everything that can be checked before running: the name, the schema, the command, the
-    /// limits, and that argv templates parse and name only declared arguments. Returns the field and
-    /// the problem.
-    pub fn validate(&self) -> Result<(), (String, String)> {
-        let err = |field: &str, message: String| Err((field.to_owned(), message));
+    /// limits, and that argv templates parse and name only declared arguments.
+    pub fn validate(&self) -> Result<(), ToolConfigError> {
+        let err = |field: &str, problem: String| {
+            Err(ToolConfigError {
+                tool: self.name.clone(),
+                field: field.to_owned(),
+                problem,
+            })
+        };
         if let Some(problem) = tool_name_problem(&self.name) {
             return err("name", problem);
         }
         if let Some(problem) = object_schema_problem(&self.parameters) {
             return err("parameters", problem);
+        }
+        if let Err(e) = crate::schema::Schema::compile(&self.parameters) {
+            return err("parameters", e.to_string());
         }
         if self.command.is_empty() || self.command[0].trim().is_empty() {
             return err(
@@ -139,15 +149,12 @@ impl CommandToolConfig {
                 "must be a number of seconds above 0 (at most a day)".into(),
             );
         }
-        if self.max_output_bytes == 0 {
-            return err("max_output_bytes", "must be at least 1".into());
+        if self.max_output_bytes == 0 || self.max_output_bytes > MAX_OUTPUT_BYTES_LIMIT {
+            return err(
+                "max_output_bytes",
+                format!("must be from 1 to {MAX_OUTPUT_BYTES_LIMIT} bytes"),
+            );
         }
-        let declared: Vec<&str> = self
-            .parameters
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|p| p.keys().map(String::as_str).collect())
-            .unwrap_or_default();
         if self.command[0].contains("{{") || self.command[0].contains("{%") {
             return err(
                 "command[0]",
@@ -162,31 +169,50 @@ impl CommandToolConfig {
                 format!("`{bad}` is not an environment variable name"),
             );
         }
+        self.check_templates()
+    }
+
+    /// Each argv item must parse and use only declared arguments.
+    fn check_templates(&self) -> Result<(), ToolConfigError> {
+        let declared: Vec<&str> = self
+            .parameters
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let env = minijinja::Environment::new();
         for (i, item) in self.command.iter().enumerate() {
-            let env = minijinja::Environment::new();
-            let template = match env.template_from_str(item) {
-                Ok(t) => t,
-                Err(e) => {
-                    return err(
-                        &format!("command[{i}]"),
-                        format!("is not a valid template: {e}"),
-                    )
-                }
+            let err = |problem: String| ToolConfigError {
+                tool: self.name.clone(),
+                field: format!("command[{i}]"),
+                problem,
             };
+            let template = env
+                .template_from_str(item)
+                .map_err(|e| err(format!("is not a valid template: {e}")))?;
             let mut used: Vec<String> = template.undeclared_variables(false).into_iter().collect();
             used.sort();
             if let Some(unknown) = used.iter().find(|v| !declared.contains(&v.as_str())) {
-                return err(
-                    &format!("command[{i}]"),
-                    format!(
-                        "uses `{unknown}`, which is not among the parameters' properties ({})",
-                        declared.join(", ")
-                    ),
-                );
+                return Err(err(format!(
+                    "uses `{unknown}`, which is not among the parameters' properties ({})",
+                    declared.join(", ")
+                )));
             }
         }
         Ok(())
     }
+}
+
+/// A command tool's declaration is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool `{tool}`: {field} {problem}")]
+pub struct ToolConfigError {
+    /// The tool's name as declared.
+    pub tool: String,
+    /// The field at fault, such as `command[1]`.
+    pub field: String,
+    /// What is wrong and what to do.
+    pub problem: String,
 }
 
 /// The JSON Schema given for structured answers (`output_schema:`), checked to be a mapping.
@@ -228,27 +254,27 @@ mod tests {
         assert_eq!(
             tool(&["{{ text }}"], schema.clone())
                 .validate()
-                .map_err(|e| e.0),
+                .map_err(|e| e.field),
             Err("command[0]".into())
         );
-        let (field, message) = tool(&["echo", "{{ txt }}"], schema.clone())
+        let error = tool(&["echo", "{{ txt }}"], schema.clone())
             .validate()
             .expect_err("unknown arg");
-        assert_eq!(field, "command[1]");
-        assert!(message.contains("`txt`"), "{message}");
+        assert_eq!(error.field, "command[1]");
+        assert!(error.problem.contains("`txt`"), "{error}");
         assert_eq!(
-            tool(&[], schema.clone()).validate().map_err(|e| e.0),
+            tool(&[], schema.clone()).validate().map_err(|e| e.field),
             Err("command".into())
         );
         assert_eq!(
             tool(&["wc"], json!({"type": "string"}))
                 .validate()
-                .map_err(|e| e.0),
+                .map_err(|e| e.field),
             Err("parameters".into())
         );
         let mut bad_name = tool(&["wc"], schema);
         bad_name.name = "word count".into();
-        assert_eq!(bad_name.validate().map_err(|e| e.0), Err("name".into()));
+        assert_eq!(bad_name.validate().map_err(|e| e.field), Err("name".into()));
     }
 
     #[test]

@@ -2,8 +2,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::steps::{Branch, PathError, Step, Turn};
+use super::steps::{Branch, Step, StepsError, Turn};
 use crate::suggest::closest;
+
+/// A problem at a field path (`steps[2].agent`).
+pub(crate) type PathError = (String, StepsError);
 
 /// A dialog of an agent.
 type DialogKey = (String, String);
@@ -45,7 +48,10 @@ pub(crate) fn check_steps(
             if let Some(first) = checker.saves.get(name) {
                 return Err((
                     format!("{}.save", turn.at),
-                    format!("`{name}` is already saved by the step at {first}; each saved name must be unique"),
+                    StepsError::SavedTwice {
+                        name: name.clone(),
+                        first: first.clone(),
+                    },
                 ));
             }
             checker.saves.insert(name.clone(), turn.at.clone());
@@ -115,40 +121,39 @@ impl Checker<'_> {
         footprint: &mut Footprint,
     ) -> Result<(), PathError> {
         if !self.agents.contains(&turn.agent) {
-            let hint = closest(&turn.agent, self.agents.iter().map(String::as_str))
-                .map(|c| format!(" (did you mean `{c}`?)"))
-                .unwrap_or_default();
+            let suggestion =
+                closest(&turn.agent, self.agents.iter().map(String::as_str)).map(str::to_owned);
             return Err((
                 format!("{}.agent", turn.at),
-                format!(
-                    "unknown agent `{}`{hint}; the agents are: {}",
-                    turn.agent,
-                    self.agents.join(", ")
-                ),
+                StepsError::UnknownAgent {
+                    agent: turn.agent.clone(),
+                    suggestion,
+                    agents: self.agents.to_vec(),
+                },
             ));
         }
         let key = (turn.agent.clone(), turn.dialog.clone());
         if let Some(parent) = &turn.fork_from {
             let parent_key = (turn.agent.clone(), parent.clone());
             if parent == &turn.dialog {
-                return Err((
-                    format!("{}.fork_from", turn.at),
-                    "a dialog cannot be forked from itself".into(),
-                ));
+                return Err((format!("{}.fork_from", turn.at), StepsError::ForkFromItself));
             }
             if !scope.dialogs.contains(&parent_key) {
                 return Err((
                     format!("{}.fork_from", turn.at),
-                    format!(
-                        "dialog `{parent}` of agent `{}` does not exist yet at this point: a step must use it before it can be forked",
-                        turn.agent
-                    ),
+                    StepsError::ForkFromMissing {
+                        parent: parent.clone(),
+                        agent: turn.agent.clone(),
+                    },
                 ));
             }
             if scope.dialogs.contains(&key) {
                 return Err((
                     format!("{}.dialog", turn.at),
-                    format!("dialog `{}` already exists, so it cannot be forked from `{parent}`; choose a new alias", turn.dialog),
+                    StepsError::ForkExists {
+                        dialog: turn.dialog.clone(),
+                        parent: parent.clone(),
+                    },
                 ));
             }
             footprint.reads.push((parent_key, turn.at.clone()));
@@ -169,7 +174,7 @@ impl Checker<'_> {
         let env = minijinja::Environment::new();
         let parsed = env
             .template_from_str(template)
-            .map_err(|e| (at.to_owned(), format!("not a valid template: {e}")))?;
+            .map_err(|e| (at.to_owned(), StepsError::Template(e.to_string())))?;
         let mut used: Vec<String> = parsed.undeclared_variables(false).into_iter().collect();
         used.sort();
         for name in used {
@@ -177,7 +182,10 @@ impl Checker<'_> {
                 if !scope.saved.contains(&name) {
                     return Err((
                         at.to_owned(),
-                        format!("uses `{name}` before it is saved (by the step at {saver}, which has not run at this point)"),
+                        StepsError::UsedBeforeSaved {
+                            name,
+                            saver: saver.clone(),
+                        },
                     ));
                 }
             }
@@ -192,10 +200,11 @@ fn conflict(earlier: &Footprint, later: &Footprint) -> Result<(), PathError> {
         others.iter().find(|(k, _)| k == key).map(|(_, other_at)| {
             (
                 at.clone(),
-                format!(
-                    "dialog `{}` of agent `{}` is also used by the parallel branch step at {other_at}; parallel branches need dialogs of their own (fork them with fork_from)",
-                    key.1, key.0
-                ),
+                StepsError::SharedDialog {
+                    dialog: key.1.clone(),
+                    agent: key.0.clone(),
+                    other: other_at.clone(),
+                },
             )
         })
     };

@@ -1,25 +1,14 @@
 //! `${NAME}` expansion in string values of a tactic file.
 
-/// Why a string could not be expanded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum EnvError {
+/// Why a `${NAME}` reference could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
     /// `${NAME}` names a variable that is not set and has no default.
+    #[error("the environment variable `{0}` is not set; set it, or write `${{{0}:-default}}` to give a default")]
     Unset(String),
     /// `${` without a closing `}` or with an invalid name.
+    #[error("`{0}` is not a valid reference: write `${{NAME}}` or `${{NAME:-default}}`, and `$${{` for a literal `${{`")]
     Malformed(String),
-}
-
-impl EnvError {
-    pub(crate) fn describe(&self) -> String {
-        match self {
-            EnvError::Unset(name) => format!(
-                "the environment variable `{name}` is not set; set it, or write `${{{name}:-default}}` to give a default"
-            ),
-            EnvError::Malformed(text) => format!(
-                "`{text}` is not a valid reference: write `${{NAME}}` or `${{NAME:-default}}`, and `$${{` for a literal `${{`"
-            ),
-        }
-    }
 }
 
 /// Expands `${NAME}` and `${NAME:-default}` using `lookup`; `$${` stands for a literal `${`.

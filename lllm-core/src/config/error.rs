@@ -1,65 +1,52 @@
-//! Errors of tactic files, each naming the file and the line and column or the field.
+//! Errors of tactic files. Each names the file and, when the problem sits at a key, its line and column.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::Path;
+use std::sync::Arc;
 
-/// A tactic file cannot be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file cannot be read.
-    #[error("cannot read {}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Something is wrong at a known place in the file.
-    #[error("{}:{}: {message}", path.display(), position)]
-    At {
-        /// The file.
-        path: PathBuf,
-        /// Where.
-        position: Position,
-        /// What is wrong and what to do.
-        message: String,
-    },
-    /// A field is wrong (after merging `global`, so no single line is to blame).
-    #[error("{}: {field}: {message}", path.display())]
-    Field {
-        /// The file.
-        path: PathBuf,
-        /// The field's path, such as `agent_configs[1] (critic).model_name`.
-        field: String,
-        /// What is wrong and what to do.
-        message: String,
-    },
+use crate::hints::HintsError;
+use crate::model_args::ModelArgsError;
+use crate::prompt::PromptError;
+
+/// Where something is written: a file, and a 1-based line and column when known.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    file: Arc<Path>,
+    position: Option<Position>,
+}
+
+impl Origin {
+    pub(crate) fn new(file: Arc<Path>, position: Option<Position>) -> Self {
+        Origin { file, position }
+    }
+
+    /// The file.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The line and column, when the problem sits at a key of the file.
+    pub fn position(&self) -> Option<Position> {
+        self.position
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some(position) => write!(f, "{}:{position}", self.file.display()),
+            None => write!(f, "{}", self.file.display()),
+        }
+    }
 }
 
 /// A 1-based line and column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Position {
     /// Line, from 1.
     pub line: usize,
     /// Column, from 1.
     pub column: usize,
-}
-
-impl Position {
-    /// The position of byte `offset` in `bytes`.
-    pub fn of_offset(bytes: &[u8], offset: usize) -> Position {
-        let before = &bytes[..offset.min(bytes.len())];
-        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
-        let line_start = before
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
-        let column = String::from_utf8_lossy(&before[line_start..])
-            .chars()
-            .count()
-            + 1;
-        Position { line, column }
-    }
 }
 
 impl fmt::Display for Position {
@@ -68,12 +55,194 @@ impl fmt::Display for Position {
     }
 }
 
+/// A tactic file cannot be loaded: where, which field, and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}: {}{kind}", field_prefix(.field))]
+pub struct ConfigError {
+    origin: Origin,
+    field: Option<String>,
+    kind: ConfigErrorKind,
+}
+
+fn field_prefix(field: &Option<String>) -> String {
+    field.as_ref().map(|f| format!("{f}: ")).unwrap_or_default()
+}
+
+/// What is wrong with a tactic file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigErrorKind {
+    /// The file (or a file it names) cannot be read.
+    #[error("cannot read the file")]
+    Read(#[source] std::io::Error),
+    /// The file is larger than a tactic file may be.
+    #[error("the file has more than {limit} bytes; a tactic file may not be larger")]
+    TooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The file is not UTF-8.
+    #[error("the file is not valid UTF-8; save it as UTF-8")]
+    NotUtf8,
+    /// The file holds nothing.
+    #[error("the file is empty; a tactic needs at least `agent_configs` with one agent")]
+    Empty,
+    /// The YAML does not parse, or a value has the wrong type.
+    #[error("{message}")]
+    Yaml {
+        /// The parser's explanation, without its position (the error's origin has it).
+        message: String,
+    },
+    /// A key the format does not have.
+    #[error("unknown key `{key}`, expected one of {}{}", backticked(.expected), did_you_mean(*.suggestion))]
+    UnknownKey {
+        /// The key as written.
+        key: String,
+        /// The keys allowed there.
+        expected: Vec<&'static str>,
+        /// The allowed key closest to a likely typo.
+        suggestion: Option<&'static str>,
+    },
+    /// A value the format does not have (such as an unknown profile).
+    #[error("unknown value `{value}`, expected one of {}{}", backticked(.expected), did_you_mean(*.suggestion))]
+    UnknownValue {
+        /// The value as written.
+        value: String,
+        /// The values allowed there.
+        expected: Vec<&'static str>,
+        /// The allowed value closest to a likely typo.
+        suggestion: Option<&'static str>,
+    },
+    /// A required key is missing.
+    #[error("{what} is required: {hint}")]
+    Missing {
+        /// What is missing.
+        what: &'static str,
+        /// What to write.
+        hint: &'static str,
+    },
+    /// One wire field set twice with different meanings.
+    #[error("`{field}` is also set at {other} (`{other_field}`); the two mean different things on the wire, so set only one: {hint}")]
+    Conflict {
+        /// The field set here.
+        field: String,
+        /// Where the other setting is written.
+        other: Origin,
+        /// The other setting's field.
+        other_field: String,
+        /// Which one to keep, and why.
+        hint: &'static str,
+    },
+    /// A name is used twice where names must be unique.
+    #[error("`{name}` is already used at {first}; {what} must be unique")]
+    Duplicate {
+        /// The name.
+        name: String,
+        /// Where it is first used.
+        first: Origin,
+        /// What must be unique.
+        what: &'static str,
+    },
+    /// A `base:` chain returns to a file already being read.
+    #[error("`{base}` is already being read ({chain}): bases may not form a cycle")]
+    BaseCycle {
+        /// The base as written.
+        base: String,
+        /// The files being read, in order.
+        chain: String,
+    },
+    /// A `${NAME}` reference cannot be expanded.
+    #[error("{0}")]
+    Env(#[from] super::env::EnvError),
+    /// A scalar cannot be read as the type the key takes.
+    #[error("expected {expected} here")]
+    WrongType {
+        /// What the key takes.
+        expected: &'static str,
+    },
+    /// Model arguments are invalid (the error's field names the argument).
+    #[error("{}", .0.message)]
+    ModelArgs(#[from] ModelArgsError),
+    /// Inference hints are invalid.
+    #[error(transparent)]
+    Hints(#[from] HintsError),
+    /// A prompt cannot be loaded or does not parse.
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    /// A JSON Schema does not compile.
+    #[error(transparent)]
+    Schema(#[from] crate::schema::SchemaError),
+    /// A command tool is invalid (the error's field names the tool's field).
+    #[error("{}", .0.problem)]
+    Tool(#[from] crate::tool::ToolConfigError),
+    /// The steps would fail at run time.
+    #[error(transparent)]
+    Steps(#[from] super::steps::StepsError),
+    /// Any other invalid value.
+    #[error("{0}")]
+    Invalid(&'static str),
+}
+
+fn backticked(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn did_you_mean(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default()
+}
+
 impl ConfigError {
-    /// Where the error is, when a line is known.
-    pub fn position(&self) -> Option<Position> {
-        match self {
-            ConfigError::At { position, .. } => Some(*position),
-            _ => None,
+    pub(crate) fn new(origin: Origin, kind: impl Into<ConfigErrorKind>) -> Self {
+        ConfigError {
+            origin,
+            field: None,
+            kind: kind.into(),
         }
+    }
+
+    /// Names the field the error is about (such as `agent_configs[1] (critic).model_name`).
+    pub(crate) fn in_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    pub(crate) fn read(path: &Path, source: std::io::Error) -> Self {
+        ConfigError::new(Origin::new(path.into(), None), ConfigErrorKind::Read(source))
+    }
+
+    /// Where the error is: the file, with the line and column when known.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// The file the error is in.
+    pub fn file(&self) -> &Path {
+        self.origin.file()
+    }
+
+    /// The line and column, when known.
+    pub fn position(&self) -> Option<Position> {
+        self.origin.position()
+    }
+
+    /// The field's path, such as `agent_configs[1] (critic).model_name`, when the error is about one.
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
+    /// What is wrong.
+    pub fn kind(&self) -> &ConfigErrorKind {
+        &self.kind
+    }
+
+    /// Whether a file could not be read (rather than being invalid).
+    pub fn is_io(&self) -> bool {
+        matches!(self.kind, ConfigErrorKind::Read(_))
     }
 }

@@ -1,161 +1,193 @@
-//! The tactic file exactly as written: every key known, every value optional, nothing merged yet.
+//! The tactic file exactly as written: every key known, every value optional and located, nothing
+//! merged yet. The tactic JSON Schema is derived from these types, so their doc comments are the
+//! schema's descriptions.
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use schemars::JsonSchema;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::hints::InferenceHintsBuilder;
-use crate::model_args::check_key;
-use crate::tool::CommandToolConfig;
+use super::span::At;
+use crate::hints::{ForkSession, Profile};
 
-/// Top level of a tactic file.
-#[derive(Debug, Deserialize)]
+/// An lllm tactic: agents, and optionally the steps `lllm run` executes.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "lllm tactic")]
 pub(crate) struct RawTactic {
-    // Followed by `Document` before this type is read; declared so that a wrong type is reported.
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub(crate) base: Option<String>,
-    #[serde(default)]
-    pub(crate) tactic_type: Option<String>,
-    #[serde(default)]
-    pub(crate) global: Option<RawAgent>,
-    #[serde(default)]
-    pub(crate) agent_configs: Option<Vec<RawAgent>>,
-    #[serde(default)]
-    pub(crate) steps: Option<serde_yaml::Value>,
-    #[serde(default)]
-    pub(crate) output: Option<String>,
-    #[serde(default)]
+    /// Another tactic file this one extends, relative to this file. Mappings merge key by key (this
+    /// file wins); lists and values are replaced.
+    pub(crate) base: Option<At<String>>,
+    /// What runs the tactic: `chat` (the default without steps), `steps` (the default with steps), or
+    /// the name of a tactic registered in Rust.
+    pub(crate) tactic_type: Option<At<String>>,
+    /// Settings applied to every agent (deep merge; the agent wins). Takes every agent key but `name`.
+    pub(crate) global: Option<At<RawAgent>>,
+    /// The agents.
+    pub(crate) agent_configs: Option<At<Vec<At<RawAgent>>>>,
+    /// What `lllm run` executes, in order.
+    pub(crate) steps: Option<At<Vec<At<RawStep>>>>,
+    /// Template of the final answer, over the saved variables and `input`.
+    pub(crate) output: Option<At<String>>,
+    /// Free-form settings for a tactic written in Rust.
     pub(crate) config: Option<Value>,
 }
 
-/// One agent's keys (also the keys of `global`, which has no `name`).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// One agent (also the keys of `global`, which has no `name`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Agent")]
 pub(crate) struct RawAgent {
-    pub(crate) name: Option<String>,
-    pub(crate) model_name: Option<String>,
-    pub(crate) system_prompt: Option<String>,
-    pub(crate) system_prompt_path: Option<String>,
-    #[serde(default, deserialize_with = "model_args_map")]
-    pub(crate) model_args: Option<Map<String, Value>>,
-    pub(crate) inference_hints: Option<InferenceHintsBuilder>,
-    pub(crate) tools: Option<Vec<CommandToolConfig>>,
-    pub(crate) output_schema: Option<Value>,
-    pub(crate) max_exception_retry: Option<u32>,
-    pub(crate) max_interrupt_steps: Option<u32>,
-    pub(crate) max_llm_recall: Option<u32>,
+    /// Unique name of the agent.
+    pub(crate) name: Option<At<String>>,
+    /// Model name, `provider/model` (LiteLLM style); an OpenAI-compatible prefix is stripped.
+    pub(crate) model_name: Option<At<String>>,
+    /// Inline system prompt (a minijinja template).
+    pub(crate) system_prompt: Option<At<String>>,
+    /// System prompt file under `prompts/` (`.md`, `.j2`, `.txt` tried in order).
+    pub(crate) system_prompt_path: Option<At<String>>,
+    /// Request parameters (`temperature`, `max_tokens`, ...) and client settings (`api_base`,
+    /// `api_key`, `timeout`, `deadline`, `extra_headers`, `extra_body`).
+    pub(crate) model_args: Option<At<RawModelArgs>>,
+    /// Inference hints sent with every model call of this agent.
+    pub(crate) inference_hints: Option<At<RawHints>>,
+    /// Command tools the agent may call.
+    pub(crate) tools: Option<At<Vec<At<RawTool>>>>,
+    /// JSON Schema every answer must match.
+    pub(crate) output_schema: Option<At<Value>>,
+    /// Re-asks after an answer fails to parse or validate (default 3). Alias: `max_exception_retry`.
+    #[serde(alias = "max_exception_retry")]
+    pub(crate) max_answer_retries: Option<At<u32>>,
+    /// Tool rounds allowed in one respond (default 5). Alias: `max_interrupt_steps`.
+    #[serde(alias = "max_interrupt_steps")]
+    pub(crate) max_tool_rounds: Option<At<u32>>,
+    /// Retries of a failed model call (default 3). Alias: `max_llm_recall`.
+    #[serde(alias = "max_llm_recall")]
+    pub(crate) max_call_retries: Option<At<u32>>,
 }
 
-/// Reads `model_args`, checking each key as it is read, so that a misspelt or reserved key is reported
-/// at its own line and column.
-fn model_args_map<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Map<String, Value>>, D::Error> {
-    struct Keys;
-    impl<'de> Visitor<'de> for Keys {
-        type Value = Option<Map<String, Value>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a mapping of model arguments")
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
-            let mut map = Map::new();
-            while let Some(key) = access.next_key::<String>()? {
-                check_key(&key)
-                    .map_err(|e| de::Error::custom(format_args!("`{}` {}", e.field, e.message)))?;
-                let value: Value = access.next_value()?;
-                map.insert(key, value);
+/// The aliases the retry knobs accept (the Python lllm names), for the schema.
+pub(crate) const AGENT_KEY_ALIASES: [(&str, &str); 3] = [
+    ("max_exception_retry", "max_answer_retries"),
+    ("max_interrupt_steps", "max_tool_rounds"),
+    ("max_llm_recall", "max_call_retries"),
+];
+
+/// Model arguments in file order, each key and value with its position.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawModelArgs(pub(crate) Vec<(At<String>, At<Value>)>);
+
+impl<'de> Deserialize<'de> for RawModelArgs {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = RawModelArgs;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping of model arguments")
             }
-            Ok(Some(map))
+            fn visit_unit<E>(self) -> Result<RawModelArgs, E> {
+                Ok(RawModelArgs::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawModelArgs, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = map.next_key::<At<String>>()? {
+                    entries.push((key, map.next_value::<At<Value>>()?));
+                }
+                Ok(RawModelArgs(entries))
+            }
         }
+        deserializer.deserialize_any(Entries)
     }
-    deserializer.deserialize_any(Keys)
 }
 
-/// Where a system prompt comes from, after the agent's choice has replaced `global`'s.
-pub(crate) enum PromptSource {
-    Inline(String),
-    Path(String),
+impl JsonSchema for RawModelArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ModelArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "Request parameters, passed into the request body as written, and client settings.",
+            "properties": {
+                "api_base": {"type": "string", "description": "Base URL of the OpenAI-compatible API (else OPENAI_BASE_URL)."},
+                "api_key": {"type": "string", "description": "Bearer token (else OPENAI_API_KEY)."},
+                "timeout": {"type": ["number", "string"], "description": "Seconds one request may take."},
+                "deadline": {"type": ["number", "string"], "description": "Seconds a whole respond may take."},
+                "extra_headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Headers that win over hint headers."},
+                "extra_body": {"type": "object", "description": "JSON merged over the request body; wins over hints at every leaf."}
+            },
+            "additionalProperties": true
+        })
+    }
 }
 
-impl RawAgent {
-    /// This agent's keys with `global` under them: objects merge, everything else is replaced by the
-    /// agent's value. Nothing is shared with `global` afterwards.
-    pub(crate) fn over(self, global: &RawAgent) -> RawAgent {
-        let model_args = match (self.model_args, &global.model_args) {
-            (Some(mut mine), Some(base)) => {
-                let mut merged = base.clone();
-                crate::merge::deep_merge(&mut merged, std::mem::take(&mut mine));
-                Some(merged)
-            }
-            (mine, base) => mine.or_else(|| base.clone()),
-        };
-        let inference_hints = match (self.inference_hints, &global.inference_hints) {
-            (Some(mine), Some(base)) => Some(mine.over(base)),
-            (mine, base) => mine.or_else(|| base.clone()),
-        };
-        // The agent's prompt, in either form, replaces global's prompt in either form.
-        let (system_prompt, system_prompt_path) =
-            if self.system_prompt.is_some() || self.system_prompt_path.is_some() {
-                (self.system_prompt, self.system_prompt_path)
-            } else {
-                (
-                    global.system_prompt.clone(),
-                    global.system_prompt_path.clone(),
-                )
-            };
-        RawAgent {
-            name: self.name,
-            model_name: self.model_name.or_else(|| global.model_name.clone()),
-            system_prompt,
-            system_prompt_path,
-            model_args,
-            inference_hints,
-            tools: self.tools.or_else(|| global.tools.clone()),
-            output_schema: self.output_schema.or_else(|| global.output_schema.clone()),
-            max_exception_retry: self.max_exception_retry.or(global.max_exception_retry),
-            max_interrupt_steps: self.max_interrupt_steps.or(global.max_interrupt_steps),
-            max_llm_recall: self.max_llm_recall.or(global.max_llm_recall),
-        }
-    }
+/// Inference hints as written: what the agent tells the serving stack about each call.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "InferenceHints")]
+pub(crate) struct RawHints {
+    /// Which server the hints are shaped for (default `openai`).
+    pub(crate) profile: Option<At<Profile>>,
+    /// Send session identity (default true).
+    pub(crate) session: Option<At<bool>>,
+    /// Session ids become `<prefix>:<dialog id>`.
+    pub(crate) session_prefix: Option<At<String>>,
+    /// How forks identify themselves: `own` (default) or `family`.
+    pub(crate) fork_session: Option<At<ForkSession>>,
+    /// Priority; higher is more urgent (dynamo, vllm, sglang).
+    pub(crate) priority: Option<At<i32>>,
+    /// Dynamo router queue tier.
+    pub(crate) strict_priority: Option<At<u32>>,
+    /// Expected output tokens (dynamo).
+    pub(crate) osl: Option<At<u32>>,
+    /// Ask Dynamo to prefill the predicted next-turn prefix.
+    pub(crate) speculative_prefill: Option<At<bool>>,
+    /// Prefix-cache salt, 1-128 characters without `@ / \` or NUL (dynamo, vllm).
+    pub(crate) cache_salt: Option<At<String>>,
+}
 
-    /// The prompt source, or why there is none.
-    pub(crate) fn prompt_source(&self) -> Result<PromptSource, &'static str> {
-        match (&self.system_prompt, &self.system_prompt_path) {
-            (Some(text), None) => Ok(PromptSource::Inline(text.clone())),
-            (None, Some(path)) => Ok(PromptSource::Path(path.clone())),
-            (Some(_), Some(_)) => Err("set either system_prompt or system_prompt_path, not both"),
-            (None, None) => Err(
-                "a system prompt is required: set system_prompt (inline text) or system_prompt_path (a file under prompts/)",
-            ),
-        }
-    }
+/// A command tool as written.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "CommandTool")]
+pub(crate) struct RawTool {
+    /// Tool name, `[A-Za-z0-9_-]`, at most 64 characters.
+    pub(crate) name: At<String>,
+    /// What the tool does, for the model.
+    pub(crate) description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub(crate) parameters: Option<At<Value>>,
+    /// The program and its arguments; items may use `{{ arg }}`. No shell is used.
+    pub(crate) command: At<Vec<String>>,
+    /// Seconds the program may run (default 30).
+    pub(crate) timeout_s: Option<At<f64>>,
+    /// Most bytes of output kept (default 65536).
+    pub(crate) max_output_bytes: Option<At<usize>>,
+    /// Environment variables passed through besides PATH, HOME, LANG, LC_ALL, TZ and TMPDIR.
+    pub(crate) env: Option<At<Vec<String>>>,
+}
 
-    /// Applies `f` to every string field outside `model_args`, naming each by its field path.
-    pub(crate) fn for_each_string<E>(
-        &mut self,
-        f: &mut dyn FnMut(&str, &mut String) -> Result<(), E>,
-    ) -> Result<(), E> {
-        for (name, value) in [
-            ("model_name", &mut self.model_name),
-            ("system_prompt", &mut self.system_prompt),
-            ("system_prompt_path", &mut self.system_prompt_path),
-        ] {
-            if let Some(v) = value.as_mut() {
-                f(name, v)?;
-            }
-        }
-        if let Some(hints) = self.inference_hints.as_mut() {
-            for (name, value) in hints.string_fields_mut() {
-                f(&format!("inference_hints.{name}"), value)?;
-            }
-        }
-        Ok(())
-    }
+/// One step: a turn (`agent:`), parallel branches (`parallel:`), or inside a branch a sequence
+/// (`steps:`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Step")]
+pub(crate) struct RawStep {
+    /// The agent that answers.
+    pub(crate) agent: Option<At<String>>,
+    /// The dialog's alias (default `main`); opened on first use.
+    pub(crate) dialog: Option<At<String>>,
+    /// A message (minijinja over the variables) the dialog receives before the answer.
+    pub(crate) receive: Option<At<String>>,
+    /// Store the answer text as this variable.
+    pub(crate) save: Option<At<String>>,
+    /// Create `dialog` as a fork of this dialog of the same agent first.
+    pub(crate) fork_from: Option<At<String>>,
+    /// Branches that run at the same time: each a step, or `steps:` with a list.
+    pub(crate) parallel: Option<At<Vec<At<RawStep>>>>,
+    /// Inside a `parallel` branch only: steps run in order.
+    pub(crate) steps: Option<At<Vec<At<RawStep>>>>,
 }

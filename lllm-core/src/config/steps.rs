@@ -1,22 +1,13 @@
-//! The `steps:` section: turns, forks and parallel branches, read from YAML with their field paths.
+//! The `steps:` section: turns, forks and parallel branches, validated from their raw form.
 
-use serde_yaml::{Mapping, Value};
+use std::collections::HashMap;
 
-use crate::suggest::closest;
+use super::error::{ConfigError, Origin};
+use super::raw::RawStep;
+use super::span::At;
 
 /// The dialog a turn uses when it names none.
 pub const DEFAULT_DIALOG: &str = "main";
-
-/// Keys any step item may have (for suggestions).
-const STEP_KEYS: [&str; 7] = [
-    "agent",
-    "dialog",
-    "receive",
-    "save",
-    "fork_from",
-    "parallel",
-    "steps",
-];
 
 /// One step of a tactic.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,9 +52,8 @@ pub struct Turn {
     pub fork_from: Option<String>,
     /// Field path, for messages (`steps[1].parallel[0]`).
     pub at: String,
-    /// Where the step's `receive` (else the step) is written, such as `t.yaml:12:16`, when known: errors
-    /// found while running name it too.
-    pub location: Option<String>,
+    /// Where the step's `receive` (else the step) is written: errors found while running name it too.
+    pub origin: Origin,
 }
 
 impl Step {
@@ -90,194 +80,246 @@ impl Step {
     }
 }
 
-/// Calls `f` on every turn of `steps`, nested ones included.
-pub(crate) fn for_each_turn_mut(steps: &mut [Step], f: &mut dyn FnMut(&mut Turn)) {
-    for step in steps {
-        match step {
-            Step::Turn(turn) => f(turn),
-            Step::Parallel { branches, .. } => {
-                for branch in branches {
-                    match branch {
-                        Branch::Step(step) => for_each_turn_mut(std::slice::from_mut(step), f),
-                        Branch::Sequence { steps, .. } => for_each_turn_mut(steps, f),
-                    }
-                }
+/// Why the steps cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StepsError {
+    /// A list of steps or branches is empty.
+    #[error("a list of steps may not be empty")]
+    Empty,
+    /// A step has neither `agent:` nor `parallel:`.
+    #[error("a step needs `agent:` (or `parallel:`)")]
+    NoAgent,
+    /// `parallel:` beside other keys.
+    #[error("a `parallel:` step has no other keys; put them on its branches")]
+    ParallelWithKeys,
+    /// `steps:` beside other keys in a branch.
+    #[error("a `steps:` branch has no other keys; put them on its steps")]
+    SequenceWithKeys,
+    /// `steps:` outside a parallel branch.
+    #[error("`steps:` makes a sequence only inside a `parallel:` branch; here, list the steps directly")]
+    SequenceOutsideBranch,
+    /// An empty dialog alias.
+    #[error("a dialog alias may not be empty")]
+    EmptyDialog,
+    /// A `save:` name that cannot be a variable.
+    #[error("`{0}` cannot be a variable: use letters, digits and _ (not starting with a digit), and not `input`")]
+    NotAVariable(String),
+    /// A name saved by two steps.
+    #[error("`{name}` is already saved by the step at {first}; each saved name must be unique")]
+    SavedTwice {
+        /// The name.
+        name: String,
+        /// The first step that saves it.
+        first: String,
+    },
+    /// A step names an agent the file does not have.
+    #[error("unknown agent `{agent}`{}; the agents are: {}", did_you_mean(.suggestion), .agents.join(", "))]
+    UnknownAgent {
+        /// The name as written.
+        agent: String,
+        /// A close name, when one is a likely typo.
+        suggestion: Option<String>,
+        /// The file's agents.
+        agents: Vec<String>,
+    },
+    /// `fork_from` names the dialog itself.
+    #[error("a dialog cannot be forked from itself")]
+    ForkFromItself,
+    /// `fork_from` names a dialog that no step has used yet.
+    #[error("dialog `{parent}` of agent `{agent}` does not exist yet at this point: a step must use it before it can be forked")]
+    ForkFromMissing {
+        /// The parent dialog.
+        parent: String,
+        /// The agent.
+        agent: String,
+    },
+    /// A fork's alias already exists.
+    #[error("dialog `{dialog}` already exists, so it cannot be forked from `{parent}`; choose a new alias")]
+    ForkExists {
+        /// The alias.
+        dialog: String,
+        /// The parent dialog.
+        parent: String,
+    },
+    /// Two parallel branches share a dialog one of them writes.
+    #[error("dialog `{dialog}` of agent `{agent}` is also used by the parallel branch step at {other}; parallel branches need dialogs of their own (fork them with fork_from)")]
+    SharedDialog {
+        /// The alias.
+        dialog: String,
+        /// The agent.
+        agent: String,
+        /// The other branch's step.
+        other: String,
+    },
+    /// A template does not parse.
+    #[error("not a valid template: {0}")]
+    Template(String),
+    /// A template uses a saved variable before the step that saves it.
+    #[error("uses `{name}` before it is saved (by the step at {saver}, which has not run at this point)")]
+    UsedBeforeSaved {
+        /// The variable.
+        name: String,
+        /// The step that saves it.
+        saver: String,
+    },
+}
+
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    suggestion
+        .as_ref()
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default()
+}
+
+/// Where each field of the steps is written, by field path (`steps[1].parallel[0].agent`), so that
+/// the checks, which reason in paths, report positions.
+#[derive(Debug, Default)]
+pub(crate) struct StepOrigins(HashMap<String, Origin>);
+
+impl StepOrigins {
+    /// The error at `path`, else at the closest enclosing path that is known.
+    pub(crate) fn error(&self, path: &str, problem: StepsError, fallback: &Origin) -> ConfigError {
+        let mut key = path;
+        let origin = loop {
+            if let Some(origin) = self.0.get(key) {
+                break origin.clone();
             }
+            match key.rfind(['.', '[']) {
+                Some(cut) => key = &key[..cut],
+                None => break fallback.clone(),
+            }
+        };
+        ConfigError::new(origin, problem).in_field(path)
+    }
+
+    /// Records where `output:` is written (its template is checked with the steps).
+    pub(crate) fn note_output(&mut self, origin: &Origin) {
+        self.0.insert("output".to_owned(), origin.clone());
+    }
+
+    fn note<T>(&mut self, path: String, value: &Option<At<T>>) {
+        if let Some(value) = value {
+            self.0.insert(path, value.origin.clone());
         }
     }
 }
 
-/// A problem at a field path.
-pub(crate) type PathError = (String, String);
-
-/// Reads a list of steps at `path`.
-pub(crate) fn parse_steps(value: &Value, path: &str) -> Result<Vec<Step>, PathError> {
-    let Value::Sequence(items) = value else {
-        return Err((
-            path.to_owned(),
-            format!("expected a list of steps, found {}", kind(value)),
-        ));
-    };
-    if items.is_empty() {
-        return Err((path.to_owned(), "a list of steps may not be empty".into()));
+/// Reads the steps, recording where each field is written.
+pub(crate) fn parse_steps(
+    raw: At<Vec<At<RawStep>>>,
+    path: &str,
+    origins: &mut StepOrigins,
+) -> Result<Vec<Step>, ConfigError> {
+    origins.0.insert(path.to_owned(), raw.origin.clone());
+    if raw.value.is_empty() {
+        return Err(ConfigError::new(raw.origin, StepsError::Empty).in_field(path));
     }
-    items
-        .iter()
+    raw.value
+        .into_iter()
         .enumerate()
-        .map(|(i, item)| parse_step(item, &format!("{path}[{i}]")))
+        .map(|(i, step)| parse_step(step, &format!("{path}[{i}]"), origins))
         .collect()
 }
 
-fn parse_step(value: &Value, at: &str) -> Result<Step, PathError> {
-    let map = mapping(value, at, "a step: a mapping with `agent:` or `parallel:`")?;
-    check_keys(map, at, &STEP_KEYS)?;
-    if map.contains_key("steps") {
-        return Err((
-            format!("{at}.steps"),
-            "`steps:` makes a sequence only inside a `parallel:` branch; here, list the steps directly".into(),
-        ));
+fn parse_step(
+    raw: At<RawStep>,
+    at: &str,
+    origins: &mut StepOrigins,
+) -> Result<Step, ConfigError> {
+    let At { value: step, origin } = raw;
+    origins.0.insert(at.to_owned(), origin.clone());
+    let fail = |field: &str, value: Option<&Origin>, problem| {
+        ConfigError::new(value.unwrap_or(&origin).clone(), problem).in_field(format!("{at}{field}"))
+    };
+    let turn_keys = [&step.agent, &step.dialog, &step.receive, &step.save, &step.fork_from];
+    // A sequence inside a branch was taken out by `parse_branches`; anywhere else it is misplaced.
+    if let Some(steps) = &step.steps {
+        return Err(fail(".steps", Some(&steps.origin), StepsError::SequenceOutsideBranch));
     }
-    if let Some(parallel) = map.get("parallel") {
-        if let Some(other) = map
-            .keys()
-            .filter_map(Value::as_str)
-            .find(|k| *k != "parallel")
-        {
-            return Err((
-                format!("{at}.{other}"),
-                "a `parallel:` step has no other keys; put them on its branches".into(),
-            ));
+    if let Some(parallel) = step.parallel {
+        if let Some(other) = turn_keys.iter().find_map(|k| k.as_ref()).map(|k| &k.origin) {
+            return Err(fail("", Some(other), StepsError::ParallelWithKeys));
         }
-        return parse_parallel(parallel, &format!("{at}.parallel")).map(|branches| {
-            Step::Parallel {
-                branches,
-                at: at.to_owned(),
-            }
+        let path = format!("{at}.parallel");
+        return parse_branches(parallel, &path, origins).map(|branches| Step::Parallel {
+            branches,
+            at: at.to_owned(),
         });
     }
-    let agent = string(map, at, "agent")?.ok_or_else(|| {
-        (
-            at.to_owned(),
-            "a step needs `agent:` (or `parallel:`)".to_owned(),
-        )
-    })?;
-    let dialog = string(map, at, "dialog")?.unwrap_or_else(|| DEFAULT_DIALOG.to_owned());
-    if dialog.trim().is_empty() {
-        return Err((
-            format!("{at}.dialog"),
-            "a dialog alias may not be empty".into(),
-        ));
+    for (name, value) in [
+        ("agent", &step.agent),
+        ("dialog", &step.dialog),
+        ("receive", &step.receive),
+        ("save", &step.save),
+        ("fork_from", &step.fork_from),
+    ] {
+        origins.note(format!("{at}.{name}"), value);
     }
-    let save = string(map, at, "save")?;
-    if let Some(name) = &save {
-        if !is_variable_name(name) || name == "input" {
-            return Err((
-                format!("{at}.save"),
-                format!("`{name}` cannot be a variable: use letters, digits and _ (not starting with a digit), and not `input`"),
-            ));
+    let agent = step
+        .agent
+        .ok_or_else(|| fail("", None, StepsError::NoAgent))?;
+    let dialog = match step.dialog {
+        Some(d) if d.value.trim().is_empty() => {
+            return Err(fail(".dialog", Some(&d.origin), StepsError::EmptyDialog))
+        }
+        Some(d) => d.value,
+        None => DEFAULT_DIALOG.to_owned(),
+    };
+    if let Some(save) = &step.save {
+        if !is_variable_name(&save.value) || save.value == "input" {
+            let problem = StepsError::NotAVariable(save.value.clone());
+            return Err(fail(".save", Some(&save.origin), problem));
         }
     }
+    let turn_origin = step
+        .receive
+        .as_ref()
+        .map_or_else(|| origin.clone(), |r| r.origin.clone());
     Ok(Step::Turn(Turn {
-        agent,
+        agent: agent.value,
         dialog,
-        receive: string(map, at, "receive")?,
-        save,
-        fork_from: string(map, at, "fork_from")?,
+        receive: step.receive.map(|r| r.value),
+        save: step.save.map(|s| s.value),
+        fork_from: step.fork_from.map(|f| f.value),
         at: at.to_owned(),
-        location: None,
+        origin: turn_origin,
     }))
 }
 
-fn parse_parallel(value: &Value, at: &str) -> Result<Vec<Branch>, PathError> {
-    let Value::Sequence(items) = value else {
-        return Err((
-            at.to_owned(),
-            format!("expected a list of branches, found {}", kind(value)),
-        ));
-    };
-    if items.is_empty() {
-        return Err((
-            at.to_owned(),
-            "`parallel:` needs at least one branch".into(),
-        ));
+fn parse_branches(
+    raw: At<Vec<At<RawStep>>>,
+    at: &str,
+    origins: &mut StepOrigins,
+) -> Result<Vec<Branch>, ConfigError> {
+    origins.0.insert(at.to_owned(), raw.origin.clone());
+    if raw.value.is_empty() {
+        return Err(ConfigError::new(raw.origin, StepsError::Empty).in_field(at));
     }
-    items
-        .iter()
+    raw.value
+        .into_iter()
         .enumerate()
-        .map(|(i, item)| {
-            let branch_at = format!("{at}[{i}]");
-            let map = mapping(
-                item,
-                &branch_at,
-                "a branch: a step, or `steps:` with a list",
-            )?;
-            match map.get("steps") {
-                Some(steps) => {
-                    if let Some(other) =
-                        map.keys().filter_map(Value::as_str).find(|k| *k != "steps")
-                    {
-                        return Err((
-                            format!("{branch_at}.{other}"),
-                            "a `steps:` branch has no other keys; put them on its steps".into(),
-                        ));
-                    }
-                    Ok(Branch::Sequence {
-                        steps: parse_steps(steps, &format!("{branch_at}.steps"))?,
-                        at: branch_at,
-                    })
-                }
-                None => parse_step(item, &branch_at).map(Branch::Step),
+        .map(|(i, branch)| {
+            let path = format!("{at}[{i}]");
+            let At { mut value, origin } = branch;
+            let Some(steps) = value.steps.take() else {
+                return parse_step(At { value, origin }, &path, origins).map(Branch::Step);
+            };
+            let keys = [&value.agent, &value.dialog, &value.receive, &value.save, &value.fork_from];
+            let other = keys
+                .iter()
+                .find_map(|k| k.as_ref().map(|k| k.origin.clone()))
+                .or_else(|| value.parallel.as_ref().map(|p| p.origin.clone()));
+            if let Some(other) = other {
+                return Err(ConfigError::new(other, StepsError::SequenceWithKeys).in_field(path));
             }
+            origins.0.insert(path.clone(), origin);
+            Ok(Branch::Sequence {
+                steps: parse_steps(steps, &format!("{path}.steps"), origins)?,
+                at: path,
+            })
         })
         .collect()
-}
-
-fn mapping<'a>(value: &'a Value, at: &str, what: &str) -> Result<&'a Mapping, PathError> {
-    value.as_mapping().ok_or_else(|| {
-        (
-            at.to_owned(),
-            format!("expected {what}, found {}", kind(value)),
-        )
-    })
-}
-
-fn check_keys(map: &Mapping, at: &str, allowed: &[&str]) -> Result<(), PathError> {
-    for key in map.keys() {
-        let Some(name) = key.as_str() else {
-            return Err((
-                at.to_owned(),
-                format!("keys must be text, found {}", kind(key)),
-            ));
-        };
-        if !allowed.contains(&name) {
-            let hint = closest(name, allowed.iter().copied())
-                .map(|c| format!(" (did you mean `{c}`?)"))
-                .unwrap_or_default();
-            return Err((
-                format!("{at}.{name}"),
-                format!(
-                    "unknown key `{name}`, expected one of {}{hint}",
-                    allowed
-                        .iter()
-                        .map(|k| format!("`{k}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn string(map: &Mapping, at: &str, key: &str) -> Result<Option<String>, PathError> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err((
-            format!("{at}.{key}"),
-            format!("expected text, found {}", kind(other)),
-        )),
-    }
 }
 
 /// Whether `name` can be a template variable (letters, digits and `_`, not starting with a digit).
@@ -285,16 +327,4 @@ pub fn is_variable_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "nothing",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "text",
-        Value::Sequence(_) => "a list",
-        Value::Mapping(_) => "a mapping",
-        Value::Tagged(_) => "a tagged value",
-    }
 }

@@ -16,9 +16,9 @@ pub use wire::{RequestFields, SessionIds};
 use serde::{Deserialize, Serialize};
 
 /// Most bytes a session header value may have.
-pub const MAX_SESSION_ID_BYTES: usize = 256;
+pub(crate) const MAX_SESSION_ID_BYTES: usize = 256;
 /// Most characters a `cache_salt` may have (what current vLLM accepts).
-pub const MAX_CACHE_SALT_CHARS: usize = 128;
+pub(crate) const MAX_CACHE_SALT_CHARS: usize = 128;
 /// Length of `:` plus a dialog id, which a prefix must leave room for.
 const DIALOG_ID_SUFFIX_BYTES: usize = 33;
 

@@ -1,0 +1,113 @@
+//! Layering raw settings: a file over its `base:`, an agent over `global`. Mappings merge key by key
+//! (the upper layer wins); lists and values are replaced. Every value keeps the position of the file
+//! that wrote it, so errors found later still point there.
+
+use super::raw::{RawAgent, RawHints, RawModelArgs, RawTactic};
+use serde_json::Value;
+
+use crate::merge::merge_under;
+
+impl RawTactic {
+    /// This file's settings over its base's.
+    pub(crate) fn over(self, base: RawTactic) -> RawTactic {
+        RawTactic {
+            base: None,
+            tactic_type: self.tactic_type.or(base.tactic_type),
+            global: layer(self.global, base.global, |mine, base| mine.map(|m| m.over(&base.value))),
+            agent_configs: self.agent_configs.or(base.agent_configs),
+            steps: self.steps.or(base.steps),
+            output: self.output.or(base.output),
+            config: layer(self.config, base.config, |mut mine, base| {
+                fill_from(&mut mine, base);
+                mine
+            }),
+        }
+    }
+}
+
+impl RawAgent {
+    /// This agent's settings over `global`'s; nothing is shared with `global` afterwards.
+    pub(crate) fn over(&self, global: &RawAgent) -> RawAgent {
+        let mine = self.clone();
+        // The agent's prompt, in either form, replaces global's prompt in either form.
+        let (system_prompt, system_prompt_path) =
+            if mine.system_prompt.is_some() || mine.system_prompt_path.is_some() {
+                (mine.system_prompt, mine.system_prompt_path)
+            } else {
+                (
+                    global.system_prompt.clone(),
+                    global.system_prompt_path.clone(),
+                )
+            };
+        RawAgent {
+            name: mine.name,
+            model_name: mine.model_name.or_else(|| global.model_name.clone()),
+            system_prompt,
+            system_prompt_path,
+            model_args: layer(mine.model_args, global.model_args.clone(), |mine, base| {
+                mine.map(|m| m.over(base.value))
+            }),
+            inference_hints: layer(
+                mine.inference_hints,
+                global.inference_hints.clone(),
+                |mine, base| mine.map(|m| m.over(base.value)),
+            ),
+            tools: mine.tools.or_else(|| global.tools.clone()),
+            output_schema: mine.output_schema.or_else(|| global.output_schema.clone()),
+            max_answer_retries: mine.max_answer_retries.or(global.max_answer_retries.clone()),
+            max_tool_rounds: mine.max_tool_rounds.or(global.max_tool_rounds.clone()),
+            max_call_retries: mine.max_call_retries.or(global.max_call_retries.clone()),
+        }
+    }
+}
+
+impl RawModelArgs {
+    /// These arguments over `base`'s: object values merge deeply, others replace.
+    fn over(self, base: RawModelArgs) -> RawModelArgs {
+        let mut merged = base.0;
+        for (key, value) in self.0 {
+            match merged.iter_mut().find(|(k, _)| k.value == key.value) {
+                Some((old_key, old_value)) => {
+                    let mut upper = value;
+                    fill_from(&mut upper.value, old_value.value.take());
+                    *old_key = key;
+                    *old_value = upper;
+                }
+                None => merged.push((key, value)),
+            }
+        }
+        RawModelArgs(merged)
+    }
+}
+
+impl RawHints {
+    /// These hints over `base`'s, field by field.
+    fn over(self, base: RawHints) -> RawHints {
+        RawHints {
+            profile: self.profile.or(base.profile),
+            session: self.session.or(base.session),
+            session_prefix: self.session_prefix.or(base.session_prefix),
+            fork_session: self.fork_session.or(base.fork_session),
+            priority: self.priority.or(base.priority),
+            strict_priority: self.strict_priority.or(base.strict_priority),
+            osl: self.osl.or(base.osl),
+            speculative_prefill: self.speculative_prefill.or(base.speculative_prefill),
+            cache_salt: self.cache_salt.or(base.cache_salt),
+        }
+    }
+}
+
+/// Both layers' values combined with `both` when both are set, else whichever is.
+fn layer<T>(upper: Option<T>, lower: Option<T>, both: impl FnOnce(T, T) -> T) -> Option<T> {
+    match (upper, lower) {
+        (Some(upper), Some(lower)) => Some(both(upper, lower)),
+        (upper, lower) => upper.or(lower),
+    }
+}
+
+/// Objects take what `lower` has and they lack, recursively; any other `upper` value stays as it is.
+fn fill_from(upper: &mut Value, lower: Value) {
+    if let (Value::Object(upper), Value::Object(lower)) = (upper, lower) {
+        merge_under(upper, lower);
+    }
+}
