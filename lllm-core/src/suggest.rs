@@ -1,7 +1,10 @@
 //! "Did you mean" suggestions for misspelt names.
 
 /// The candidate closest to `word`, when one is close enough to be a likely typo.
-pub(crate) fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let word_lower = word.to_ascii_lowercase();
     candidates
         .into_iter()

@@ -90,7 +90,12 @@ pub(crate) struct AgentContext<'a> {
 }
 
 impl AgentContext<'_> {
-    fn fail(&self, origin: Option<&Origin>, field: &str, kind: impl Into<ConfigErrorKind>) -> ConfigError {
+    fn fail(
+        &self,
+        origin: Option<&Origin>,
+        field: &str,
+        kind: impl Into<ConfigErrorKind>,
+    ) -> ConfigError {
         ConfigError::new(origin.unwrap_or(&self.origin).clone(), kind)
             .in_field(format!("{}.{field}", self.label))
     }
@@ -195,7 +200,11 @@ impl AgentContext<'_> {
 
     /// One wire field may not be set both as a request parameter and as a hint: the two mean different
     /// things (a hint is shaped per profile, e.g. negated for vLLM; a parameter is sent as written).
-    fn check_one_meaning(&self, args: &RawModelArgs, hints: Option<&RawHints>) -> Result<(), ConfigError> {
+    fn check_one_meaning(
+        &self,
+        args: &RawModelArgs,
+        hints: Option<&RawHints>,
+    ) -> Result<(), ConfigError> {
         let Some(hints) = hints else { return Ok(()) };
         let pairs = [
             ("priority", hints.priority.as_ref().map(|h| &h.origin),
@@ -204,7 +213,9 @@ impl AgentContext<'_> {
              "keep inference_hints.cache_salt, which lllm places where the profile expects it (nvext.cache_salt for Dynamo)"),
         ];
         for (field, hint_origin, hint) in pairs {
-            let Some(hint_origin) = hint_origin else { continue };
+            let Some(hint_origin) = hint_origin else {
+                continue;
+            };
             if let Some((key, _)) = args.0.iter().find(|(k, _)| k.value == field) {
                 let kind = ConfigErrorKind::Conflict {
                     field: format!("model_args.{field}"),
@@ -258,8 +269,13 @@ impl AgentContext<'_> {
         })
     }
 
-    fn tools(&self, raw: Option<At<Vec<At<RawTool>>>>) -> Result<Vec<CommandToolConfig>, ConfigError> {
-        let Some(raw) = raw else { return Ok(Vec::new()) };
+    fn tools(
+        &self,
+        raw: Option<At<Vec<At<RawTool>>>>,
+    ) -> Result<Vec<CommandToolConfig>, ConfigError> {
+        let Some(raw) = raw else {
+            return Ok(Vec::new());
+        };
         let mut tools: Vec<(CommandToolConfig, Origin)> = Vec::with_capacity(raw.value.len());
         for (i, tool) in raw.value.into_iter().enumerate() {
             let name_origin = tool.value.name.origin.clone();
@@ -285,7 +301,10 @@ impl AgentContext<'_> {
             ("parameters", opt_origin(&raw.parameters, &raw.name.origin)),
             ("command", raw.command.origin.clone()),
             ("timeout_s", opt_origin(&raw.timeout_s, &raw.name.origin)),
-            ("max_output_bytes", opt_origin(&raw.max_output_bytes, &raw.name.origin)),
+            (
+                "max_output_bytes",
+                opt_origin(&raw.max_output_bytes, &raw.name.origin),
+            ),
             ("env", opt_origin(&raw.env, &raw.name.origin)),
         ];
         let config = CommandToolConfig {
@@ -296,7 +315,9 @@ impl AgentContext<'_> {
                 .map(|p| p.value)
                 .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
             command: raw.command.value,
-            timeout_s: raw.timeout_s.map_or(crate::tool::DEFAULT_COMMAND_TIMEOUT_S, |t| t.value),
+            timeout_s: raw
+                .timeout_s
+                .map_or(crate::tool::DEFAULT_COMMAND_TIMEOUT_S, |t| t.value),
             max_output_bytes: raw
                 .max_output_bytes
                 .map_or(crate::tool::DEFAULT_MAX_OUTPUT_BYTES, |m| m.value),
@@ -305,9 +326,13 @@ impl AgentContext<'_> {
         };
         config.validate().map_err(|e: ToolConfigError| {
             let key = e.field.split(['.', '[']).next().unwrap_or("");
-            let origin = origins.iter().find(|(k, _)| *k == key).map(|(_, o)| o.clone());
+            let origin = origins
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, o)| o.clone());
             let origin = origin.unwrap_or_else(|| self.origin.clone());
-            ConfigError::new(origin, e).in_field(format!("{}.{label}", self.label))
+            let field = format!("{}.{label}.{}", self.label, e.field);
+            ConfigError::new(origin, e).in_field(field)
         })?;
         Ok(config)
     }
@@ -374,7 +399,11 @@ impl RawAgent {
                     env::expand(&value.value, lookup).map_err(|e| fail(&value.origin, field, e))?;
             }
         }
-        for (key, value) in self.model_args.iter_mut().flat_map(|a| a.value.0.iter_mut()) {
+        for (key, value) in self
+            .model_args
+            .iter_mut()
+            .flat_map(|a| a.value.0.iter_mut())
+        {
             env::expand_model_arg(&key.value, &mut value.value, lookup)
                 .map_err(|(field, e)| fail(&value.origin, &field, e))?;
         }
@@ -387,13 +416,19 @@ fn value_or(value: Option<At<u32>>, default: u32) -> u32 {
 }
 
 fn opt_origin<T>(value: &Option<At<T>>, fallback: &Origin) -> Origin {
-    value.as_ref().map_or_else(|| fallback.clone(), |v| v.origin.clone())
+    value
+        .as_ref()
+        .map_or_else(|| fallback.clone(), |v| v.origin.clone())
 }
 
 /// `prompts/` beside the file that names the prompt, beside the tactic file, then in the working
 /// directory.
 fn prompt_dirs(source: &Path, tactic: &Path) -> Vec<PathBuf> {
-    let here = |file: &Path| file.parent().unwrap_or_else(|| Path::new(".")).join("prompts");
+    let here = |file: &Path| {
+        file.parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join("prompts")
+    };
     let mut dirs = vec![here(source)];
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     for dir in [here(tactic), cwd.join("prompts")] {

@@ -56,16 +56,36 @@ impl fmt::Display for Position {
 }
 
 /// A tactic file cannot be loaded: where, which field, and what is wrong.
-#[derive(Debug, thiserror::Error)]
-#[error("{origin}: {}{kind}", field_prefix(.field))]
-pub struct ConfigError {
+#[derive(Debug)]
+pub struct ConfigError(Box<Inner>);
+
+#[derive(Debug)]
+struct Inner {
     origin: Origin,
     field: Option<String>,
     kind: ConfigErrorKind,
 }
 
-fn field_prefix(field: &Option<String>) -> String {
-    field.as_ref().map(|f| format!("{f}: ")).unwrap_or_default()
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.0.origin)?;
+        if let Some(field) = &self.0.field {
+            write!(f, "{field}: ")?;
+        }
+        write!(f, "{}", self.0.kind)
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0.kind {
+            // Their text is already the message; naming them as the cause would print it twice.
+            ConfigErrorKind::ModelArgs(_) | ConfigErrorKind::Tool(_) | ConfigErrorKind::Env(_) => {
+                None
+            }
+            kind => std::error::Error::source(kind),
+        }
+    }
 }
 
 /// What is wrong with a tactic file.
@@ -199,50 +219,53 @@ fn did_you_mean(suggestion: Option<&str>) -> String {
 
 impl ConfigError {
     pub(crate) fn new(origin: Origin, kind: impl Into<ConfigErrorKind>) -> Self {
-        ConfigError {
+        ConfigError(Box::new(Inner {
             origin,
             field: None,
             kind: kind.into(),
-        }
+        }))
     }
 
     /// Names the field the error is about (such as `agent_configs[1] (critic).model_name`).
     pub(crate) fn in_field(mut self, field: impl Into<String>) -> Self {
-        self.field = Some(field.into());
+        self.0.field = Some(field.into());
         self
     }
 
     pub(crate) fn read(path: &Path, source: std::io::Error) -> Self {
-        ConfigError::new(Origin::new(path.into(), None), ConfigErrorKind::Read(source))
+        ConfigError::new(
+            Origin::new(path.into(), None),
+            ConfigErrorKind::Read(source),
+        )
     }
 
     /// Where the error is: the file, with the line and column when known.
     pub fn origin(&self) -> &Origin {
-        &self.origin
+        &self.0.origin
     }
 
     /// The file the error is in.
     pub fn file(&self) -> &Path {
-        self.origin.file()
+        self.0.origin.file()
     }
 
     /// The line and column, when known.
     pub fn position(&self) -> Option<Position> {
-        self.origin.position()
+        self.0.origin.position()
     }
 
     /// The field's path, such as `agent_configs[1] (critic).model_name`, when the error is about one.
     pub fn field(&self) -> Option<&str> {
-        self.field.as_deref()
+        self.0.field.as_deref()
     }
 
     /// What is wrong.
     pub fn kind(&self) -> &ConfigErrorKind {
-        &self.kind
+        &self.0.kind
     }
 
     /// Whether a file could not be read (rather than being invalid).
     pub fn is_io(&self) -> bool {
-        matches!(self.kind, ConfigErrorKind::Read(_))
+        matches!(self.0.kind, ConfigErrorKind::Read(_))
     }
 }

@@ -13,7 +13,9 @@ impl RawTactic {
         RawTactic {
             base: None,
             tactic_type: self.tactic_type.or(base.tactic_type),
-            global: layer(self.global, base.global, |mine, base| mine.map(|m| m.over(&base.value))),
+            global: layer(self.global, base.global, |mine, base| {
+                mine.map(|m| m.over(&base.value))
+            }),
             agent_configs: self.agent_configs.or(base.agent_configs),
             steps: self.steps.or(base.steps),
             output: self.output.or(base.output),
@@ -54,7 +56,9 @@ impl RawAgent {
             ),
             tools: mine.tools.or_else(|| global.tools.clone()),
             output_schema: mine.output_schema.or_else(|| global.output_schema.clone()),
-            max_answer_retries: mine.max_answer_retries.or(global.max_answer_retries.clone()),
+            max_answer_retries: mine
+                .max_answer_retries
+                .or(global.max_answer_retries.clone()),
             max_tool_rounds: mine.max_tool_rounds.or(global.max_tool_rounds.clone()),
             max_call_retries: mine.max_call_retries.or(global.max_call_retries.clone()),
         }

@@ -19,6 +19,8 @@ mod steps;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_base;
+#[cfg(test)]
 mod tests_steps;
 
 use std::path::{Path, PathBuf};
@@ -141,7 +143,10 @@ impl Loader<'_> {
     }
 
     fn global(&self, global: Option<At<RawAgent>>) -> Result<RawAgent, ConfigError> {
-        let Some(At { value: mut global, .. }) = global else {
+        let Some(At {
+            value: mut global, ..
+        }) = global
+        else {
             return Ok(RawAgent::default());
         };
         if let Some(name) = &global.name {
@@ -181,7 +186,14 @@ impl Loader<'_> {
             return Err(ConfigError::new(list.origin, kind).in_field("agent_configs"));
         }
         let mut agents: Vec<(AgentSpec, Origin)> = Vec::with_capacity(list.value.len());
-        for (index, At { value: mut agent, origin }) in list.value.into_iter().enumerate() {
+        for (
+            index,
+            At {
+                value: mut agent,
+                origin,
+            },
+        ) in list.value.into_iter().enumerate()
+        {
             let section = format!("agent_configs[{index}]");
             let name = agent_name(agent.name.as_ref(), &origin, &section)?;
             if let Some((_, first)) = agents.iter().find(|(a, _)| a.name() == name.value) {
@@ -205,11 +217,16 @@ impl Loader<'_> {
     }
 }
 
-fn agent_name(name: Option<&At<String>>, origin: &Origin, section: &str) -> Result<At<String>, ConfigError> {
+fn agent_name(
+    name: Option<&At<String>>,
+    origin: &Origin,
+    section: &str,
+) -> Result<At<String>, ConfigError> {
     let field = format!("{section}.name");
     match name {
         Some(n) if n.value.trim().is_empty() || n.value.chars().any(char::is_control) => {
-            let kind = ConfigErrorKind::Invalid("a name must be visible text without control characters");
+            let kind =
+                ConfigErrorKind::Invalid("a name must be visible text without control characters");
             Err(ConfigError::new(n.origin.clone(), kind).in_field(field))
         }
         Some(n) => Ok(n.clone()),
@@ -230,7 +247,11 @@ fn tactic_type(
     output: Option<&At<String>>,
     top: &Origin,
 ) -> Result<String, ConfigError> {
-    let default = if steps.is_empty() { CHAT_TACTIC } else { STEPS_TACTIC };
+    let default = if steps.is_empty() {
+        CHAT_TACTIC
+    } else {
+        STEPS_TACTIC
+    };
     let (name, origin) = match declared {
         Some(d) => (d.value, d.origin),
         None => (default.to_owned(), top.clone()),
@@ -239,9 +260,15 @@ fn tactic_type(
         Err(ConfigError::new(origin.clone(), ConfigErrorKind::Invalid(problem)).in_field(field))
     };
     let valid_name = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if !valid_name {
-        return fail(&origin, "tactic_type", "a tactic name has letters, digits, `_` and `-` only");
+        return fail(
+            &origin,
+            "tactic_type",
+            "a tactic name has letters, digits, `_` and `-` only",
+        );
     }
     match name.as_str() {
         CHAT_TACTIC if !steps.is_empty() => fail(

@@ -38,7 +38,10 @@ pub(crate) fn parse_one(bytes: &[u8], file: &Arc<Path>) -> Result<RawTactic, Con
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let position = position_of_offset(bytes, e.valid_up_to());
-        ConfigError::new(Origin::new(file.clone(), Some(position)), ConfigErrorKind::NotUtf8)
+        ConfigError::new(
+            Origin::new(file.clone(), Some(position)),
+            ConfigErrorKind::NotUtf8,
+        )
     })?;
     if text.trim().is_empty() {
         return Err(ConfigError::new(

@@ -97,7 +97,9 @@ pub enum StepsError {
     #[error("a `steps:` branch has no other keys; put them on its steps")]
     SequenceWithKeys,
     /// `steps:` outside a parallel branch.
-    #[error("`steps:` makes a sequence only inside a `parallel:` branch; here, list the steps directly")]
+    #[error(
+        "`steps:` makes a sequence only inside a `parallel:` branch; here, list the steps directly"
+    )]
     SequenceOutsideBranch,
     /// An empty dialog alias.
     #[error("a dialog alias may not be empty")]
@@ -222,20 +224,29 @@ pub(crate) fn parse_steps(
         .collect()
 }
 
-fn parse_step(
-    raw: At<RawStep>,
-    at: &str,
-    origins: &mut StepOrigins,
-) -> Result<Step, ConfigError> {
-    let At { value: step, origin } = raw;
+fn parse_step(raw: At<RawStep>, at: &str, origins: &mut StepOrigins) -> Result<Step, ConfigError> {
+    let At {
+        value: step,
+        origin,
+    } = raw;
     origins.0.insert(at.to_owned(), origin.clone());
     let fail = |field: &str, value: Option<&Origin>, problem| {
         ConfigError::new(value.unwrap_or(&origin).clone(), problem).in_field(format!("{at}{field}"))
     };
-    let turn_keys = [&step.agent, &step.dialog, &step.receive, &step.save, &step.fork_from];
+    let turn_keys = [
+        &step.agent,
+        &step.dialog,
+        &step.receive,
+        &step.save,
+        &step.fork_from,
+    ];
     // A sequence inside a branch was taken out by `parse_branches`; anywhere else it is misplaced.
     if let Some(steps) = &step.steps {
-        return Err(fail(".steps", Some(&steps.origin), StepsError::SequenceOutsideBranch));
+        return Err(fail(
+            ".steps",
+            Some(&steps.origin),
+            StepsError::SequenceOutsideBranch,
+        ));
     }
     if let Some(parallel) = step.parallel {
         if let Some(other) = turn_keys.iter().find_map(|k| k.as_ref()).map(|k| &k.origin) {
@@ -305,7 +316,13 @@ fn parse_branches(
             let Some(steps) = value.steps.take() else {
                 return parse_step(At { value, origin }, &path, origins).map(Branch::Step);
             };
-            let keys = [&value.agent, &value.dialog, &value.receive, &value.save, &value.fork_from];
+            let keys = [
+                &value.agent,
+                &value.dialog,
+                &value.receive,
+                &value.save,
+                &value.fork_from,
+            ];
             let other = keys
                 .iter()
                 .find_map(|k| k.as_ref().map(|k| k.origin.clone()))

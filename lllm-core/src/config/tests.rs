@@ -74,10 +74,7 @@ fn global_is_deep_merged_under_each_agent() {
 
     let critic = spec.agent("critic").expect("critic");
     assert_eq!(critic.model(), "openai/gpt-4o-mini");
-    assert_eq!(
-        critic.inference_hints().and_then(|h| h.priority()),
-        Some(5)
-    );
+    assert_eq!(critic.inference_hints().and_then(|h| h.priority()), Some(5));
     assert!(
         !critic.model_args().params.contains_key("temperature"),
         "no leak between agents"
@@ -129,7 +126,10 @@ fn misspelt_or_reserved_model_args_report_their_own_position() {
 fn wrong_types_and_ranges_report_position() {
     let err = parse_err("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    max_llm_recall: lots\n");
     assert!(err.starts_with("t.yaml:5:"), "{err}");
-    assert!(err.contains("expected a whole number of 0 or more here"), "{err}");
+    assert!(
+        err.contains("expected a whole number of 0 or more here"),
+        "{err}"
+    );
     let err = parse_err("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    inference_hints: {profile: dynamo, osl: -1}\n");
     assert!(err.starts_with("t.yaml:5:"), "{err}");
 }
@@ -235,7 +235,10 @@ fn system_prompt_path_resolves_next_to_the_file() {
     let file: PathBuf = dir.join("tactic.yaml");
     let text = "agent_configs: [{name: a, model_name: m, system_prompt_path: planner/system}]\n";
     let spec = parse_tactic(text.as_bytes(), &file, &env).expect("loads");
-    assert_eq!(spec.agents()[0].system_prompt().template(), "Plan {{ goal }}");
+    assert_eq!(
+        spec.agents()[0].system_prompt().template(),
+        "Plan {{ goal }}"
+    );
     let missing = "agent_configs: [{name: a, model_name: m, system_prompt_path: nope}]\n";
     let err = parse_tactic(missing.as_bytes(), &file, &env)
         .expect_err("missing")

@@ -175,7 +175,11 @@ fn base_files_deep_merge_objects_and_replace_lists() {
         "base: shared/base.yaml\nglobal:\n  model_args: {temperature: 0.1}\nagent_configs:\n  - {name: c, system_prompt: from child}\n",
     );
     let spec = load(&child).expect("valid");
-    assert_eq!(spec.agents().len(), 1, "lists are replaced, not concatenated");
+    assert_eq!(
+        spec.agents().len(),
+        1,
+        "lists are replaced, not concatenated"
+    );
     let c = &spec.agents()[0];
     assert_eq!(c.model(), "base-model");
     assert_eq!(
@@ -268,7 +272,6 @@ fn the_schema_accepts_the_examples_and_rejects_misspellings() {
         .check(&yaml_to_json("agent_configs: [{name: a}]\nsteps: [{parallel: [{steps: [{agent: a}]}, {agent: a, dialog: b}]}]"))
         .is_ok());
 }
-
 
 #[test]
 fn relative_paths_in_a_base_file_are_relative_to_that_file() {

@@ -5,7 +5,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// The kind of server the hints are shaped for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// Any OpenAI-compatible server: session headers only, no body field.
@@ -113,7 +115,9 @@ impl fmt::Display for HintField {
 }
 
 /// How a forked dialog identifies itself.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ForkSession {
     /// A fork sends its own id and names its parent in the parent header.
