@@ -320,25 +320,19 @@ fn headers_field(value: Value) -> Result<Vec<(String, String)>, ModelArgsError> 
         .collect()
 }
 
-/// Whether `name` is a valid HTTP header name (an RFC 9110 token).
-pub(crate) fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
+/// Checks a header with the same rules the HTTP client applies when it sends it, so that a header that
+/// loads is a header that can be sent.
 fn check_header(name: &str, value: &str) -> Result<(), ModelArgsError> {
-    if !is_header_name(name) {
+    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
         return Err(ModelArgsError::new(
             format!("extra_headers.{name}"),
             "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
         ));
     }
-    if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+    if http::HeaderValue::from_str(value).is_err() {
         return Err(ModelArgsError::new(
             format!("extra_headers.{name}"),
-            "the value contains a control character (such as a newline)",
+            "the value contains a control character (such as a newline) or is not visible text",
         ));
     }
     Ok(())

@@ -258,6 +258,19 @@ fn parse_step(raw: At<RawStep>, at: &str, origins: &mut StepOrigins) -> Result<S
             at: at.to_owned(),
         });
     }
+    parse_turn(step, origin, at, origins).map(Step::Turn)
+}
+
+/// A step that is a turn: an agent answers one of its dialogs.
+fn parse_turn(
+    step: RawStep,
+    origin: Origin,
+    at: &str,
+    origins: &mut StepOrigins,
+) -> Result<Turn, ConfigError> {
+    let fail = |field: &str, value: Option<&Origin>, problem| {
+        ConfigError::new(value.unwrap_or(&origin).clone(), problem).in_field(format!("{at}{field}"))
+    };
     for (name, value) in [
         ("agent", &step.agent),
         ("dialog", &step.dialog),
@@ -287,7 +300,7 @@ fn parse_step(raw: At<RawStep>, at: &str, origins: &mut StepOrigins) -> Result<S
         .receive
         .as_ref()
         .map_or_else(|| origin.clone(), |r| r.origin.clone());
-    Ok(Step::Turn(Turn {
+    Ok(Turn {
         agent: agent.value,
         dialog,
         receive: step.receive.map(|r| r.value),
@@ -295,7 +308,7 @@ fn parse_step(raw: At<RawStep>, at: &str, origins: &mut StepOrigins) -> Result<S
         fork_from: step.fork_from.map(|f| f.value),
         at: at.to_owned(),
         origin: turn_origin,
-    }))
+    })
 }
 
 fn parse_branches(
