@@ -1,0 +1,70 @@
+//! Every complete tactic shown in the README and the guides (a ```yaml block with `agent_configs:`)
+//! loads: the documentation cannot drift from the format.
+
+use std::path::{Path, PathBuf};
+
+use lllm_core::parse_tactic;
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The ```yaml blocks of a Markdown file, with the line each starts on.
+fn yaml_blocks(text: &str) -> Vec<(usize, String)> {
+    let mut blocks = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (number, line) in text.lines().enumerate() {
+        let fence = line.trim_start();
+        match current.as_mut() {
+            Some(_) if fence.starts_with("```") => blocks.extend(current.take()),
+            Some((_, block)) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            None if fence.starts_with("```yaml") => current = Some((number + 2, String::new())),
+            None => {}
+        }
+    }
+    blocks
+}
+
+fn documents() -> Vec<PathBuf> {
+    let root = repository();
+    let mut files = vec![root.join("README.md")];
+    if let Ok(entries) = std::fs::read_dir(root.join("docs")) {
+        files.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "md")),
+        );
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn every_tactic_in_the_documentation_loads() {
+    let root = repository();
+    let mut loaded = 0;
+    let mut failures = Vec::new();
+    for file in documents() {
+        let text = std::fs::read_to_string(&file).expect("read the document");
+        for (line, block) in yaml_blocks(&text) {
+            // A file with `base:` needs its base beside it; the guides show those as fragments.
+            let has_base = block.lines().any(|l| l.starts_with("base:"));
+            if !block.contains("agent_configs:") || has_base {
+                continue;
+            }
+            // Loaded as if it were a file at the repository root, so `prompts/` resolves.
+            let path = root.join("documented.yaml");
+            let env = |name: &str| (name == "OPENAI_API_KEY").then(|| "sk-doc".to_owned());
+            match parse_tactic(block.as_bytes(), &path, &env) {
+                Ok(_) => loaded += 1,
+                Err(e) => failures.push(format!("{}:{line}: {e}", file.display())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(loaded >= 2, "the README and guides show tactics ({loaded} found)");
+}
