@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use lllm_runtime::config::parse_tactic;
+use lllm_runtime::parse_tactic;
 use lllm_runtime::testing::{SharedBuffer, StubServer};
-use lllm_runtime::trace::TraceRecorder;
+use lllm_runtime::TraceRecorder;
 use lllm_runtime::{OpenAiInvoker, PromptVars, ServerDefaults, TacticRegistry, Team};
 use serde_json::Value;
 
@@ -161,7 +161,7 @@ async fn tool_time_and_exact_token_blocks_are_recorded() {
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("please write the plan").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     recorder.flush().expect("flush");
 
     let written = out.text();

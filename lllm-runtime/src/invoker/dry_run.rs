@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use super::{ChatRequest, ChatResponse, InvokeError, Invoker, OpenAiInvoker, PreparedRequest};
 
 /// The text of every dry-run answer.
-pub const DRY_RUN_ANSWER: &str = "[dry run: no server was called]";
+pub(crate) const DRY_RUN_ANSWER: &str = "[dry run: no server was called]";
 
 /// Receives each request a dry run would send.
 pub trait RequestSink: Send + Sync {
@@ -24,7 +24,8 @@ impl<F: Fn(&PreparedRequest) + Send + Sync> RequestSink for F {
 }
 
 /// Prepares requests exactly as [`OpenAiInvoker`] would, hands them to a sink, and answers
-/// [`DRY_RUN_ANSWER`] without contacting any server.
+/// `[dry run: no server was called]` (or, for a structured answer, the simplest value its schema
+/// allows) without contacting any server.
 #[derive(Clone)]
 pub struct DryRunInvoker {
     inner: OpenAiInvoker,

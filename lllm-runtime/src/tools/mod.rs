@@ -1,6 +1,7 @@
 //! Tools an agent can call: the [`Tool`] trait, tools from Rust closures, and command tools.
 
 mod command;
+mod error;
 mod function;
 mod toolbox;
 
@@ -9,9 +10,10 @@ use lllm_core::ToolSpec;
 use serde_json::Value;
 
 pub use command::CommandTool;
+pub use error::{CommandToolError, ToolsError};
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
-pub use toolbox::Toolbox;
+pub(crate) use toolbox::Toolbox;
 
 /// What a tool returns to the model.
 #[derive(Debug, Clone, PartialEq)]
