@@ -138,35 +138,7 @@ async fn run_tactic(
     let mut team = Team::traced(spec, invoker(args.dry_run), trace).map_err(usage)?;
     if std::io::stderr().is_terminal() {
         let started = std::time::Instant::now();
-        team = team.on_progress(move |p: Progress<'_>| {
-            let at = started.elapsed().as_secs_f64();
-            match p.event {
-                ProgressEvent::Started => {
-                    eprintln!("{at:6.1}s ▸ {} {}/{}", p.step, p.agent, p.dialog)
-                }
-                ProgressEvent::Finished(took) => eprintln!(
-                    "{at:6.1}s ✓ {} {}/{} ({:.1}s)",
-                    p.step,
-                    p.agent,
-                    p.dialog,
-                    took.as_secs_f64()
-                ),
-                ProgressEvent::Failed(took) => eprintln!(
-                    "{at:6.1}s ✗ {} {}/{} ({:.1}s)",
-                    p.step,
-                    p.agent,
-                    p.dialog,
-                    took.as_secs_f64()
-                ),
-                ProgressEvent::Cancelled(took) => eprintln!(
-                    "{at:6.1}s – {} {}/{} stopped ({:.1}s)",
-                    p.step,
-                    p.agent,
-                    p.dialog,
-                    took.as_secs_f64()
-                ),
-            }
-        });
+        team = team.on_progress(move |p: Progress<'_>| show_progress(started, p));
     }
     let answer =
         tactic.run(&team, vars).await.map_err(
@@ -190,6 +162,28 @@ async fn run_tactic(
     written
         .context("cannot write to standard output")
         .map_err(failed)
+}
+
+/// One line on stderr per step event, timed from the start of the run.
+#[allow(clippy::print_stderr)]
+fn show_progress(started: std::time::Instant, p: Progress<'_>) {
+    let at = started.elapsed().as_secs_f64();
+    let (mark, took, suffix) = match p.event {
+        ProgressEvent::Started => ("▸", None, ""),
+        ProgressEvent::Finished(took) => ("✓", Some(took), ""),
+        ProgressEvent::Failed(took) => ("✗", Some(took), ""),
+        ProgressEvent::Cancelled(took) => ("–", Some(took), " stopped"),
+    };
+    match took {
+        None => eprintln!("{at:6.1}s {mark} {} {}/{}", p.step, p.agent, p.dialog),
+        Some(took) => eprintln!(
+            "{at:6.1}s {mark} {} {}/{}{suffix} ({:.1}s)",
+            p.step,
+            p.agent,
+            p.dialog,
+            took.as_secs_f64()
+        ),
+    }
 }
 
 /// `{"answer", "usage", "dialogs", "dialog_usage"}` of a team run.

@@ -105,38 +105,14 @@ impl CommandTool {
             .map_err(|e| ToolError::new(format!("cannot start `{}`: {e}", argv[0])))?;
         // Kills the program and everything it started, however this call ends (cancellation included).
         let group = ProcessGroup(child.id());
-        let mut input = child.stdin.take();
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
+        let input = child.stdin.take();
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let limit = self.config.max_output_bytes;
-        let write = async move {
-            if let Some(pipe) = input.as_mut() {
-                // A program that does not read its input closes the pipe early; that is fine.
-                pipe.write_all(&stdin).await.ok();
-            }
-            drop(input);
-        };
         let read_out = async {
-            let mut buffer = Vec::new();
-            if let Some(pipe) = stdout.as_mut() {
-                pipe.take(limit as u64 + 1)
-                    .read_to_end(&mut buffer)
-                    .await
-                    .ok();
-            }
+            let buffer = read_at_most(stdout, limit as u64 + 1).await;
             if buffer.len() > limit {
                 // Stop it now: it may go on writing (and keep its pipes open) forever.
                 group.kill();
-            }
-            buffer
-        };
-        let read_err = async {
-            let mut buffer = Vec::new();
-            if let Some(pipe) = stderr.as_mut() {
-                pipe.take(STDERR_READ_BYTES)
-                    .read_to_end(&mut buffer)
-                    .await
-                    .ok();
             }
             buffer
         };
@@ -146,7 +122,12 @@ impl CommandTool {
             group.kill();
             status
         };
-        let ((), out, err, status) = tokio::join!(write, read_out, read_err, wait);
+        let ((), out, err, status) = tokio::join!(
+            write_all(input, stdin),
+            read_out,
+            read_at_most(stderr, STDERR_READ_BYTES),
+            wait
+        );
         let status =
             status.map_err(|e| ToolError::new(format!("cannot wait for `{}`: {e}", argv[0])))?;
         if out.len() > limit {
@@ -155,22 +136,44 @@ impl CommandTool {
             )));
         }
         if !status.success() {
-            let tail = String::from_utf8_lossy(&err[err.len().saturating_sub(STDERR_TAIL_BYTES)..])
-                .trim()
-                .to_owned();
-            let code = status
-                .code()
-                .map_or("a signal".to_owned(), |c| format!("status {c}"));
-            return Err(ToolError::new(if tail.is_empty() {
-                format!("`{}` exited with {code}", argv[0])
-            } else {
-                format!("`{}` exited with {code}: {tail}", argv[0])
-            }));
+            return Err(exit_error(&argv[0], status, &err));
         }
         Ok(ToolOutput::Text(
             String::from_utf8_lossy(&out).trim_end().to_owned(),
         ))
     }
+}
+
+/// Writes the program's input and closes the pipe.
+async fn write_all(pipe: Option<tokio::process::ChildStdin>, bytes: Vec<u8>) {
+    if let Some(mut pipe) = pipe {
+        // A program that does not read its input closes the pipe early; that is fine.
+        pipe.write_all(&bytes).await.ok();
+    }
+}
+
+/// Reads at most `limit` bytes of a pipe (all of it when it says less).
+async fn read_at_most(pipe: Option<impl tokio::io::AsyncRead + Unpin>, limit: u64) -> Vec<u8> {
+    let mut buffer = Vec::new();
+    if let Some(pipe) = pipe {
+        pipe.take(limit).read_to_end(&mut buffer).await.ok();
+    }
+    buffer
+}
+
+/// A failed exit, with the tail of what the program wrote to standard error.
+fn exit_error(program: &str, status: std::process::ExitStatus, stderr: &[u8]) -> ToolError {
+    let tail = String::from_utf8_lossy(&stderr[stderr.len().saturating_sub(STDERR_TAIL_BYTES)..])
+        .trim()
+        .to_owned();
+    let code = status
+        .code()
+        .map_or("a signal".to_owned(), |c| format!("status {c}"));
+    ToolError::new(if tail.is_empty() {
+        format!("`{program}` exited with {code}")
+    } else {
+        format!("`{program}` exited with {code}: {tail}")
+    })
 }
 
 /// The process group of a started tool, killed on request and when dropped.
