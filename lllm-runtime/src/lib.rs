@@ -68,7 +68,7 @@ pub use agent::{
 };
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
-    PreparedRequest, RequestSink, ServerDefaults,
+    PreparedRequest, ServerDefaults,
 };
 pub use lllm_core::config::parse_tactic;
 pub use lllm_core::{

@@ -76,7 +76,7 @@ async fn run_tool(agent: &str, toolbox: &Toolbox, call: &ToolCall) -> Result<Str
     tool.call(arguments)
         .await
         .map(|output| output.into_content())
-        .map_err(|e| e.0)
+        .map_err(|e| e.message().to_owned())
 }
 
 /// Gives every call an id that is neither empty nor used before in the dialog, since results are

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use lllm_core::{DialogId, Message, MessageLog, ModelArgs, RequestFields, ToolSpec};
 use serde_json::Value;
 
-pub use dry_run::{DryRunInvoker, RequestSink};
+pub use dry_run::DryRunInvoker;
 pub use error::InvokeError;
 pub use openai::OpenAiInvoker;
 pub(crate) use wire::SentHints;

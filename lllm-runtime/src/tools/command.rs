@@ -265,19 +265,22 @@ mod tests {
     async fn failures_become_errors_for_the_model() {
         let failing = tool(&["sh", "-c", "echo broken >&2; exit 3"], 5.0, 1000);
         let err = failing.call(json!({})).await.expect_err("non-zero");
-        assert_eq!(err.0, "`sh` exited with status 3: broken");
+        assert_eq!(err.message(), "`sh` exited with status 3: broken");
         let slow = tool(&["sleep", "5"], 0.2, 1000);
         let err = slow.call(json!({})).await.expect_err("timeout");
-        assert!(err.0.contains("did not finish within 0.2 s"), "{err}");
+        assert!(
+            err.message().contains("did not finish within 0.2 s"),
+            "{err}"
+        );
         let chatty = tool(&["yes"], 5.0, 100);
         let err = chatty.call(json!({})).await.expect_err("too long");
-        assert!(err.0.contains("100-byte limit"), "{err}");
+        assert!(err.message().contains("100-byte limit"), "{err}");
         let missing = tool(&["/nonexistent/program"], 5.0, 100);
         assert!(missing
             .call(json!({}))
             .await
             .expect_err("spawn")
-            .0
+            .message()
             .starts_with("cannot start"));
     }
 

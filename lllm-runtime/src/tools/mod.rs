@@ -52,15 +52,25 @@ impl From<Value> for ToolOutput {
     }
 }
 
-/// A tool call failed; the text is what the model reads (as `error: ...`).
+/// A tool call failed. The message is for the model, which reads it as `error: ...` and may call
+/// again: say what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
+#[error("{message}")]
+pub struct ToolError {
+    message: String,
+}
 
 impl ToolError {
-    /// A failure with this explanation.
+    /// A failure with this explanation for the model.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError(message.into())
+        ToolError {
+            message: message.into(),
+        }
+    }
+
+    /// What the model is told.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 
