@@ -36,3 +36,6 @@ pub(crate) fn stack(
 ) -> Stack {
     Retrying::new(Traced::new(TimeLimited::new(invoker), agent, trace), retry)
 }
+
+#[cfg(test)]
+mod tests;
