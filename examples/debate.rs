@@ -20,12 +20,12 @@ impl Tactic for Debate {
         let motion = vars
             .get("input")
             .and_then(|v| v.as_str())
-            .ok_or_else(|| TacticError::Usage("pass the motion with --input".into()))?;
+            .ok_or_else(|| TacticError::invalid("pass the motion with --input"))?;
         let (pro, con) = match (team.agent("pro"), team.agent("con")) {
             (Some(pro), Some(con)) => (pro, con),
             _ => {
-                return Err(TacticError::Usage(
-                    "a debate needs agents `pro` and `con`".into(),
+                return Err(TacticError::invalid(
+                    "a debate needs agents `pro` and `con`",
                 ))
             }
         };
@@ -36,11 +36,7 @@ impl Tactic for Debate {
         for _ in 0..self.rounds {
             for (name, speaker) in [("pro", pro), ("con", con)] {
                 speaker.receive_in("main", last.clone())?;
-                last = speaker
-                    .respond_in("main")
-                    .await?
-                    .content
-                    .unwrap_or_default();
+                last = speaker.respond("main").await?.content.unwrap_or_default();
                 transcript.push(format!("{name}: {last}"));
             }
         }
@@ -57,7 +53,7 @@ fn main() -> ExitCode {
             .and_then(|r| r.as_u64())
             .unwrap_or(1);
         if rounds == 0 || rounds > 20 {
-            return Err(format!("config.rounds must be 1 to 20, not {rounds}"));
+            return Err(format!("config.rounds must be 1 to 20, not {rounds}").into());
         }
         Ok(Box::new(Debate { rounds }) as Box<dyn Tactic>)
     });

@@ -47,12 +47,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     agent.open("main")?;
     agent.receive("Plan a picnic.")?;
-    let plan = agent.respond().await?;
+    let plan = agent.respond("main").await?;
     println!("main  ({}): {}", agent.dialog_id("main")?, plan.text());
 
     agent.fork("main", "retry")?; // shares main's three messages, names main as its parent
     agent.receive("Now make it rain-proof.")?;
-    let retry = agent.respond().await?;
+    let retry = agent.respond("retry").await?;
     println!("retry ({}): {}", agent.dialog_id("retry")?, retry.text());
     Ok(())
 }

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::anyhow;
-use lllm_runtime::config::TACTIC_SCHEMA;
+use lllm_core::config::TACTIC_SCHEMA;
 use lllm_runtime::{load_tactic, TacticRegistry};
 
 use crate::cli::CheckArgs;

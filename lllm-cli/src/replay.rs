@@ -3,8 +3,8 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Context};
-use lllm_runtime::replay::{replay as run_replay, ReplayOptions};
 use lllm_runtime::Profile;
+use lllm_runtime::{replay as run_replay, ReplayOptions};
 
 use crate::cli::ReplayArgs;
 use crate::exit::{failed, usage, Failure};

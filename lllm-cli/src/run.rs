@@ -4,14 +4,12 @@ use std::io::{BufRead, IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context};
-use lllm_runtime::config::{is_variable_name, CHAT_TACTIC};
-use lllm_runtime::tactic::{preflight, Progress, ProgressEvent};
-use lllm_runtime::trace::TraceRecorder;
-use lllm_runtime::TacticError;
+use lllm_core::config::{is_variable_name, CHAT_TACTIC};
+use lllm_core::report::full_message;
 use lllm_runtime::{
-    load_tactic, Agent, AgentError, DialogTree, DryRunInvoker, Invoker, Message, OpenAiInvoker,
-    PreparedRequest, PromptVars, RespondOptions, StreamEvent, TacticRegistry, TacticSpec, Team,
-    Usage,
+    load_tactic, preflight, Agent, AgentBuilder, AgentError, DialogTree, DryRunInvoker, Invoker,
+    Message, OpenAiInvoker, PreparedRequest, Progress, ProgressEvent, PromptVars, StreamEvent,
+    TacticError, TacticRegistry, TacticSpec, Team, TraceRecorder, Usage,
 };
 use serde_json::{json, Value};
 
@@ -59,10 +57,7 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
         preflight(&spec, &vars).map_err(|e| usage(explain_missing_input(e, input.is_none())))?;
     }
     let tokenizer = match &args.tokenizer {
-        Some(path) => Some(
-            TraceRecorder::load_tokenizer(path)
-                .map_err(|e| usage(anyhow!("cannot load the tokenizer {}: {e}", path.display())))?,
-        ),
+        Some(path) => Some(TraceRecorder::load_tokenizer(path).map_err(usage)?),
         None => None,
     };
     let trace = match &args.trace {
@@ -106,15 +101,16 @@ fn run_with(
         return runtime.block_on(run_tactic(spec, registry, &vars, args, trace));
     }
     let agent_spec = &spec.agents[0];
-    let mut builder = Agent::spec_builder(agent_spec, invoker(args.dry_run)).map_err(usage)?;
+    let mut builder = AgentBuilder::from_spec(agent_spec)
+        .map_err(usage)?
+        .invoker(invoker(args.dry_run));
     if let Some(trace) = trace {
         builder = builder.trace(trace);
     }
     let agent = builder.build().map_err(usage)?;
-    agent.open_with(MAIN, &vars).map_err(|e| match e {
-        AgentError::Prompt { .. } => usage(e),
-        other => failed(other),
-    })?;
+    agent
+        .open_with(MAIN, &vars)
+        .map_err(|e| if e.is_config() { usage(e) } else { failed(e) })?;
     // A structured answer is shown once it is valid: rejected attempts must not appear on screen.
     let streamable = !args.json && !args.dry_run && !agent.has_output_schema();
     let output = Output {
@@ -142,35 +138,7 @@ async fn run_tactic(
     let mut team = Team::traced(spec, invoker(args.dry_run), trace).map_err(usage)?;
     if std::io::stderr().is_terminal() {
         let started = std::time::Instant::now();
-        team = team.on_progress(move |p: Progress<'_>| {
-            let at = started.elapsed().as_secs_f64();
-            match p.event {
-                ProgressEvent::Started => {
-                    eprintln!("{at:6.1}s ▸ {} {}/{}", p.step, p.agent, p.dialog)
-                }
-                ProgressEvent::Finished(took) => eprintln!(
-                    "{at:6.1}s ✓ {} {}/{} ({:.1}s)",
-                    p.step,
-                    p.agent,
-                    p.dialog,
-                    took.as_secs_f64()
-                ),
-                ProgressEvent::Failed(took) => eprintln!(
-                    "{at:6.1}s ✗ {} {}/{} ({:.1}s)",
-                    p.step,
-                    p.agent,
-                    p.dialog,
-                    took.as_secs_f64()
-                ),
-                ProgressEvent::Cancelled(took) => eprintln!(
-                    "{at:6.1}s – {} {}/{} stopped ({:.1}s)",
-                    p.step,
-                    p.agent,
-                    p.dialog,
-                    took.as_secs_f64()
-                ),
-            }
-        });
+        team = team.on_progress(move |p: Progress<'_>| show_progress(started, p));
     }
     let answer =
         tactic.run(&team, vars).await.map_err(
@@ -194,6 +162,28 @@ async fn run_tactic(
     written
         .context("cannot write to standard output")
         .map_err(failed)
+}
+
+/// One line on stderr per step event, timed from the start of the run.
+#[allow(clippy::print_stderr)]
+fn show_progress(started: std::time::Instant, p: Progress<'_>) {
+    let at = started.elapsed().as_secs_f64();
+    let (mark, took, suffix) = match p.event {
+        ProgressEvent::Started => ("▸", None, ""),
+        ProgressEvent::Finished(took) => ("✓", Some(took), ""),
+        ProgressEvent::Failed(took) => ("✗", Some(took), ""),
+        ProgressEvent::Cancelled(took) => ("–", Some(took), " stopped"),
+    };
+    match took {
+        None => eprintln!("{at:6.1}s {mark} {} {}/{}", p.step, p.agent, p.dialog),
+        Some(took) => eprintln!(
+            "{at:6.1}s {mark} {} {}/{}{suffix} ({:.1}s)",
+            p.step,
+            p.agent,
+            p.dialog,
+            took.as_secs_f64()
+        ),
+    }
 }
 
 /// `{"answer", "usage", "dialogs", "dialog_usage"}` of a team run.
@@ -295,9 +285,8 @@ fn read_stdin() -> anyhow::Result<String> {
 #[allow(clippy::print_stderr)]
 async fn turn(agent: &Agent, text: &str, output: Output) -> Result<Message, AgentError> {
     agent.receive_in(MAIN, text)?;
-    let options = RespondOptions::new();
     if !output.stream {
-        let answer = agent.respond_with(MAIN, &options).await?;
+        let answer = agent.respond(MAIN).await?;
         if output.dry_run {
             eprintln!("{}", answer.text());
         }
@@ -331,7 +320,7 @@ async fn turn(agent: &Agent, text: &str, output: Output) -> Result<Message, Agen
         }
         _ => {}
     };
-    agent.respond_streaming(MAIN, &options, &mut sink).await
+    agent.respond_to(MAIN).stream(&mut sink).await
 }
 
 async fn answer_once(
@@ -437,7 +426,7 @@ async fn chat(agent: &Agent, args: &RunArgs, output: Output) -> Result<(), Failu
             }
             Err(error) => {
                 failures += 1;
-                eprintln!("error: {}", lllm_runtime::report::full_message(&error));
+                eprintln!("error: {}", full_message(&error));
             }
         }
     }

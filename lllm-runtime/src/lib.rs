@@ -1,9 +1,12 @@
-//! The lllm agent runtime.
+//! The lllm agent runtime: agents that own dialogs and send each dialog's identity to the server as
+//! inference hints.
 //!
-//! An [`Agent`] owns named dialogs and answers them with a model through an [`Invoker`]. Every model call
-//! carries the dialog's identity as [`InferenceHints`] — session id = the dialog's id, parent = the
-//! dialog it was forked from — shaped for the server's [`Profile`], so a KV-cache-aware router can keep a
-//! reasoning chain on the worker that already holds its prefix.
+//! An [`Agent`] owns named dialogs and answers them with a model through an [`Invoker`]. Every model
+//! call carries the dialog's identity as [`InferenceHints`] — session id = the dialog's id, parent = the
+//! dialog it was forked from — shaped for the server's [`Profile`] (Dynamo, vLLM, SGLang, OpenAI), so a
+//! KV-cache-aware router can keep a reasoning chain on the worker that already holds its prefix.
+//!
+//! # Example
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -20,39 +23,65 @@
 //!     .build()?;
 //! agent.open("main")?;
 //! agent.receive("Draft a plan.")?;
-//! let plan = agent.respond().await?;          // session = main
-//! agent.fork("main", "retry")?;               // shares main's prefix
-//! agent.receive("Find its weakest point.")?;
-//! let critique = agent.respond().await?;      // session = retry, parent = main
+//! let plan = agent.respond("main").await?;           // session = main
+//! agent.fork("main", "retry")?;                      // shares main's prefix
+//! let critique = agent
+//!     .respond_to("retry")                           // session = retry, parent = main
+//!     .message("Find its weakest point.")
+//!     .await?;
 //! # let _ = (plan, critique);
 //! # Ok(()) }
 //! ```
+//!
+//! # The main types, by role
+//!
+//! - **Agents and dialogs**: [`Agent`] (built with [`AgentBuilder`], or from a tactic file's
+//!   [`AgentSpec`] with [`AgentBuilder::from_spec`]); a respond with options is a [`Respond`], a typed
+//!   one a [`RespondStructured`]; progress arrives as [`StreamEvent`]s. Dialogs are [`Dialog`]s of
+//!   [`Message`]s; [`DialogTree`] saves and restores them. Failures are [`AgentError`]s.
+//! - **Hints**: [`InferenceHints`] per agent, for a [`Profile`]; [`ForkSession`] decides what a fork
+//!   sends.
+//! - **Model calls**: the [`Invoker`] trait and its OpenAI-compatible [`OpenAiInvoker`];
+//!   [`DryRunInvoker`] shows each [`PreparedRequest`] without sending it. An agent wraps its invoker in
+//!   retries ([`RetryPolicy`]), a per-request timeout and tracing, so an invoker makes one attempt.
+//! - **Tools**: the [`Tool`] trait, [`tool_fn`] for async closures, [`CommandTool`] for programs.
+//! - **Tactics**: a [`Tactic`] runs a [`Team`] of agents; [`TacticRegistry`] names them for
+//!   `tactic_type:`; the built-ins are [`ChatTactic`] and [`StepsTactic`]. Tactic files load with
+//!   [`load_tactic`].
+//! - **Traces**: [`TraceRecorder`] writes content-free traces of runs; [`replay()`] sends one again.
+//! - **Testing** (feature `testing`): a scripted invoker and a recording stub server in [`testing`].
 
-pub mod agent;
-pub mod invoker;
-pub mod replay;
-pub mod retry;
-pub mod tactic;
+mod agent;
+mod invoker;
+mod layers;
+mod replay;
+mod retry;
+mod tactic;
 #[cfg(feature = "testing")]
 pub mod testing;
-pub mod tools;
-pub mod trace;
+mod tools;
+mod trace;
 
-pub use agent::{Agent, AgentBuilder, AgentError, EventSink, RespondOptions, StreamEvent};
+pub use agent::{
+    Agent, AgentBuilder, AgentError, AgentErrorKind, EventSink, PromptArg, Respond,
+    RespondStructured, StreamEvent,
+};
 pub use invoker::{
-    build_invoker, ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker,
-    InvokerConfig, OpenAiInvoker, PreparedRequest, ServerDefaults,
+    ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
+    PreparedRequest, ServerDefaults,
 };
+pub use lllm_core::config::parse_tactic;
 pub use lllm_core::{
-    config, load_tactic, report, AgentSpec, ConfigError, Dialog, DialogId, DialogTree, ForkSession,
-    HintsError, InferenceHints, InferenceHintsBuilder, Message, ModelArgs, Profile, Prompt,
-    PromptError, PromptVars, RequestFields, Role, TacticSpec, ToolCall, Usage,
+    load_tactic, AgentSpec, CommandToolConfig, ConfigError, Dialog, DialogId, DialogTree,
+    ForkSession, HintsError, InferenceHints, InferenceHintsBuilder, Message, MessageLog, ModelArgs,
+    ModelArgsError, NamedDialog, Profile, Prompt, PromptError, PromptVars, RequestFields, Role,
+    Secret, TacticSpec, ToolCall, ToolSpec, Usage,
 };
+pub use replay::{replay, ReplayError, ReplayOptions, ReplayReport, Replayed};
 pub use retry::RetryPolicy;
-pub use tactic::{Tactic, TacticError, TacticRegistry, Team};
-pub use tools::{tool_fn, Tool, ToolError, ToolOutput};
-
-/// The README's Rust examples, compiled as doctests so they cannot drift from the API.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;
+pub use tactic::{
+    preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
+    TacticRegistry, Team,
+};
+pub use tools::{tool_fn, CommandTool, CommandToolError, Tool, ToolError, ToolOutput, ToolsError};
+pub use trace::{TokenizerError, TraceRecorder};

@@ -125,7 +125,7 @@ impl ReplayReport {
 
 /// Reads a trace: its header and rows. A trace written without a header (rows only) is read with
 /// blocks of `default_block` tokens.
-pub fn parse_trace(
+pub(crate) fn parse_trace(
     text: &str,
     default_block: usize,
 ) -> Result<(TraceHeader, Vec<TraceRow>), ReplayError> {

@@ -4,11 +4,14 @@ use std::time::Duration;
 
 use crate::invoker::InvokeError;
 
-/// Retry settings of an agent. `max_retries` comes from `max_llm_recall`.
+/// Retry settings of an agent: how often and after how long a failed model call is sent again.
+///
+/// Only failures worth retrying are retried (429, 408, 409, 5xx, connection failures, timeouts), and
+/// never a stream that already showed text. `max_call_retries` is `max_llm_recall` in tactic files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Retries after the first try (so at most `1 + max_retries` requests per call).
-    pub max_retries: u32,
+    /// Retries after the first try (so at most `1 + max_call_retries` requests per call).
+    pub max_call_retries: u32,
     /// Wait before the first retry; it doubles for each further one.
     pub base_delay: Duration,
     /// Longest computed wait.
@@ -20,7 +23,7 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            max_retries: lllm_core::config::DEFAULT_MAX_LLM_RECALL,
+            max_call_retries: lllm_core::config::DEFAULT_MAX_LLM_RECALL,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(20),
             max_retry_after: Duration::from_secs(60),
@@ -29,10 +32,10 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// A policy with `max_retries` retries and default waits.
-    pub fn with_max_retries(max_retries: u32) -> Self {
+    /// A policy with `max_call_retries` retries and default waits.
+    pub fn with_max_call_retries(max_call_retries: u32) -> Self {
         RetryPolicy {
-            max_retries,
+            max_call_retries,
             ..Self::default()
         }
     }
@@ -40,7 +43,7 @@ impl RetryPolicy {
     /// The wait before retry number `retry` (0 for the first) after `error`, or `None` when the error is
     /// not worth retrying or no retry is left.
     pub fn delay(&self, retry: u32, error: &InvokeError) -> Option<Duration> {
-        if retry >= self.max_retries || !error.is_retryable() {
+        if retry >= self.max_call_retries || !error.is_retryable() {
             return None;
         }
         if let Some(wait) = error.retry_after() {
@@ -70,7 +73,7 @@ mod tests {
     #[test]
     fn backs_off_exponentially_with_jitter_and_a_cap() {
         let policy = RetryPolicy {
-            max_retries: 10,
+            max_call_retries: 10,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_millis(1000),
             max_retry_after: Duration::from_secs(5),
@@ -97,10 +100,15 @@ mod tests {
 
     #[test]
     fn stops_on_client_errors_and_when_retries_run_out() {
-        let policy = RetryPolicy::with_max_retries(2);
+        let policy = RetryPolicy::with_max_call_retries(2);
         assert_eq!(policy.delay(0, &http(400, None)), None);
         assert_eq!(
-            policy.delay(0, &InvokeError::InvalidResponse("x".into())),
+            policy.delay(
+                0,
+                &InvokeError::InvalidResponse {
+                    problem: "x".into()
+                }
+            ),
             None
         );
         assert!(policy

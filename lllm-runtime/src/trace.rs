@@ -8,15 +8,14 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lllm_core::trace::{BlockHasher, TraceHeader, TraceRow, TRACE_FORMAT};
-use lllm_core::{Message, Profile};
+use lllm_core::{Message, Profile, Role};
 
-use crate::invoker::{ChatRequest, ChatResponse};
+use crate::invoker::{ChatRequest, ChatResponse, SentHints};
 
-/// What one dialog's chain has done since its last answer.
+/// When one dialog's chain was last answered.
 #[derive(Debug, Default)]
 struct Chain {
     last_answer: Option<Instant>,
-    tool_time: Duration,
 }
 
 /// Records the requests of a run as trace rows. Share one recorder between every agent of a run.
@@ -41,8 +40,12 @@ pub(crate) struct Answered<'a> {
     pub(crate) response: &'a ChatResponse,
     pub(crate) sent: Instant,
     pub(crate) first_piece: Option<Instant>,
-    pub(crate) priority: Option<i64>,
-    pub(crate) osl: Option<u64>,
+}
+
+/// The token blocks and lengths of one request's prompt.
+struct Prompt {
+    hash_ids: Vec<u64>,
+    input_length: u64,
 }
 
 impl TraceRecorder {
@@ -113,8 +116,11 @@ impl TraceRecorder {
     }
 
     /// Loads a Hugging Face `tokenizer.json`.
-    pub fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, String> {
-        tokenizers::Tokenizer::from_file(path).map_err(|e| e.to_string())
+    pub fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, TokenizerError> {
+        tokenizers::Tokenizer::from_file(path).map_err(|source| TokenizerError {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// The token ids of a conversation, when a tokenizer is set.
@@ -140,69 +146,43 @@ impl TraceRecorder {
         self.out.lock().unwrap_or_else(|p| p.into_inner()).flush()
     }
 
-    /// Tools ran for `took` while answering dialog `chain`.
-    pub(crate) fn tool_time(&self, chain: &str, took: Duration) {
+    /// The prompt's blocks and length: counted with the tokenizer, else estimated, unless the server
+    /// reported usage.
+    fn prompt(&self, messages: &[&Message], reported: Option<u64>) -> Prompt {
+        let tokens = self.tokens(messages);
+        let mut hasher = self.hasher.lock().unwrap_or_else(|p| p.into_inner());
+        let hash_ids = match &tokens {
+            Some(tokens) => hasher.hash_token_ids(tokens),
+            None => hasher.hash_ids(messages),
+        };
+        let counted = || {
+            tokens.as_ref().map_or_else(
+                || BlockHasher::estimate_tokens(messages),
+                |t| t.len() as u64,
+            )
+        };
+        Prompt {
+            hash_ids,
+            input_length: reported.unwrap_or_else(counted),
+        }
+    }
+
+    /// The wait since the chain's last answer, and how much of it was tools running: all of it when
+    /// the request carries tool results, since the chain was waiting for them.
+    fn waits(&self, chain: String, sent: Instant, after_tools: bool) -> (Duration, Duration) {
         let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
-        chains.entry(chain.to_owned()).or_default().tool_time += took;
+        let state = chains.entry(chain).or_default();
+        let delay = state
+            .last_answer
+            .map_or(Duration::ZERO, |last| sent.saturating_duration_since(last));
+        state.last_answer = Some(Instant::now());
+        (delay, if after_tools { delay } else { Duration::ZERO })
     }
 
     /// Writes the row of one answered request. A trace that cannot be written is reported once in the
     /// log; the run goes on.
     pub(crate) fn record(&self, answered: Answered<'_>) {
-        let request = answered.request;
-        let chain = request.dialog.map(|d| d.to_string()).unwrap_or_default();
-        let session_id = session_header(request, false).unwrap_or_else(|| chain.clone());
-        let parent_session_id =
-            session_header(request, true).or_else(|| request.parent_dialog.map(|d| d.to_string()));
-        let messages: Vec<&Message> = request.messages.iter().collect();
-        let tokens = self.tokens(&messages);
-        let hash_ids = {
-            let mut hasher = self.hasher.lock().unwrap_or_else(|p| p.into_inner());
-            match &tokens {
-                Some(tokens) => hasher.hash_token_ids(tokens),
-                None => hasher.hash_ids(&messages),
-            }
-        };
-        let now = Instant::now();
-        let (delay, tool_wait) = {
-            let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
-            let state = chains.entry(chain).or_default();
-            let delay = state.last_answer.map_or(Duration::ZERO, |last| {
-                answered.sent.saturating_duration_since(last)
-            });
-            let tool_wait = std::mem::take(&mut state.tool_time).min(delay);
-            state.last_answer = Some(now);
-            (delay, tool_wait)
-        };
-        let usage = answered.response.message.usage;
-        let estimated = usage.is_none();
-        let answer: Vec<&Message> = vec![&answered.response.message];
-        let row = TraceRow {
-            session_id,
-            parent_session_id,
-            agent: answered.agent.to_owned(),
-            timestamp: millis(answered.sent.saturating_duration_since(self.started)),
-            delay: millis(delay),
-            tool_wait_ms: millis(tool_wait),
-            input_length: usage.map_or_else(
-                || {
-                    tokens
-                        .as_ref()
-                        .map_or_else(|| self.count(&messages), |t| t.len() as u64)
-                },
-                |u| u.prompt_tokens,
-            ),
-            output_length: usage.map_or_else(|| self.count(&answer), |u| u.completion_tokens),
-            lengths_estimated: estimated,
-            cached_tokens: usage.and_then(|u| u.cached_tokens),
-            hash_ids,
-            priority: answered.priority,
-            osl: answered.osl,
-            latency_ms: millis(now.saturating_duration_since(answered.sent)),
-            ttft_ms: answered
-                .first_piece
-                .map(|t| millis(t.saturating_duration_since(answered.sent))),
-        };
+        let row = self.row(&answered);
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         let written = serde_json::to_string(&row)
             .map_err(std::io::Error::other)
@@ -211,6 +191,54 @@ impl TraceRecorder {
             tracing::warn!(%error, "cannot write the trace");
         }
     }
+
+    fn row(&self, answered: &Answered<'_>) -> TraceRow {
+        let request = answered.request;
+        let chain = request.dialog.map(|d| d.to_string()).unwrap_or_default();
+        let session_id = session_header(request, false).unwrap_or_else(|| chain.clone());
+        let parent_session_id =
+            session_header(request, true).or_else(|| request.parent_dialog.map(|d| d.to_string()));
+        let messages: Vec<&Message> = request.messages.iter().collect();
+        let usage = answered.response.message.usage;
+        let prompt = self.prompt(&messages, usage.map(|u| u.prompt_tokens));
+        let after_tools = messages.last().is_some_and(|m| m.role == Role::Tool);
+        let (delay, tool_wait) = self.waits(chain, answered.sent, after_tools);
+        let now = Instant::now();
+        let sent_hints = SentHints::of(request);
+        TraceRow {
+            session_id,
+            parent_session_id,
+            agent: answered.agent.to_owned(),
+            timestamp: millis(answered.sent.saturating_duration_since(self.started)),
+            delay: millis(delay),
+            tool_wait_ms: millis(tool_wait),
+            input_length: prompt.input_length,
+            output_length: usage.map_or_else(
+                || self.count(&[&answered.response.message]),
+                |u| u.completion_tokens,
+            ),
+            lengths_estimated: usage.is_none(),
+            cached_tokens: usage.and_then(|u| u.cached_tokens),
+            hash_ids: prompt.hash_ids,
+            priority: sent_hints.priority,
+            osl: sent_hints.osl,
+            latency_ms: millis(now.saturating_duration_since(answered.sent)),
+            ttft_ms: answered
+                .first_piece
+                .map(|t| millis(t.saturating_duration_since(answered.sent))),
+        }
+    }
+}
+
+/// A tokenizer file cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot load the tokenizer {}", path.display())]
+pub struct TokenizerError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Why.
+    #[source]
+    pub source: tokenizers::Error,
 }
 
 /// The session (or parent) header the hints put on the request, whatever the profile.

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use lllm_runtime::{
-    tool_fn, Agent, AgentError, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile,
-    RespondOptions, RetryPolicy, Role, ServerDefaults, StreamEvent, Tool, ToolError,
+    tool_fn, Agent, AgentErrorKind, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile,
+    RetryPolicy, Role, ServerDefaults, StreamEvent, Tool, ToolError,
 };
 use serde_json::{json, Value};
 
@@ -62,7 +62,7 @@ fn builder(server: &StubServer) -> lllm_runtime::AgentBuilder {
         .model_args(ModelArgs::new().api_base(server.base_url()))
         .inference_hints(InferenceHints::for_profile(Profile::Dynamo))
         .retry_policy(RetryPolicy {
-            max_retries: 2,
+            max_call_retries: 2,
             base_delay: Duration::from_millis(5),
             max_delay: Duration::from_millis(10),
             max_retry_after: Duration::from_secs(1),
@@ -116,7 +116,7 @@ async fn one_tool_round_then_an_answer() {
     agent
         .receive("How many words: one two three?")
         .expect("receive");
-    let answer = agent.respond().await.expect("answer");
+    let answer = agent.respond("main").await.expect("answer");
     assert_eq!(answer.text(), "three words");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(
@@ -179,7 +179,7 @@ async fn two_tool_calls_of_one_turn_run_concurrently_and_answer_in_call_order() 
     let agent = builder(&server).tool(meet()).build().expect("agent");
     agent.open("main").expect("open");
     agent.receive("meet twice").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     let results = tool_messages(&server.requests()[1]);
     assert_eq!(
         results[0],
@@ -215,7 +215,7 @@ async fn empty_and_reused_call_ids_are_replaced_so_results_match_their_calls() {
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("go").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     let last = &server.requests()[3];
     let messages = last.body["messages"]
         .as_array()
@@ -254,7 +254,7 @@ async fn bad_calls_become_error_results_the_model_reads() {
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("go").expect("receive");
-    assert_eq!(agent.respond().await.expect("answer").text(), "sorry");
+    assert_eq!(agent.respond("main").await.expect("answer").text(), "sorry");
     assert_eq!(
         calls.load(Ordering::SeqCst),
         0,
@@ -298,12 +298,12 @@ async fn the_interrupt_bound_ends_with_a_tool_less_final_turn() {
     let calls = Arc::new(AtomicUsize::new(0));
     let agent = builder(&server)
         .tool(word_count(calls.clone(), Duration::ZERO))
-        .max_interrupt_steps(2)
+        .max_tool_rounds(2)
         .build()
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("loop").expect("receive");
-    let answer = agent.respond().await.expect("answer");
+    let answer = agent.respond("main").await.expect("answer");
     assert_eq!(answer.text(), "final");
     assert!(answer.tool_calls.is_empty());
     assert_eq!(calls.load(Ordering::SeqCst), 2);
@@ -339,7 +339,7 @@ async fn an_identical_repeated_call_is_not_run_again() {
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("count").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     assert_eq!(
         calls.load(Ordering::SeqCst),
         1,
@@ -366,7 +366,7 @@ async fn structured_answers_are_retried_and_failed_attempts_stay_out_of_the_dial
     let agent = builder(&server).build().expect("agent");
     agent.open("main").expect("open");
     agent.receive("Plan it.").expect("receive");
-    let plan: Plan = agent.respond_structured("main").await.expect("plan");
+    let plan: Plan = agent.respond_to("main").structured().await.expect("plan");
     assert_eq!(plan, Plan { steps: 3 });
     let dialog = agent.dialog("main").expect("main");
     let texts: Vec<_> = dialog.messages().iter().map(Message::text).collect();
@@ -410,7 +410,7 @@ async fn a_structured_answer_that_fits_the_schema_but_not_the_type_is_retried() 
     let agent = builder(&server).build().expect("agent");
     agent.open("main").expect("open");
     agent.receive("Plan it.").expect("receive");
-    let plan: Plan = agent.respond_structured("main").await.expect("plan");
+    let plan: Plan = agent.respond_to("main").structured().await.expect("plan");
     assert_eq!(plan, Plan { steps: 2 });
     assert_eq!(agent.dialog("main").expect("main").len(), 3);
 }
@@ -432,7 +432,7 @@ async fn schema_feedback_is_dropped_once_the_model_moves_on_to_tools() {
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("Plan it.").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     let roles_sent: Vec<String> = server.requests()[2].body["messages"]
         .as_array()
         .map(|m| {
@@ -461,18 +461,22 @@ async fn structured_answers_give_up_after_max_exception_retry() {
         server.push(StubReply::text("nope"));
     }
     let agent = builder(&server)
-        .max_exception_retry(1)
+        .max_answer_retries(1)
         .build()
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("Plan it.").expect("receive");
     let before = agent.dialog("main").expect("main");
     let err = agent
-        .respond_structured::<Plan>("main")
+        .respond_to("main")
+        .structured::<Plan>()
         .await
         .expect_err("invalid");
     assert!(
-        matches!(err, AgentError::InvalidAnswer { attempts: 2, .. }),
+        matches!(
+            err.kind(),
+            AgentErrorKind::InvalidAnswer { attempts: 2, .. }
+        ),
         "{err}"
     );
     assert_eq!(agent.dialog("main").expect("main"), before);
@@ -487,7 +491,8 @@ async fn a_streamed_answer_arrives_in_pieces() {
     agent.receive("hi").expect("receive");
     let mut pieces = Vec::new();
     let answer = agent
-        .respond_streaming("main", &RespondOptions::new(), &mut |event| {
+        .respond_to("main")
+        .stream(&mut |event| {
             if let StreamEvent::Text(text) = event {
                 pieces.push(text.to_owned());
             }
@@ -526,7 +531,8 @@ async fn a_streamed_tool_call_without_index_is_assembled() {
     agent.receive("count").expect("receive");
     let mut events = Vec::new();
     let answer = agent
-        .respond_streaming("main", &RespondOptions::new(), &mut |event| match event {
+        .respond_to("main")
+        .stream(&mut |event| match event {
             StreamEvent::ToolCall(call) => {
                 events.push(format!("call {} {}", call.name, call.arguments))
             }
@@ -561,7 +567,8 @@ async fn a_stream_cut_midway_is_an_error_and_the_dialog_is_unchanged() {
     let before = agent.dialog("main").expect("main");
     let mut shown = String::new();
     let err = agent
-        .respond_streaming("main", &RespondOptions::new(), &mut |event| {
+        .respond_to("main")
+        .stream(&mut |event| {
             if let StreamEvent::Text(text) = event {
                 shown.push_str(text);
             }
@@ -569,7 +576,7 @@ async fn a_stream_cut_midway_is_an_error_and_the_dialog_is_unchanged() {
         .await
         .expect_err("cut");
     assert!(
-        matches!(err, AgentError::Invoke { attempts: 1, .. }),
+        matches!(err.kind(), AgentErrorKind::Invoke { attempts: 1, .. }),
         "{err}"
     );
     assert_eq!(shown, "The answer is");
@@ -597,17 +604,19 @@ async fn a_stream_that_ends_early_is_an_error_and_an_unshown_one_is_retried() {
     agent.open("main").expect("open");
     agent.receive("one").expect("receive");
     let answer = agent
-        .respond_streaming("main", &RespondOptions::new(), &mut |_| {})
+        .respond_to("main")
+        .stream(&mut |_| {})
         .await
         .expect("retried");
     assert_eq!(answer.text(), "ok");
     agent.receive("two").expect("receive");
     let before = agent.dialog("main").expect("main");
     let err = agent
-        .respond_streaming("main", &RespondOptions::new(), &mut |_| {})
+        .respond_to("main")
+        .stream(&mut |_| {})
         .await
         .expect_err("ended early");
-    let text = lllm_runtime::report::full_message(&err);
+    let text = lllm_core::report::full_message(&err);
     assert!(
         text.contains("the stream ended before the answer was complete"),
         "{text}"
@@ -627,11 +636,12 @@ async fn streamed_5xx_is_retried_then_reported_with_the_dialog_unchanged() {
     agent.receive("hi").expect("receive");
     let before = agent.dialog("main").expect("main");
     let err = agent
-        .respond_streaming("main", &RespondOptions::new(), &mut |_| {})
+        .respond_to("main")
+        .stream(&mut |_| {})
         .await
         .expect_err("5xx");
     assert!(
-        matches!(err, AgentError::Invoke { attempts: 3, .. }),
+        matches!(err.kind(), AgentErrorKind::Invoke { attempts: 3, .. }),
         "{err}"
     );
     assert_eq!(agent.dialog("main").expect("main"), before);
@@ -647,12 +657,12 @@ async fn invalid_json_from_the_server_is_an_error_with_the_dialog_unchanged() {
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
     let before = agent.dialog("main").expect("main");
-    let err = agent.respond().await.expect_err("invalid");
+    let err = agent.respond("main").await.expect_err("invalid");
     assert!(
         matches!(
-            err,
-            AgentError::Invoke {
-                source: lllm_runtime::InvokeError::InvalidResponse(_),
+            err.kind(),
+            AgentErrorKind::Invoke {
+                source: lllm_runtime::InvokeError::InvalidResponse { .. },
                 ..
             }
         ),
@@ -682,8 +692,11 @@ async fn the_deadline_covers_tool_rounds_and_cancellation_mid_tool_changes_nothi
     agent.open("main").expect("open");
     agent.receive("count").expect("receive");
     let before = agent.dialog("main").expect("main");
-    let err = agent.respond().await.expect_err("deadline");
-    assert!(matches!(err, AgentError::Deadline { .. }), "{err}");
+    let err = agent.respond("main").await.expect_err("deadline");
+    assert!(
+        matches!(err.kind(), AgentErrorKind::Deadline { .. }),
+        "{err}"
+    );
     assert_eq!(agent.dialog("main").expect("main"), before);
 
     server.push(StubReply::tool_calls(&[(
@@ -691,7 +704,7 @@ async fn the_deadline_covers_tool_rounds_and_cancellation_mid_tool_changes_nothi
         "word_count",
         r#"{"text": "slower"}"#,
     )]));
-    let cancelled = tokio::time::timeout(Duration::from_millis(150), agent.respond()).await;
+    let cancelled = tokio::time::timeout(Duration::from_millis(150), agent.respond("main")).await;
     assert!(cancelled.is_err());
     assert_eq!(
         calls.load(Ordering::SeqCst),
@@ -720,15 +733,14 @@ async fn tools_can_be_replaced_for_one_respond() {
     agent.open("main").expect("open");
     agent.receive("no tools this time").expect("receive");
     agent
-        .respond_with("main", &RespondOptions::new().tools(Vec::new()))
+        .respond_to("main")
+        .tools(Vec::new())
         .await
         .expect("answer");
     agent.receive("nap instead").expect("receive");
     agent
-        .respond_with(
-            "main",
-            &RespondOptions::new().tools(vec![nap(naps.clone())]),
-        )
+        .respond_to("main")
+        .tools(vec![nap(naps.clone())])
         .await
         .expect("answer");
     let requests = server.requests();

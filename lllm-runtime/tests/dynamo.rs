@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use lllm_runtime::config::parse_tactic;
+use lllm_runtime::parse_tactic;
 use lllm_runtime::testing::{dynamo_workers, SharedBuffer};
 use lllm_runtime::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, OpenAiInvoker, PromptVars,
@@ -257,9 +257,8 @@ async fn streaming_structured_answers_and_null_content_work_against_dynamo() {
     agent.receive("hello").expect("receive");
     let mut pieces = 0;
     let answer = agent
-        .respond_streaming("main", &lllm_runtime::RespondOptions::new(), &mut |_| {
-            pieces += 1
-        })
+        .respond_to("main")
+        .stream(&mut |_| pieces += 1)
         .await
         .expect("a streamed answer is accepted");
     // The simulated engine answers without text; lllm keeps that as it is.
@@ -267,11 +266,14 @@ async fn streaming_structured_answers_and_null_content_work_against_dynamo() {
     assert_eq!(answer.usage.map(|u| u.completion_tokens), Some(8));
     agent.fork("main", "child").expect("fork");
     agent.receive("more").expect("receive");
-    agent.respond().await.expect("a family fork is accepted");
+    agent
+        .respond("child")
+        .await
+        .expect("a family fork is accepted");
 }
 
 /// Sessions that stayed on one worker, and cached ÷ prompt tokens, of a replay.
-fn replay_figures(report: &lllm_runtime::replay::ReplayReport, log: &str) -> (usize, usize, f64) {
+fn replay_figures(report: &lllm_runtime::ReplayReport, log: &str) -> (usize, usize, f64) {
     let served_by = dynamo_workers(log);
     let mut per_session: HashMap<&str, HashSet<&str>> = HashMap::new();
     for r in &report.requests {
@@ -302,9 +304,8 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.clone());
     let spec = parse_tactic(TACTIC.as_bytes(), Path::new("dynamo.yaml"), &env).expect("tactic");
     let out = SharedBuffer::default();
-    let recorder = Arc::new(
-        lllm_runtime::trace::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"),
-    );
+    let recorder =
+        Arc::new(lllm_runtime::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
     let invoker = Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()));
     let team = Team::traced(&spec, invoker, Some(recorder.clone())).expect("team");
     let vars: PromptVars = [("input".to_owned(), "a trip".into())]
@@ -319,7 +320,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     recorder.flush().expect("flush");
     let trace = out.text();
 
-    let mut options = lllm_runtime::replay::ReplayOptions {
+    let mut options = lllm_runtime::ReplayOptions {
         api_base: url.clone(),
         model: "tiny".into(),
         profile: lllm_runtime::Profile::Dynamo,
@@ -327,7 +328,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
         speed: 4.0,
         block_size: 16,
     };
-    let hinted = lllm_runtime::replay::replay(&trace, &options)
+    let hinted = lllm_runtime::replay(&trace, &options)
         .await
         .expect("replays");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -345,7 +346,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
 
     options.profile = lllm_runtime::Profile::OpenAi;
     options.session = false;
-    let plain = lllm_runtime::replay::replay(&trace, &options)
+    let plain = lllm_runtime::replay(&trace, &options)
         .await
         .expect("replays");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;

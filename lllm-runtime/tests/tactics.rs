@@ -6,12 +6,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lllm_runtime::config::parse_tactic;
-use lllm_runtime::tactic::{ProgressEvent, StepsTactic};
+use lllm_runtime::parse_tactic;
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use lllm_runtime::{
     OpenAiInvoker, PromptVars, ServerDefaults, Tactic, TacticError, TacticRegistry, Team,
 };
+use lllm_runtime::{ProgressEvent, StepsTactic};
 use serde_json::Value;
 
 fn tactic(server: &StubServer, steps: &str) -> lllm_runtime::TacticSpec {
@@ -202,7 +202,7 @@ async fn a_failing_step_fails_the_run_and_missing_variables_name_themselves() {
         .expect_err("missing variable");
     assert!(err.is_usage());
     assert!(
-        lllm_runtime::report::full_message(&err).contains("uses the variable `topic`"),
+        lllm_core::report::full_message(&err).contains("uses the variable `topic`"),
         "{err}"
     );
 
@@ -245,7 +245,7 @@ impl Tactic for RoundRobin {
         for agent in team.agents() {
             agent.open_with("main", vars)?;
             agent.receive_in("main", input)?;
-            answers.push(agent.respond_in("main").await?.content.unwrap_or_default());
+            answers.push(agent.respond("main").await?.content.unwrap_or_default());
         }
         Ok(answers.join(&self.separator))
     }
@@ -349,7 +349,7 @@ async fn a_failing_branch_stops_its_siblings_and_leaves_their_dialogs_clean() {
         .await
         .expect_err("the critic fails");
     assert!(
-        lllm_runtime::report::full_message(&err).contains("HTTP 400"),
+        lllm_core::report::full_message(&err).contains("HTTP 400"),
         "{err}"
     );
     let mut events = events.lock().expect("lock").clone();

@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use lllm_runtime::config::parse_tactic;
+use lllm_runtime::parse_tactic;
 use lllm_runtime::testing::{SharedBuffer, StubServer};
-use lllm_runtime::trace::TraceRecorder;
+use lllm_runtime::TraceRecorder;
 use lllm_runtime::{OpenAiInvoker, PromptVars, ServerDefaults, TacticRegistry, Team};
 use serde_json::Value;
 
@@ -161,7 +161,7 @@ async fn tool_time_and_exact_token_blocks_are_recorded() {
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("please write the plan").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     recorder.flush().expect("flush");
 
     let written = out.text();
@@ -191,4 +191,53 @@ async fn tool_time_and_exact_token_blocks_are_recorded() {
     assert!(tool_wait >= 250, "{second}");
     assert!(second["delay"].as_u64().expect("delay") >= tool_wait);
     assert_eq!(first["tool_wait_ms"], 0);
+}
+
+/// The trace says what the request carried: vLLM runs lower priorities first, so a configured 5 is
+/// sent (and must be traced) as -5; Dynamo takes it as given, inside `nvext.agent_hints`.
+#[tokio::test]
+async fn the_traced_priority_is_the_one_the_body_carried() {
+    use lllm_runtime::{Agent, InferenceHints, ModelArgs, Profile};
+
+    for (profile, sent) in [
+        (Profile::Vllm, "/priority"),
+        (Profile::Dynamo, "/nvext/agent_hints/priority"),
+    ] {
+        let server = StubServer::start().await.expect("server");
+        let out = SharedBuffer::default();
+        let recorder = Arc::new(TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
+        let agent = Agent::builder()
+            .name("ranker")
+            .system_prompt("s")
+            .model("m")
+            .invoker(Arc::new(OpenAiInvoker::with_defaults(
+                ServerDefaults::none(),
+            )))
+            .model_args(ModelArgs::new().api_base(server.base_url()))
+            .inference_hints(
+                InferenceHints::builder()
+                    .profile(profile)
+                    .priority(5)
+                    .build()
+                    .expect("hints"),
+            )
+            .trace(recorder.clone())
+            .build()
+            .expect("agent");
+        agent.open("main").expect("open");
+        agent.receive("hi").expect("receive");
+        agent.respond("main").await.expect("answer");
+        recorder.flush().expect("flush");
+
+        let body = &server.requests()[0].body;
+        let row: Value =
+            serde_json::from_str(out.text().lines().nth(1).expect("row")).expect("JSON");
+        let expected = if profile == Profile::Vllm { -5 } else { 5 };
+        assert_eq!(
+            body.pointer(sent),
+            Some(&Value::from(expected)),
+            "{profile:?}: {body}"
+        );
+        assert_eq!(row["priority"], expected, "{profile:?}: {row}");
+    }
 }

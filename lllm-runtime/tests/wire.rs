@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use lllm_runtime::{
-    Agent, AgentError, InferenceHints, InvokeError, ModelArgs, OpenAiInvoker, Profile, RetryPolicy,
-    ServerDefaults,
+    Agent, AgentErrorKind, InferenceHints, InvokeError, ModelArgs, OpenAiInvoker, Profile,
+    RetryPolicy, ServerDefaults,
 };
 use serde_json::{json, Value};
 
@@ -60,7 +60,7 @@ fn agent(server: &StubServer, hints: Option<InferenceHints>, args: ModelArgs) ->
         )))
         .model_args(args.api_base(server.base_url()))
         .retry_policy(RetryPolicy {
-            max_retries: 2,
+            max_call_retries: 2,
             base_delay: Duration::from_millis(5),
             max_delay: Duration::from_millis(10),
             max_retry_after: Duration::from_secs(1),
@@ -74,7 +74,7 @@ fn agent(server: &StubServer, hints: Option<InferenceHints>, args: ModelArgs) ->
 async fn one_turn(agent: &Agent) -> String {
     agent.open("main").expect("open");
     agent.receive("Draft a plan.").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     agent.dialog_id("main").expect("id").to_string()
 }
 
@@ -96,7 +96,7 @@ async fn reference_example_main_and_its_fork() {
     let main = one_turn(&agent).await;
     let retry = agent.fork("main", "retry").expect("fork").to_string();
     agent.receive("Find the weakest point.").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("retry").await.expect("answer");
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -182,7 +182,7 @@ async fn forks_name_their_parent_in_the_generic_header() {
     let main = one_turn(&agent).await;
     let child = agent.fork("main", "child").expect("fork").to_string();
     agent.receive("more").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("child").await.expect("answer");
     assert_eq!(
         lllm_headers(&server.requests()[1]),
         pairs(&[("x-session-id", &child), ("x-parent-session-id", &main)])
@@ -220,7 +220,7 @@ async fn session_prefix_session_off_osl_default_and_unset_fields() {
     one_turn(&agent_off).await;
     agent_off.fork("main", "child").expect("fork");
     agent_off.receive("x").expect("receive");
-    agent_off.respond().await.expect("answer");
+    agent_off.respond("child").await.expect("answer");
     for request in server.requests() {
         assert_eq!(
             lllm_headers(&request),
@@ -319,14 +319,14 @@ async fn failure_after_retries_keeps_status_message_and_the_dialog() {
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
     let before = agent.dialog("main").expect("main");
-    let err = agent.respond().await.expect_err("fails");
-    match err {
-        AgentError::Invoke {
+    let err = agent.respond("main").await.expect_err("fails");
+    match err.kind() {
+        AgentErrorKind::Invoke {
             attempts, source, ..
         } => {
-            assert_eq!(attempts, 3);
+            assert_eq!(*attempts, 3);
             assert_eq!(
-                source,
+                *source,
                 InvokeError::Http {
                     status: 503,
                     message: "engine overloaded".into(),
@@ -350,7 +350,7 @@ async fn dynamo_style_400_reports_its_message() {
     let agent = agent(&server, None, ModelArgs::new());
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
-    let err = lllm_runtime::report::full_message(&agent.respond().await.expect_err("400"));
+    let err = lllm_core::report::full_message(&agent.respond("main").await.expect_err("400"));
     assert!(
         err.contains("HTTP 400: Unsupported parameter(s): `priority`"),
         "{err}"
@@ -374,17 +374,17 @@ async fn timeout_and_cancellation_leave_the_dialog_unchanged() {
                 .api_base(server.base_url())
                 .timeout(Duration::from_millis(200)),
         )
-        .max_llm_recall(0)
+        .max_call_retries(0)
         .build()
         .expect("valid");
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
     let before = agent.dialog("main").expect("main");
-    let err = agent.respond().await.expect_err("times out");
+    let err = agent.respond("main").await.expect_err("times out");
     assert!(
         matches!(
-            err,
-            AgentError::Invoke {
+            err.kind(),
+            AgentErrorKind::Invoke {
                 source: InvokeError::Timeout(_),
                 ..
             }
@@ -394,7 +394,7 @@ async fn timeout_and_cancellation_leave_the_dialog_unchanged() {
     assert_eq!(agent.dialog("main").expect("main"), before);
 
     server.push(StubReply::text("late").delay(Duration::from_secs(2)));
-    let cancelled = tokio::time::timeout(Duration::from_millis(100), agent.respond()).await;
+    let cancelled = tokio::time::timeout(Duration::from_millis(100), agent.respond("main")).await;
     assert!(cancelled.is_err(), "the respond was still waiting");
     assert_eq!(agent.dialog("main").expect("main"), before);
     agent.receive("still usable").expect("not left busy");
@@ -424,7 +424,7 @@ async fn unreachable_server_is_a_connection_error_after_retries() {
         )))
         .model_args(ModelArgs::new().api_base(format!("http://127.0.0.1:{port}/v1")))
         .retry_policy(RetryPolicy {
-            max_retries: 1,
+            max_call_retries: 1,
             base_delay: Duration::from_millis(1),
             ..RetryPolicy::default()
         })
@@ -432,13 +432,13 @@ async fn unreachable_server_is_a_connection_error_after_retries() {
         .expect("valid");
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
-    match agent.respond().await.expect_err("refused") {
-        AgentError::Invoke {
+    match agent.respond("main").await.expect_err("refused").kind() {
+        AgentErrorKind::Invoke {
             attempts: 2,
             source: InvokeError::Connection { url, .. },
             ..
         } => {
-            assert_eq!(url, format!("http://127.0.0.1:{port}/v1/chat/completions"));
+            assert_eq!(*url, format!("http://127.0.0.1:{port}/v1/chat/completions"));
         }
         other => panic!("unexpected {other}"),
     }
@@ -457,13 +457,13 @@ async fn null_content_and_odd_fields_are_accepted() {
     let agent = agent(&server, None, ModelArgs::new());
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
-    let answer = agent.respond().await.expect("lenient");
+    let answer = agent.respond("main").await.expect("lenient");
     assert_eq!(answer.content, None);
     assert_eq!(answer.finish_reason.as_deref(), Some("length_cap_v2"));
     assert_eq!(agent.usage().cached_tokens, Some(16));
     // The null answer goes back as "" on the next turn.
     agent.receive("again").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     assert_eq!(
         server.requests()[1].body["messages"][2],
         json!({"role": "assistant", "content": ""})

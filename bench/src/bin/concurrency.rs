@@ -59,7 +59,7 @@ async fn main() {
                 agent
                     .receive_in(&alias, format!("{alias} turn {t}"))
                     .expect("receive");
-                agent.respond_in(&alias).await.expect("answer");
+                agent.respond(&alias).await.expect("answer");
             }
         }
     });

@@ -123,7 +123,7 @@ async fn run_dialog(agent: &Agent, alias: &str, script: &Script) {
         {
             return;
         }
-        if agent.respond_in(alias).await.is_err() {
+        if agent.respond(alias).await.is_err() {
             return;
         }
     }
@@ -147,13 +147,8 @@ async fn main() {
     .expect("hints");
     let trace = std::env::var("LLLM_PAYOFF_TRACE").ok().map(|path| {
         Arc::new(
-            lllm_runtime::trace::TraceRecorder::to_file(
-                std::path::Path::new(&path),
-                16,
-                None,
-                true,
-            )
-            .expect("trace file"),
+            lllm_runtime::TraceRecorder::to_file(std::path::Path::new(&path), 16, None, true)
+                .expect("trace file"),
         )
     });
     let recorder = Arc::new(Recorder {
@@ -203,7 +198,7 @@ async fn main() {
                     .invoker(recorder)
                     .model_args(ModelArgs::new().api_base(url).max_tokens(max_tokens))
                     .inference_hints(hints)
-                    .retry_policy(RetryPolicy::with_max_retries(1))
+                    .retry_policy(RetryPolicy::with_max_call_retries(1))
                     .build()
                     .expect("agent"),
             );

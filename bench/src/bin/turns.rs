@@ -24,7 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut last = String::new();
     for turn in 0..turns {
         agent.receive(format!("turn {turn}: say something short"))?;
-        last = agent.respond().await?.content.unwrap_or_default();
+        last = agent.respond("main").await?.content.unwrap_or_default();
     }
     println!("{last}");
     Ok(())

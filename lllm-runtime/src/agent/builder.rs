@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use lllm_core::{config, AgentSpec, InferenceHints, ModelArgs, Prompt, Usage};
 use serde_json::Value;
 
-use super::{Agent, AgentError, DialogTable, OutputSchema};
+use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
 use crate::invoker::Invoker;
+use crate::layers;
 use crate::retry::RetryPolicy;
 use crate::tools::{CommandTool, Tool, Toolbox};
 use crate::trace::TraceRecorder;
@@ -21,11 +22,11 @@ pub struct AgentBuilder {
     model_args: ModelArgs,
     inference_hints: Option<InferenceHints>,
     retry: Option<RetryPolicy>,
-    max_llm_recall: Option<u32>,
+    max_call_retries: Option<u32>,
     tools: Vec<Arc<dyn Tool>>,
     output_schema: Option<Value>,
-    max_interrupt_steps: Option<u32>,
-    max_exception_retry: Option<u32>,
+    max_tool_rounds: Option<u32>,
+    max_answer_retries: Option<u32>,
     trace: Option<Arc<TraceRecorder>>,
 }
 
@@ -66,9 +67,10 @@ impl AgentBuilder {
         self
     }
 
-    /// Retries of a failed model call (default 3).
-    pub fn max_llm_recall(mut self, retries: u32) -> Self {
-        self.max_llm_recall = Some(retries);
+    /// Retries of a failed model call, on top of the first try (default 3; `max_llm_recall` in
+    /// tactic files). Only failures worth retrying are retried: see [`RetryPolicy`].
+    pub fn max_call_retries(mut self, retries: u32) -> Self {
+        self.max_call_retries = Some(retries);
         self
     }
 
@@ -84,21 +86,24 @@ impl AgentBuilder {
         self
     }
 
-    /// Every answer must be JSON matching this schema (retried up to `max_exception_retry` times).
+    /// Every answer must be JSON matching this schema (re-asked up to
+    /// [`max_answer_retries`](Self::max_answer_retries) times).
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
     }
 
-    /// Tool rounds allowed in one respond before a final answer without tools (default 5).
-    pub fn max_interrupt_steps(mut self, rounds: u32) -> Self {
-        self.max_interrupt_steps = Some(rounds);
+    /// Tool rounds allowed in one respond before a final answer without tools (default 5;
+    /// `max_interrupt_steps` in tactic files).
+    pub fn max_tool_rounds(mut self, rounds: u32) -> Self {
+        self.max_tool_rounds = Some(rounds);
         self
     }
 
-    /// Answers re-asked after they fail the output schema (default 3).
-    pub fn max_exception_retry(mut self, retries: u32) -> Self {
-        self.max_exception_retry = Some(retries);
+    /// Times an answer that fails to parse or match the output schema is shown to the model with the
+    /// problem and asked again (default 3; `max_exception_retry` in tactic files).
+    pub fn max_answer_retries(mut self, retries: u32) -> Self {
+        self.max_answer_retries = Some(retries);
         self
     }
 
@@ -108,7 +113,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Full retry settings; `max_llm_recall`, when also set, overrides its count.
+    /// Full retry settings; [`max_call_retries`](Self::max_call_retries), when also set, overrides
+    /// its count.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
         self
@@ -116,64 +122,78 @@ impl AgentBuilder {
 
     /// Validates and builds the agent.
     pub fn build(self) -> Result<Agent, AgentError> {
-        let missing = |what: &str| AgentError::Build(format!("{what} is required"));
-        let name = self
-            .name
-            .filter(|n| !n.trim().is_empty())
-            .ok_or_else(|| missing("a name"))?;
-        let system_prompt = self
-            .system_prompt
-            .ok_or_else(|| missing(&format!("agent `{name}`: a system prompt")))?;
+        let name = self.name.clone().filter(|n| !n.trim().is_empty());
+        let fail = |kind| AgentError::new(name.as_deref().unwrap_or_default(), None, kind);
+        self.build_named(name.as_deref()).map_err(fail)
+    }
+
+    fn build_named(self, name: Option<&str>) -> Result<Agent, AgentErrorKind> {
+        let missing = |field| AgentErrorKind::Missing { field };
+        let name = name.ok_or(missing("a name"))?.to_owned();
+        let system_prompt = self.system_prompt.ok_or(missing("a system prompt"))?;
         let model = self
             .model
             .filter(|m| !m.trim().is_empty())
-            .ok_or_else(|| missing(&format!("agent `{name}`: a model")))?;
-        let invoker = self
-            .invoker
-            .ok_or_else(|| missing(&format!("agent `{name}`: an invoker")))?;
+            .ok_or(missing("a model"))?;
+        let invoker = self.invoker.ok_or(missing("an invoker"))?;
         self.model_args
             .validate()
-            .map_err(|source| AgentError::ModelArgs {
-                agent: name.clone(),
-                source,
-            })?;
-        system_prompt
-            .validate()
-            .map_err(|source| AgentError::Prompt {
-                agent: name.clone(),
-                source,
-            })?;
-        let toolbox = Toolbox::new(self.tools)
-            .map_err(|problem| AgentError::Build(format!("agent `{name}`: {problem}")))?;
+            .map_err(AgentErrorKind::ModelArgs)?;
+        system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
+        let toolbox = Toolbox::new(self.tools).map_err(AgentErrorKind::Tools)?;
         let output_schema = self
             .output_schema
             .map(|schema| OutputSchema::new(&format!("{name}_answer"), &schema))
-            .transpose()
-            .map_err(|problem| AgentError::Build(format!("agent `{name}`: {problem}")))?;
+            .transpose()?;
         let mut retry = self.retry.unwrap_or_default();
-        if let Some(n) = self.max_llm_recall {
-            retry.max_retries = n;
+        if let Some(n) = self.max_call_retries {
+            retry.max_call_retries = n;
         }
         Ok(Agent {
+            invoker: layers::stack(invoker, retry, &name, self.trace),
             name,
             system_prompt,
             model,
-            invoker,
             model_args: Arc::new(self.model_args),
             hints: self.inference_hints,
-            retry,
             toolbox,
             output_schema,
-            max_interrupt_steps: self
-                .max_interrupt_steps
+            max_tool_rounds: self
+                .max_tool_rounds
                 .unwrap_or(config::DEFAULT_MAX_INTERRUPT_STEPS),
-            max_exception_retry: self
-                .max_exception_retry
+            max_answer_retries: self
+                .max_answer_retries
                 .unwrap_or(config::DEFAULT_MAX_EXCEPTION_RETRY),
             usage: Mutex::new(Usage::default()),
-            trace: self.trace,
             table: Mutex::new(DialogTable::default()),
         })
+    }
+
+    /// A builder holding what a tactic file says of an agent; add an invoker (and a trace, more
+    /// tools) and build.
+    pub fn from_spec(spec: &AgentSpec) -> Result<AgentBuilder, AgentError> {
+        let tools = spec
+            .tools
+            .iter()
+            .map(|config| {
+                CommandTool::new(config.clone())
+                    .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+                    .map_err(|e| AgentError::new(&spec.name, None, AgentErrorKind::CommandTool(e)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // The tactic file keeps the Python names; this is the one place they meet the Rust ones.
+        let mut builder = Agent::builder()
+            .name(spec.name.clone())
+            .system_prompt(spec.system_prompt.clone())
+            .model(spec.model.clone())
+            .model_args(spec.model_args.clone())
+            .max_call_retries(spec.max_llm_recall)
+            .max_tool_rounds(spec.max_interrupt_steps)
+            .max_answer_retries(spec.max_exception_retry)
+            .tools(tools);
+        builder.output_schema = spec.output_schema.clone();
+        builder.inference_hints = spec.inference_hints.clone();
+        Ok(builder)
     }
 }
 
@@ -203,45 +223,5 @@ impl Agent {
     /// A builder.
     pub fn builder() -> AgentBuilder {
         AgentBuilder::default()
-    }
-
-    /// An agent as a tactic file describes it.
-    pub fn from_spec(spec: &AgentSpec, invoker: Arc<dyn Invoker>) -> Result<Agent, AgentError> {
-        Self::spec_builder(spec, invoker)?.build()
-    }
-
-    /// A builder holding what a tactic file says of an agent, to add to (a trace, tools).
-    pub fn spec_builder(
-        spec: &AgentSpec,
-        invoker: Arc<dyn Invoker>,
-    ) -> Result<AgentBuilder, AgentError> {
-        let mut builder = Agent::builder()
-            .name(spec.name.clone())
-            .system_prompt(spec.system_prompt.clone())
-            .model(spec.model.clone())
-            .invoker(invoker)
-            .model_args(spec.model_args.clone())
-            .max_llm_recall(spec.max_llm_recall)
-            .max_interrupt_steps(spec.max_interrupt_steps)
-            .max_exception_retry(spec.max_exception_retry)
-            .tools(
-                spec.tools
-                    .iter()
-                    .map(|config| {
-                        CommandTool::new(config.clone())
-                            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
-                            .map_err(|problem| {
-                                AgentError::Build(format!("agent `{}`: {problem}", spec.name))
-                            })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            );
-        if let Some(schema) = &spec.output_schema {
-            builder = builder.output_schema(schema.clone());
-        }
-        if let Some(hints) = &spec.inference_hints {
-            builder = builder.inference_hints(hints.clone());
-        }
-        Ok(builder)
     }
 }

@@ -1,115 +1,235 @@
-//! Errors of agents.
+//! Errors of agents: the agent and dialog held once, what went wrong in [`AgentErrorKind`].
+
+use std::fmt;
+use std::time::Duration;
 
 use lllm_core::{HintsError, ModelArgsError, PromptError};
 
 use crate::invoker::InvokeError;
+use crate::tools::{CommandToolError, ToolsError};
 
 /// An agent operation failed.
+///
+/// The agent's name and the dialog's alias are held here once; [`kind`](Self::kind) says what went
+/// wrong, and the predicates answer the common questions without matching:
+///
+/// ```
+/// # fn show(err: &lllm_runtime::AgentError) {
+/// if err.is_timeout() {
+///     eprintln!("{} was too slow", err.agent());
+/// } else if let Some(status) = err.status() {
+///     eprintln!("the server answered {status}");
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct AgentError {
+    agent: String,
+    dialog: Option<String>,
+    kind: AgentErrorKind,
+}
+
+/// What went wrong in an [`AgentError`].
 #[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    /// The builder was missing something or given something invalid.
-    #[error("cannot build agent: {0}")]
-    Build(String),
-    /// Model arguments are invalid.
-    #[error("agent `{agent}`: invalid model_args")]
-    ModelArgs {
-        /// The agent.
-        agent: String,
-        /// What is wrong.
-        source: ModelArgsError,
+#[non_exhaustive]
+pub enum AgentErrorKind {
+    /// The builder was not given a required setting.
+    #[error("{field} is required")]
+    Missing {
+        /// The setting (`a name`, `a system prompt`, `a model`, `an invoker`).
+        field: &'static str,
     },
-    /// The system prompt cannot be rendered.
-    #[error("agent `{agent}`: cannot render the system prompt")]
-    Prompt {
-        /// The agent.
-        agent: String,
-        /// What is wrong.
-        source: PromptError,
-    },
+    /// The model arguments are invalid.
+    #[error("invalid model_args")]
+    ModelArgs(#[source] ModelArgsError),
+    /// The system prompt cannot be compiled or rendered.
+    #[error("cannot render the system prompt")]
+    Prompt(#[source] PromptError),
     /// The inference hints cannot be computed or sent.
-    #[error("agent `{agent}`: inference hints")]
-    Hints {
-        /// The agent.
-        agent: String,
-        /// What is wrong.
-        source: HintsError,
+    #[error("inference hints")]
+    Hints(#[source] HintsError),
+    /// The tools of the agent (or of one respond) are invalid.
+    #[error("invalid tools")]
+    Tools(#[source] ToolsError),
+    /// A command tool of the tactic file is invalid.
+    #[error("invalid command tool")]
+    CommandTool(#[source] CommandToolError),
+    /// The output schema is not a JSON Schema that can be compiled.
+    #[error("invalid output schema: {problem}")]
+    OutputSchema {
+        /// Why it cannot be compiled.
+        problem: String,
     },
     /// [`Agent::finish`](crate::Agent::finish) needs inference hints with the `dynamo` profile.
-    #[error("agent `{0}` has no inference_hints; ending a session needs profile `dynamo`")]
-    NoHints(String),
+    #[error("no inference_hints; ending a session needs profile `dynamo`")]
+    NoHints,
     /// No dialog is active: open or switch to one first.
-    #[error("agent `{0}` has no active dialog: call open(alias) or switch(alias) first")]
-    NoActiveDialog(String),
-    /// No dialog has that alias.
-    #[error("agent `{agent}` has no dialog `{alias}` (open dialogs: {})", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    #[error("no active dialog: call open(alias) or switch(alias) first")]
+    NoActiveDialog,
+    /// No dialog has the alias.
+    #[error("no such dialog (open dialogs: {})", list(known))]
     UnknownDialog {
-        /// The agent.
-        agent: String,
-        /// The alias asked for.
-        alias: String,
         /// The aliases that exist.
         known: Vec<String>,
     },
     /// The alias is already used by an open dialog.
-    #[error(
-        "agent `{agent}` already has a dialog `{alias}`: close it first or pick another alias"
-    )]
-    AliasTaken {
-        /// The agent.
-        agent: String,
-        /// The alias.
-        alias: String,
-    },
-    /// Another respond is under way on this dialog.
-    #[error("agent `{agent}`: dialog `{alias}` is already waiting for an answer")]
-    DialogBusy {
-        /// The agent.
-        agent: String,
-        /// The alias.
-        alias: String,
-    },
+    #[error("the alias is taken: close that dialog first or pick another alias")]
+    AliasTaken,
+    /// Another respond is under way on the dialog.
+    #[error("already waiting for an answer")]
+    DialogBusy,
     /// The dialog was closed while its answer was on the way; the answer was dropped.
-    #[error("agent `{agent}`: dialog `{alias}` was closed before its answer arrived")]
-    DialogClosed {
-        /// The agent.
-        agent: String,
-        /// The alias.
-        alias: String,
-    },
-    /// The answer never matched the required JSON Schema. The dialog is as it was.
-    #[error(
-        "agent `{agent}`, dialog `{alias}`: no valid answer after {attempts} attempt(s): {problem}"
-    )]
+    #[error("closed before its answer arrived")]
+    DialogClosed,
+    /// The answer never matched the required JSON Schema (or type). The dialog is as it was.
+    #[error("no valid answer after {attempts} attempt(s): {problem}")]
     InvalidAnswer {
-        /// The agent.
-        agent: String,
-        /// The dialog's alias.
-        alias: String,
         /// Answers rejected.
         attempts: u32,
         /// Why the last one was rejected.
         problem: String,
     },
     /// The respond took longer than `model_args.deadline`. The dialog is as it was.
-    #[error("agent `{agent}`, dialog `{alias}`: no answer within the deadline of {after:?}")]
+    #[error("no answer within the deadline of {after:?}")]
     Deadline {
-        /// The agent.
-        agent: String,
-        /// The dialog's alias.
-        alias: String,
         /// The deadline.
-        after: std::time::Duration,
+        after: Duration,
     },
     /// The model call failed, after retries where they were allowed. The dialog is as it was.
-    #[error("agent `{agent}`, dialog `{alias}`: model call failed after {attempts} attempt(s)")]
+    #[error("model call failed after {attempts} attempt(s)")]
     Invoke {
-        /// The agent.
-        agent: String,
-        /// The dialog's alias.
-        alias: String,
         /// Requests sent.
         attempts: u32,
         /// The last failure.
+        #[source]
         source: InvokeError,
     },
+}
+
+fn list(known: &[String]) -> String {
+    if known.is_empty() {
+        "none".to_owned()
+    } else {
+        known.join(", ")
+    }
+}
+
+impl AgentError {
+    pub(crate) fn new(agent: &str, dialog: Option<&str>, kind: AgentErrorKind) -> Self {
+        AgentError {
+            agent: agent.to_owned(),
+            dialog: dialog.map(str::to_owned),
+            kind,
+        }
+    }
+
+    /// The agent's name (empty when a builder failed before it had one).
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// The alias of the dialog concerned, if the operation had one.
+    pub fn dialog(&self) -> Option<&str> {
+        self.dialog.as_deref()
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &AgentErrorKind {
+        &self.kind
+    }
+
+    /// Whether the agent could not be built from its settings, or its system prompt cannot be rendered:
+    /// the caller's configuration is wrong, not the run.
+    pub fn is_config(&self) -> bool {
+        use AgentErrorKind::*;
+        matches!(
+            self.kind,
+            Missing { .. }
+                | ModelArgs(_)
+                | Prompt(_)
+                | Tools(_)
+                | CommandTool(_)
+                | OutputSchema { .. }
+        )
+    }
+
+    /// Whether a time limit ended the respond: the respond deadline, or the per-request timeout on
+    /// the last attempt.
+    pub fn is_timeout(&self) -> bool {
+        match &self.kind {
+            AgentErrorKind::Deadline { .. } => true,
+            AgentErrorKind::Invoke { source, .. } => source.is_timeout(),
+            _ => false,
+        }
+    }
+
+    /// Whether the server answered with an error status.
+    pub fn is_status(&self) -> bool {
+        self.status().is_some()
+    }
+
+    /// The HTTP status of the server's last answer, when it was an error status.
+    pub fn status(&self) -> Option<u16> {
+        self.invoke_error().and_then(InvokeError::status)
+    }
+
+    /// Whether the model call failed (after retries), whatever the reason.
+    pub fn is_invoke(&self) -> bool {
+        self.invoke_error().is_some()
+    }
+
+    /// The model call's last failure, when that is what ended the respond.
+    pub fn invoke_error(&self) -> Option<&InvokeError> {
+        match &self.kind {
+            AgentErrorKind::Invoke { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Whether the answer never matched the required schema or type.
+    pub fn is_invalid_answer(&self) -> bool {
+        matches!(self.kind, AgentErrorKind::InvalidAnswer { .. })
+    }
+
+    /// Whether the dialog was busy, closed, unknown or its alias taken: the caller's dialog bookkeeping.
+    pub fn is_dialog(&self) -> bool {
+        use AgentErrorKind::*;
+        matches!(
+            self.kind,
+            NoActiveDialog | UnknownDialog { .. } | AliasTaken | DialogBusy | DialogClosed
+        )
+    }
+}
+
+impl fmt::Display for AgentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let agent = &self.agent;
+        // Prompt errors with a dialog come from `open`, not from building.
+        let building = self.is_config()
+            && !(matches!(self.kind, AgentErrorKind::Prompt(_)) && self.dialog.is_some());
+        if building {
+            let agent = if agent.is_empty() {
+                String::new()
+            } else {
+                format!(" `{agent}`")
+            };
+            return write!(f, "cannot build agent{agent}: {}", self.kind);
+        }
+        match (&self.kind, self.dialog.as_deref()) {
+            (AgentErrorKind::UnknownDialog { known }, Some(dialog)) => write!(
+                f,
+                "agent `{agent}` has no dialog `{dialog}` (open dialogs: {})",
+                list(known)
+            ),
+            (kind, Some(dialog)) => write!(f, "agent `{agent}`, dialog `{dialog}`: {kind}"),
+            (kind, None) => write!(f, "agent `{agent}`: {kind}"),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {
+    // The kind's own message is part of this Display, so the chain continues at the kind's source.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.kind)
+    }
 }

@@ -1,8 +1,12 @@
 //! Agents: a model, a system prompt, hints, and the dialogs the agent owns.
 
+mod answer;
 mod builder;
 mod error;
+mod request;
 mod respond;
+mod tool_round;
+mod turn;
 
 #[cfg(test)]
 mod tests;
@@ -14,24 +18,21 @@ use lllm_core::{
     PromptVars, Usage,
 };
 
+use answer::OutputSchema;
 pub use builder::{AgentBuilder, PromptArg};
-pub use error::AgentError;
-pub use respond::{EventSink, RespondOptions, StreamEvent};
+pub use error::{AgentError, AgentErrorKind};
+pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
 
-use crate::invoker::Invoker;
+use crate::layers::Stack;
 use crate::retry::RetryPolicy;
 use crate::tools::Toolbox;
 
-/// The JSON Schema answers must match, compiled once.
-#[derive(Debug)]
-pub(crate) struct OutputSchema {
-    name: String,
-    schema: serde_json::Value,
-    compiled: lllm_core::schema::Schema,
-}
-
 /// An agent: it owns named dialogs (aliases such as `main`), answers them with its model, and sends the
 /// dialog's identity as inference hints with every call.
+///
+/// The verbs: [`open`](Self::open) a dialog, [`receive`](Self::receive) a message,
+/// [`respond`](Self::respond) (or [`respond_to`](Self::respond_to) with options), [`fork`](Self::fork)
+/// a dialog, [`close`](Self::close) it.
 ///
 /// Every method takes `&self`, so one agent can answer several of its dialogs at once (for example from
 /// `futures::join!`); two responds on the same dialog at once are refused.
@@ -40,16 +41,15 @@ pub struct Agent {
     name: String,
     system_prompt: Prompt,
     model: String,
-    invoker: Arc<dyn Invoker>,
+    /// The invoker inside its retry, trace and timeout layers.
+    invoker: Stack,
     model_args: Arc<ModelArgs>,
     hints: Option<InferenceHints>,
-    retry: RetryPolicy,
     toolbox: Toolbox,
     output_schema: Option<OutputSchema>,
-    max_interrupt_steps: u32,
-    max_exception_retry: u32,
+    max_tool_rounds: u32,
+    max_answer_retries: u32,
     usage: Mutex<Usage>,
-    trace: Option<Arc<crate::trace::TraceRecorder>>,
     table: Mutex<DialogTable>,
 }
 
@@ -100,7 +100,12 @@ impl Agent {
 
     /// The retry settings.
     pub fn retry_policy(&self) -> RetryPolicy {
-        self.retry
+        self.invoker.policy()
+    }
+
+    /// An error about this agent and, when given, the dialog `alias`.
+    fn error(&self, alias: Option<&str>, kind: AgentErrorKind) -> AgentError {
+        AgentError::new(&self.name, alias, kind)
     }
 
     fn table(&self) -> MutexGuard<'_, DialogTable> {
@@ -110,18 +115,15 @@ impl Agent {
     }
 
     fn unknown(&self, table: &DialogTable, alias: &str) -> AgentError {
-        AgentError::UnknownDialog {
-            agent: self.name.clone(),
-            alias: alias.to_owned(),
-            known: table.aliases(),
-        }
+        let known = table.aliases();
+        self.error(Some(alias), AgentErrorKind::UnknownDialog { known })
     }
 
     fn active_alias_in(&self, table: &DialogTable) -> Result<String, AgentError> {
         table
             .active
             .clone()
-            .ok_or_else(|| AgentError::NoActiveDialog(self.name.clone()))
+            .ok_or_else(|| self.error(None, AgentErrorKind::NoActiveDialog))
     }
 
     /// Opens a root dialog `alias` whose first message is the system prompt, and makes it active.
@@ -134,20 +136,14 @@ impl Agent {
         let system = self
             .system_prompt
             .render(vars)
-            .map_err(|source| AgentError::Prompt {
-                agent: self.name.clone(),
-                source,
-            })?;
+            .map_err(|e| self.error(Some(alias), AgentErrorKind::Prompt(e)))?;
         self.insert(alias, Dialog::with_system(system))
     }
 
     fn insert(&self, alias: &str, dialog: Dialog) -> Result<DialogId, AgentError> {
         let mut table = self.table();
         if table.position(alias).is_some() {
-            return Err(AgentError::AliasTaken {
-                agent: self.name.clone(),
-                alias: alias.to_owned(),
-            });
+            return Err(self.error(Some(alias), AgentErrorKind::AliasTaken));
         }
         let id = dialog.id();
         table.slots.push(Slot {
@@ -184,10 +180,7 @@ impl Agent {
         let slot = &mut table.slots[index];
         // A message received while an answer is on the way would land before that answer.
         if slot.busy {
-            return Err(AgentError::DialogBusy {
-                agent: self.name.clone(),
-                alias: alias.to_owned(),
-            });
+            return Err(self.error(Some(alias), AgentErrorKind::DialogBusy));
         }
         slot.dialog.push(message);
         Ok(())
@@ -283,10 +276,7 @@ impl Agent {
     pub fn restore(&self, tree: DialogTree) -> Result<(), AgentError> {
         let mut table = self.table();
         if let Some(busy) = table.slots.iter().find(|s| s.busy) {
-            return Err(AgentError::DialogBusy {
-                agent: self.name.clone(),
-                alias: busy.alias.clone(),
-            });
+            return Err(self.error(Some(&busy.alias), AgentErrorKind::DialogBusy));
         }
         table.slots = tree
             .dialogs

@@ -6,11 +6,11 @@ use lllm_core::{InferenceHints, Message, ModelArgs, Profile, PromptVars, Role};
 
 use crate::invoker::InvokeError;
 use crate::testing::ScriptedInvoker;
-use crate::{Agent, AgentError, RetryPolicy};
+use crate::{Agent, AgentError, AgentErrorKind, RetryPolicy};
 
 fn fast_retries(max_retries: u32) -> RetryPolicy {
     RetryPolicy {
-        max_retries,
+        max_call_retries: max_retries,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(2),
         max_retry_after: Duration::from_millis(5),
@@ -52,12 +52,12 @@ async fn respond_appends_answer_and_fork_answers_with_its_own_identity() {
     let agent = agent(invoker.clone(), Some(hints));
     let main = agent.open_with("main", &vars()).expect("open");
     agent.receive("Draft a plan.").expect("receive");
-    let answer = agent.respond().await.expect("answer");
+    let answer = agent.respond("main").await.expect("answer");
     assert_eq!(answer.text(), "plan");
     let retry = agent.fork("main", "retry").expect("fork");
     assert_eq!(agent.active().as_deref(), Some("retry"));
     agent.receive("Find the weak point.").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("retry").await.expect("answer");
 
     let main_dialog = agent.dialog("main").expect("main");
     let texts: Vec<_> = main_dialog.messages().iter().map(Message::text).collect();
@@ -95,7 +95,7 @@ async fn without_hints_nothing_is_added() {
     let agent = agent(invoker.clone(), None);
     agent.open_with("main", &vars()).expect("open");
     agent.receive("hi").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     let call = &invoker.calls()[0];
     assert!(
         call.request.headers.is_empty(),
@@ -117,9 +117,9 @@ async fn a_failed_respond_leaves_the_dialog_as_it_was() {
     agent.open_with("main", &vars()).expect("open");
     agent.receive("hi").expect("receive");
     let before = agent.dialog("main").expect("main");
-    let err = agent.respond().await.expect_err("fails");
-    match &err {
-        AgentError::Invoke {
+    let err = agent.respond("main").await.expect_err("fails");
+    match err.kind() {
+        AgentErrorKind::Invoke {
             attempts, source, ..
         } => {
             assert_eq!(*attempts, 3);
@@ -147,7 +147,7 @@ async fn client_errors_are_not_retried() {
     let agent = agent(invoker.clone(), None);
     agent.open_with("main", &vars()).expect("open");
     agent.receive("hi").expect("receive");
-    assert!(agent.respond().await.is_err());
+    assert!(agent.respond("main").await.is_err());
     assert_eq!(invoker.calls().len(), 1);
 }
 
@@ -155,8 +155,8 @@ async fn client_errors_are_not_retried() {
 async fn dialog_operations_report_unknown_and_taken_aliases() {
     let agent = agent(Arc::new(ScriptedInvoker::new()), None);
     assert!(matches!(
-        agent.receive("x"),
-        Err(AgentError::NoActiveDialog(_))
+        agent.receive("x").as_ref().map_err(AgentError::kind),
+        Err(AgentErrorKind::NoActiveDialog)
     ));
     let err = agent.open("main").expect_err("prompt needs team");
     assert!(
@@ -165,8 +165,11 @@ async fn dialog_operations_report_unknown_and_taken_aliases() {
     );
     agent.open_with("main", &vars()).expect("open");
     assert!(matches!(
-        agent.open_with("main", &vars()),
-        Err(AgentError::AliasTaken { .. })
+        agent
+            .open_with("main", &vars())
+            .as_ref()
+            .map_err(AgentError::kind),
+        Err(AgentErrorKind::AliasTaken)
     ));
     let err = agent.fork("nope", "child").expect_err("unknown");
     assert_eq!(
@@ -189,7 +192,7 @@ async fn dialogs_round_trip_through_serde_and_restore() {
     let agent = agent(invoker, None);
     agent.open_with("main", &vars()).expect("open");
     agent.receive("hi").expect("receive");
-    agent.respond().await.expect("answer");
+    agent.respond("main").await.expect("answer");
     agent.fork("main", "side").expect("fork");
     let tree = agent.dialogs();
     let json = serde_json::to_string(&tree).expect("serialise");
@@ -234,8 +237,12 @@ async fn finish_sends_the_end_of_session_request_without_touching_the_dialog() {
     let plain = self::agent(Arc::new(ScriptedInvoker::new()), None);
     plain.open_with("main", &vars()).expect("open");
     assert!(matches!(
-        plain.finish("main").await,
-        Err(AgentError::NoHints(_))
+        plain
+            .finish("main")
+            .await
+            .as_ref()
+            .map_err(AgentError::kind),
+        Err(AgentErrorKind::NoHints)
     ));
 }
 
@@ -252,7 +259,7 @@ async fn finishing_a_fork_routes_like_its_turns_parent_and_salt_included() {
     let main = agent.open_with("main", &vars()).expect("open");
     let side = agent.fork("main", "side").expect("fork");
     agent.receive_in("side", "Try again.").expect("receive");
-    agent.respond_in("side").await.expect("turn");
+    agent.respond("side").await.expect("turn");
     agent.finish("side").await.expect("finish");
     let [turn, last] = &invoker.calls()[..] else {
         panic!("two calls: {:?}", invoker.calls());
@@ -370,7 +377,7 @@ async fn one_agent_answers_several_dialogs_at_once() {
     agent.fork("a", "b").expect("fork");
     agent.receive_in("b", "two").expect("receive");
     // Each call waits for the other: both answers come only if both calls were in flight at once.
-    let (a, b) = tokio::join!(agent.respond_in("a"), agent.respond_in("b"));
+    let (a, b) = tokio::join!(agent.respond("a"), agent.respond("b"));
     assert_eq!(a.expect("a").text(), "re: one");
     assert_eq!(b.expect("b").text(), "re: two");
 }
@@ -380,17 +387,23 @@ async fn a_dialog_waiting_for_its_answer_refuses_a_second_respond_and_new_messag
     let agent = slow_agent(100);
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
-    let first = agent.respond();
+    let first = agent.respond("main");
     let second = async {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let busy = agent.respond().await;
+        let busy = agent.respond("main").await;
         let receive = agent.receive("too early");
         (busy, receive)
     };
     let (first, (busy, receive)) = tokio::join!(first, second);
     assert_eq!(first.expect("first").text(), "re: hi");
-    assert!(matches!(busy, Err(AgentError::DialogBusy { .. })));
-    assert!(matches!(receive, Err(AgentError::DialogBusy { .. })));
+    assert!(matches!(
+        busy.as_ref().map_err(AgentError::kind),
+        Err(AgentErrorKind::DialogBusy)
+    ));
+    assert!(matches!(
+        receive.as_ref().map_err(AgentError::kind),
+        Err(AgentErrorKind::DialogBusy)
+    ));
     let texts = texts_of(&agent, "main");
     assert_eq!(texts, ["s", "hi", "re: hi"]);
     agent.receive("now").expect("free again");
@@ -401,13 +414,13 @@ async fn closing_a_dialog_mid_call_drops_its_answer_and_spares_a_reopened_alias(
     let agent = slow_agent(80);
     agent.open("main").expect("open");
     agent.receive("old").expect("receive");
-    let old = agent.respond_in("main");
+    let old = agent.respond("main");
     let reuse = async {
         tokio::time::sleep(Duration::from_millis(20)).await;
         agent.close("main").expect("close");
         agent.open("main").expect("reopen");
         agent.receive("new").expect("receive");
-        let new = agent.respond_in("main");
+        let new = agent.respond("main");
         let meddle = async {
             // The old respond ends at ~80 ms; the new one is still waiting until ~100 ms.
             tokio::time::sleep(Duration::from_millis(70)).await;
@@ -417,11 +430,17 @@ async fn closing_a_dialog_mid_call_drops_its_answer_and_spares_a_reopened_alias(
     };
     let (old, (new, meddle)) = tokio::join!(old, reuse);
     assert!(
-        matches!(old, Err(AgentError::DialogClosed { .. })),
+        matches!(
+            old.as_ref().map_err(AgentError::kind),
+            Err(AgentErrorKind::DialogClosed)
+        ),
         "{old:?}"
     );
     assert!(
-        matches!(meddle, Err(AgentError::DialogBusy { .. })),
+        matches!(
+            meddle.as_ref().map_err(AgentError::kind),
+            Err(AgentErrorKind::DialogBusy)
+        ),
         "{meddle:?}"
     );
     assert_eq!(new.expect("new").text(), "re: new");

@@ -9,26 +9,18 @@ use serde_json::{json, Map, Value};
 use super::{ChatRequest, ChatResponse, InvokeError, Invoker, OpenAiInvoker, PreparedRequest};
 
 /// The text of every dry-run answer.
-pub const DRY_RUN_ANSWER: &str = "[dry run: no server was called]";
+pub(crate) const DRY_RUN_ANSWER: &str = "[dry run: no server was called]";
 
-/// Receives each request a dry run would send.
-pub trait RequestSink: Send + Sync {
-    /// Called once per request, in order.
-    fn record(&self, request: &PreparedRequest);
-}
-
-impl<F: Fn(&PreparedRequest) + Send + Sync> RequestSink for F {
-    fn record(&self, request: &PreparedRequest) {
-        self(request)
-    }
-}
+/// Receives each request a dry run would send, once per request, in order.
+type RequestSink = dyn Fn(&PreparedRequest) + Send + Sync;
 
 /// Prepares requests exactly as [`OpenAiInvoker`] would, hands them to a sink, and answers
-/// [`DRY_RUN_ANSWER`] without contacting any server.
+/// `[dry run: no server was called]` (or, for a structured answer, the simplest value its schema
+/// allows) without contacting any server.
 #[derive(Clone)]
 pub struct DryRunInvoker {
     inner: OpenAiInvoker,
-    sink: Arc<dyn RequestSink>,
+    sink: Arc<RequestSink>,
 }
 
 impl std::fmt::Debug for DryRunInvoker {
@@ -39,7 +31,10 @@ impl std::fmt::Debug for DryRunInvoker {
 
 impl DryRunInvoker {
     /// A dry-run invoker preparing requests like `inner` and reporting them to `sink`.
-    pub fn new(inner: OpenAiInvoker, sink: impl RequestSink + 'static) -> Self {
+    pub fn new(
+        inner: OpenAiInvoker,
+        sink: impl Fn(&PreparedRequest) + Send + Sync + 'static,
+    ) -> Self {
         DryRunInvoker {
             inner,
             sink: Arc::new(sink),
@@ -51,7 +46,7 @@ impl DryRunInvoker {
 impl Invoker for DryRunInvoker {
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
         let prepared = self.inner.prepare(request)?;
-        self.sink.record(&prepared);
+        (self.sink)(&prepared);
         // An answer that must match a schema gets the simplest value that does, so the run goes on.
         let text = match request
             .response_format

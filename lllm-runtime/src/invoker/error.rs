@@ -27,11 +27,23 @@ pub enum InvokeError {
     #[error("no answer within {0:?} (raise model_args.timeout if the model needs longer)")]
     Timeout(Duration),
     /// The server answered 2xx with something that is not a chat completion.
-    #[error("the server's answer is not a chat completion: {0}")]
-    InvalidResponse(String),
-    /// The request could not be built (bad URL, header or argument).
-    #[error("cannot build the request: {0}")]
-    Request(String),
+    #[error("the server's answer is not a chat completion: {problem}")]
+    InvalidResponse {
+        /// What is wrong with it (a short excerpt at most).
+        problem: String,
+    },
+    /// A header of the request cannot be sent. Its value is not shown: it may be a credential.
+    #[error("the header `{name}` cannot be sent: its name or value is not valid HTTP")]
+    InvalidHeader {
+        /// The header's name.
+        name: String,
+    },
+    /// The client library could not build or send the request.
+    #[error("cannot build the request: {problem}")]
+    Request {
+        /// What failed.
+        problem: String,
+    },
 }
 
 impl InvokeError {
@@ -42,7 +54,9 @@ impl InvokeError {
                 matches!(status, 408 | 409 | 429) || (500..=599).contains(status)
             }
             InvokeError::Connection { .. } | InvokeError::Timeout(_) => true,
-            InvokeError::InvalidResponse(_) | InvokeError::Request(_) => false,
+            InvokeError::InvalidResponse { .. }
+            | InvokeError::InvalidHeader { .. }
+            | InvokeError::Request { .. } => false,
         }
     }
 
@@ -52,6 +66,11 @@ impl InvokeError {
             InvokeError::Http { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+
+    /// Whether no answer came within the per-request timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, InvokeError::Timeout(_))
     }
 
     /// The HTTP status, when the server answered.

@@ -1,6 +1,5 @@
 //! Invokers: what sends a model call and brings its answer back.
 
-mod build;
 mod dry_run;
 mod error;
 mod openai;
@@ -15,14 +14,14 @@ use async_trait::async_trait;
 use lllm_core::{DialogId, Message, MessageLog, ModelArgs, RequestFields, ToolSpec};
 use serde_json::Value;
 
-pub use build::{build_invoker, InvokerConfig, InvokerKind};
-pub use dry_run::{DryRunInvoker, RequestSink, DRY_RUN_ANSWER};
+pub use dry_run::DryRunInvoker;
 pub use error::InvokeError;
 pub use openai::OpenAiInvoker;
-pub use wire::{parse_response, PreparedRequest, ServerDefaults};
+pub(crate) use wire::SentHints;
+pub use wire::{PreparedRequest, ServerDefaults};
 
 /// Per-request timeout when `model_args.timeout` is not set.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// One model call, as an agent asks for it.
 #[derive(Debug, Clone)]
@@ -89,8 +88,9 @@ pub struct ChatResponse {
 
 /// Sends model calls. Implementations must be cheap to share between agents and tasks.
 ///
-/// An invoker makes exactly one attempt per call: retries, backoff and timeouts are the agent's, so that
-/// every attempt of one respond carries the same dialog's hints.
+/// An invoker makes exactly one attempt per call: an [`Agent`](crate::Agent) wraps it in its own layers
+/// for retries, timeouts and tracing, so that every attempt of one respond carries the same dialog's
+/// hints.
 #[async_trait]
 pub trait Invoker: Send + Sync + std::fmt::Debug {
     /// Sends `request` once.

@@ -137,11 +137,9 @@ impl Config for BaseUrl {
 fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, InvokeError> {
     let mut map = HeaderMap::with_capacity(headers.len());
     for (name, value) in headers {
-        let header = HeaderName::from_str(name)
-            .map_err(|_| InvokeError::Request(format!("`{name}` is not a valid header name")))?;
-        let mut value = HeaderValue::from_str(value).map_err(|_| {
-            InvokeError::Request(format!("the value of header `{name}` is not valid"))
-        })?;
+        let invalid = || InvokeError::InvalidHeader { name: name.clone() };
+        let header = HeaderName::from_str(name).map_err(|_| invalid())?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| invalid())?;
         if name.eq_ignore_ascii_case("authorization") {
             value.set_sensitive(true);
         }
@@ -173,12 +171,16 @@ fn invoke_error(error: OpenAIError, url: &str) -> InvokeError {
             message: api.api_error.message,
             retry_after: None,
         },
-        OpenAIError::JSONDeserialize(e, _) => InvokeError::InvalidResponse(e.to_string()),
+        OpenAIError::JSONDeserialize(e, _) => InvokeError::InvalidResponse {
+            problem: e.to_string(),
+        },
         // A broken event stream is almost always a broken connection.
         OpenAIError::StreamError(e) => InvokeError::Connection {
             url: redact_url(url),
             message: e.to_string(),
         },
-        other => InvokeError::Request(other.to_string()),
+        other => InvokeError::Request {
+            problem: other.to_string(),
+        },
     }
 }

@@ -73,9 +73,9 @@ impl StreamAccumulator {
                 .get("message")
                 .and_then(serde_json::Value::as_str)
                 .map_or_else(|| error.to_string(), str::to_owned);
-            return Err(InvokeError::InvalidResponse(format!(
-                "the server reported an error in the stream: {message}"
-            )));
+            return Err(InvokeError::InvalidResponse {
+                problem: format!("the server reported an error in the stream: {message}"),
+            });
         }
         if self.id.is_none() {
             self.id = chunk.id;
@@ -275,8 +275,8 @@ mod tests {
         assert_eq!(reported, 0);
         let (response, _) = feed(&[json!({"error": {"message": "out of memory", "code": 500}})]);
         match response {
-            Err(InvokeError::InvalidResponse(message)) => {
-                assert!(message.contains("out of memory"))
+            Err(InvokeError::InvalidResponse { problem }) => {
+                assert!(problem.contains("out of memory"))
             }
             other => panic!("unexpected {other:?}"),
         }

@@ -80,8 +80,8 @@ impl PreparedRequest {
         defaults: &ServerDefaults,
         stream: bool,
     ) -> Result<Self, InvokeError> {
-        let args = &request.model_args;
-        let api_base = args
+        let api_base = request
+            .model_args
             .api_base
             .as_deref()
             .or(defaults.api_base.as_deref())
@@ -89,61 +89,15 @@ impl PreparedRequest {
             .trim_end_matches('/')
             .to_owned();
         let url = format!("{api_base}/chat/completions");
-
-        let mut base_headers = Vec::with_capacity(1 + request.hint_fields.headers.len());
-        let key = args.api_key.as_ref().or(defaults.api_key.as_ref());
-        if let Some(key) = key.filter(|k| !k.expose().is_empty()) {
-            base_headers.push((
-                "authorization".to_owned(),
-                format!("Bearer {}", key.expose()),
-            ));
-        }
-        base_headers.extend(request.hint_fields.headers.iter().cloned());
-        // Lowercase, as HTTP/2 requires and hyper sends them: the prepared request is what goes out.
-        let headers = merge_headers(&base_headers, &args.extra_headers)
-            .into_iter()
-            .map(|(name, value)| (name.to_ascii_lowercase(), value))
-            .collect();
-
-        let mut standard = Map::new();
-        standard.insert(
-            "model".into(),
-            Value::from(strip_provider_prefix(&request.model)),
-        );
-        let messages: Vec<ChatCompletionRequestMessage> =
-            request.messages.iter().map(wire_message).collect();
-        standard.insert(
-            "messages".into(),
-            serde_json::to_value(messages).map_err(|e| InvokeError::Request(e.to_string()))?,
-        );
-        for (key, value) in &args.params {
-            standard.insert(key.clone(), value.clone());
-        }
-        if !request.tools.is_empty() {
-            let tools = request.tools.iter().map(|t| t.to_request_json()).collect();
-            standard.insert("tools".into(), Value::Array(tools));
-        }
-        for (key, value) in [
-            ("tool_choice", &request.tool_choice),
-            ("response_format", &request.response_format),
-        ] {
-            if let Some(value) = value {
-                standard.insert(key.into(), value.clone());
-            }
-        }
-        if stream {
-            standard.insert("stream".into(), Value::Bool(true));
-            standard.insert("stream_options".into(), json!({"include_usage": true}));
-        }
         let body = merge_body(
-            standard,
+            standard_fields(request, stream)?,
             request.hint_fields.body.clone(),
-            args.extra_body.clone(),
+            request.model_args.extra_body.clone(),
         );
         Ok(PreparedRequest {
             api_base,
             url,
-            headers,
+            headers: headers(request, defaults),
             body: Value::Object(body),
         })
     }
@@ -172,6 +126,88 @@ impl PreparedRequest {
 impl fmt::Debug for PreparedRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "PreparedRequest({})", self.to_redacted_json())
+    }
+}
+
+/// Credentials, then hint headers under the user's `extra_headers`, lowercased.
+fn headers(request: &ChatRequest, defaults: &ServerDefaults) -> Vec<(String, String)> {
+    let args = &request.model_args;
+    let mut base = Vec::with_capacity(1 + request.hint_fields.headers.len());
+    let key = args.api_key.as_ref().or(defaults.api_key.as_ref());
+    if let Some(key) = key.filter(|k| !k.expose().is_empty()) {
+        base.push((
+            "authorization".to_owned(),
+            format!("Bearer {}", key.expose()),
+        ));
+    }
+    base.extend(request.hint_fields.headers.iter().cloned());
+    // Lowercase, as HTTP/2 requires and hyper sends them: the prepared request is what goes out.
+    merge_headers(&base, &args.extra_headers)
+        .into_iter()
+        .map(|(name, value)| (name.to_ascii_lowercase(), value))
+        .collect()
+}
+
+/// The fields hints may never replace: model, messages, the agent's parameters, tools, formats.
+fn standard_fields(request: &ChatRequest, stream: bool) -> Result<Map<String, Value>, InvokeError> {
+    let mut standard = request.model_args.params.clone();
+    standard.insert(
+        "model".into(),
+        Value::from(strip_provider_prefix(&request.model)),
+    );
+    let messages: Vec<ChatCompletionRequestMessage> =
+        request.messages.iter().map(wire_message).collect();
+    let messages = serde_json::to_value(messages).map_err(|e| InvokeError::Request {
+        problem: e.to_string(),
+    })?;
+    standard.insert("messages".into(), messages);
+    if !request.tools.is_empty() {
+        let tools = request.tools.iter().map(|t| t.to_request_json()).collect();
+        standard.insert("tools".into(), Value::Array(tools));
+    }
+    for (key, value) in [
+        ("tool_choice", &request.tool_choice),
+        ("response_format", &request.response_format),
+    ] {
+        if let Some(value) = value {
+            standard.insert(key.into(), value.clone());
+        }
+    }
+    if stream {
+        standard.insert("stream".into(), Value::Bool(true));
+        standard.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Ok(standard)
+}
+
+/// The hints a request's body carries as it is sent: after the merge under the agent's parameters and
+/// the user's `extra_body`, and after the profile's own transformation (vLLM's negated priority).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SentHints {
+    /// `priority`, top-level (vLLM, SGLang) or in `nvext.agent_hints` (Dynamo).
+    pub(crate) priority: Option<i64>,
+    /// `nvext.agent_hints.osl` (Dynamo).
+    pub(crate) osl: Option<u64>,
+}
+
+impl SentHints {
+    /// Reads the fields the body of `request` will carry. Messages and tools are left out: they
+    /// cannot hold hints, and serialising them again for every traced call is wasted work.
+    pub(crate) fn of(request: &ChatRequest) -> Self {
+        let body = Value::Object(merge_body(
+            request.model_args.params.clone(),
+            request.hint_fields.body.clone(),
+            request.model_args.extra_body.clone(),
+        ));
+        SentHints {
+            priority: body
+                .pointer("/nvext/agent_hints/priority")
+                .or_else(|| body.get("priority"))
+                .and_then(Value::as_i64),
+            osl: body
+                .pointer("/nvext/agent_hints/osl")
+                .and_then(Value::as_u64),
+        }
     }
 }
 
@@ -271,9 +307,12 @@ struct WireUsageDetails {
 
 /// Parses a chat completion body leniently: `content: null`, unknown finish reasons, reasoning fields,
 /// content given as a list of parts, tool calls without ids.
-pub fn parse_response(body: Value) -> Result<ChatResponse, InvokeError> {
+#[cfg(test)]
+fn parse_response(body: Value) -> Result<ChatResponse, InvokeError> {
     let wire: WireResponse =
-        serde_json::from_value(body).map_err(|e| InvokeError::InvalidResponse(e.to_string()))?;
+        serde_json::from_value(body).map_err(|e| InvokeError::InvalidResponse {
+            problem: e.to_string(),
+        })?;
     wire.into_response()
 }
 
@@ -282,9 +321,11 @@ impl WireResponse {
         let choice = self
             .choices
             .and_then(|c| c.into_iter().next())
-            .ok_or_else(|| InvokeError::InvalidResponse("it has no choices".into()))?;
-        let wire = choice.message.ok_or_else(|| {
-            InvokeError::InvalidResponse("its first choice has no message".into())
+            .ok_or_else(|| InvokeError::InvalidResponse {
+                problem: "it has no choices".into(),
+            })?;
+        let wire = choice.message.ok_or_else(|| InvokeError::InvalidResponse {
+            problem: "its first choice has no message".into(),
         })?;
         let tool_calls = wire
             .tool_calls

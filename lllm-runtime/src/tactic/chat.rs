@@ -13,20 +13,16 @@ pub struct ChatTactic;
 #[async_trait]
 impl Tactic for ChatTactic {
     async fn run(&self, team: &Team, vars: &PromptVars) -> Result<String, TacticError> {
-        let agent = team
-            .agents()
-            .first()
-            .ok_or_else(|| TacticError::Usage("the tactic has no agent".into()))?;
-        let input = vars.get("input").and_then(|v| v.as_str()).ok_or_else(|| {
-            TacticError::Usage(
-                "a chat needs an input: pass --input TEXT or pipe it on standard input".into(),
-            )
-        })?;
+        let agent = team.agents().first().ok_or(TacticError::NoAgents)?;
+        let input = vars
+            .get("input")
+            .and_then(|v| v.as_str())
+            .ok_or(TacticError::NoInput)?;
         if !agent.has_dialog(DEFAULT_DIALOG) {
             agent.open_with(DEFAULT_DIALOG, vars)?;
         }
         agent.receive_in(DEFAULT_DIALOG, input)?;
-        let answer = agent.respond_in(DEFAULT_DIALOG).await?;
+        let answer = agent.respond(DEFAULT_DIALOG).await?;
         Ok(answer.content.unwrap_or_default())
     }
 }

@@ -12,7 +12,7 @@ use lllm_core::config::{Step, Turn};
 use lllm_core::{PromptError, PromptVars, TacticSpec};
 
 pub use chat::ChatTactic;
-pub use registry::{TacticFactory, TacticRegistry};
+pub use registry::TacticRegistry;
 pub use steps::StepsTactic;
 pub use team::{Progress, ProgressEvent, Team};
 
@@ -40,9 +40,27 @@ pub enum TacticError {
         /// Why (its message names the template by `at`).
         problem: PromptError,
     },
-    /// The tactic needs something it was not given (such as an input).
-    #[error("{0}")]
-    Usage(String),
+    /// A chat needs an input and was given none.
+    #[error("a chat needs an input: pass --input TEXT or pipe it on standard input")]
+    NoInput,
+    /// The tactic has no agent to run.
+    #[error("the tactic has no agent")]
+    NoAgents,
+    /// A step names an agent the tactic does not have.
+    #[error("{step}: there is no agent `{agent}`")]
+    UnknownAgent {
+        /// The step's field path (`steps[2]`).
+        step: String,
+        /// The agent it names.
+        agent: String,
+    },
+    /// A tactic's configuration (its `config:`, or the team it was given) does not suit it. Made by
+    /// [`TacticError::invalid`]; the problem is the message.
+    #[error("{problem}")]
+    Invalid {
+        /// What is wrong, as the tactic explains it.
+        problem: BoxError,
+    },
     /// No tactic of that type is registered.
     #[error("unknown tactic_type `{name}`; the registered types are: {}", known.join(", "))]
     UnknownType {
@@ -51,20 +69,46 @@ pub enum TacticError {
         /// The registered types.
         known: Vec<String>,
     },
-    /// A tactic written in Rust failed for its own reasons.
-    #[error("{0}")]
-    Failed(String),
+    /// A tactic written in Rust failed for its own reasons. Made by [`TacticError::failed`].
+    #[error("the tactic failed")]
+    Failed {
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
 }
 
+/// The error type a tactic factory or a Rust tactic reports its own problems with; `&str`, `String`
+/// and any error convert into it with `?` or `.into()`.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 impl TacticError {
+    /// The tactic cannot run with what it was given (its `config:`, its agents, the input): a usage
+    /// error, reported as such by `lllm`.
+    pub fn invalid(problem: impl Into<BoxError>) -> Self {
+        TacticError::Invalid {
+            problem: problem.into(),
+        }
+    }
+
+    /// The tactic failed for its own reasons while running.
+    pub fn failed(source: impl Into<BoxError>) -> Self {
+        TacticError::Failed {
+            source: source.into(),
+        }
+    }
+
     /// Whether the error is the caller's (bad usage or configuration) rather than the run's.
     pub fn is_usage(&self) -> bool {
         match self {
             TacticError::Template { .. }
-            | TacticError::Usage(_)
+            | TacticError::NoInput
+            | TacticError::NoAgents
+            | TacticError::UnknownAgent { .. }
+            | TacticError::Invalid { .. }
             | TacticError::UnknownType { .. } => true,
-            TacticError::Agent(AgentError::Prompt { .. }) => true,
-            TacticError::Agent(_) | TacticError::Failed(_) => false,
+            TacticError::Agent(error) => error.is_config(),
+            TacticError::Failed { .. } => false,
         }
     }
 }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use lllm_core::config::{CHAT_TACTIC, STEPS_TACTIC};
 use lllm_core::TacticSpec;
 
-use super::{ChatTactic, StepsTactic, Tactic, TacticError};
+use super::{BoxError, ChatTactic, StepsTactic, Tactic, TacticError};
 
 /// Makes a tactic from a tactic file's spec (its `steps`, `output`, `config`).
-pub type TacticFactory = Arc<dyn Fn(&TacticSpec) -> Result<Box<dyn Tactic>, String> + Send + Sync>;
+type TacticFactory = Arc<dyn Fn(&TacticSpec) -> Result<Box<dyn Tactic>, BoxError> + Send + Sync>;
 
 /// Tactic types by the name `tactic_type:` uses. [`TacticRegistry::new`] has `chat` and `steps`.
 #[derive(Clone)]
@@ -51,11 +51,12 @@ impl TacticRegistry {
         registry
     }
 
-    /// Adds (or replaces) the type `name`.
+    /// Adds (or replaces) the type `name`. The factory reads the spec (its `config:`); its error is a
+    /// usage error ([`TacticError::Invalid`]).
     pub fn register(
         &mut self,
         name: &str,
-        factory: impl Fn(&TacticSpec) -> Result<Box<dyn Tactic>, String> + Send + Sync + 'static,
+        factory: impl Fn(&TacticSpec) -> Result<Box<dyn Tactic>, BoxError> + Send + Sync + 'static,
     ) -> &mut Self {
         self.factories
             .insert(name.to_owned(), (Arc::new(factory), false));
@@ -90,6 +91,6 @@ impl TacticRegistry {
                     name: spec.tactic_type.clone(),
                     known: self.names(),
                 })?;
-        factory(spec).map_err(TacticError::Usage)
+        factory(spec).map_err(TacticError::invalid)
     }
 }

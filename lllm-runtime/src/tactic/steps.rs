@@ -9,7 +9,6 @@ use lllm_core::config::{Branch, Step, Turn};
 use lllm_core::PromptVars;
 
 use super::{render, Progress, ProgressEvent, Tactic, TacticError, Team};
-use crate::agent::RespondOptions;
 
 /// Reports how a step ended, also when it never got to: a branch dropped because a sibling failed
 /// reports `Cancelled`.
@@ -117,13 +116,17 @@ impl StepsTactic {
     }
 
     async fn turn(&self, turn: &Turn, run: &Run<'_>) -> Result<String, TacticError> {
-        let agent = run.team.agent(&turn.agent).ok_or_else(|| {
-            TacticError::Usage(format!("{}: there is no agent `{}`", turn.at, turn.agent))
-        })?;
+        let agent = run
+            .team
+            .agent(&turn.agent)
+            .ok_or_else(|| TacticError::UnknownAgent {
+                step: turn.at.clone(),
+                agent: turn.agent.clone(),
+            })?;
         let vars = run.vars();
-        let mut options = RespondOptions::new();
+        let mut respond = agent.respond_to(&turn.dialog);
         if let Some(template) = &turn.receive {
-            options = options.message(render(template, &receive_at(turn), &vars)?);
+            respond = respond.message(render(template, &receive_at(turn), &vars)?);
         }
         if let Some(parent) = &turn.fork_from {
             agent.fork(parent, &turn.dialog)?;
@@ -137,7 +140,7 @@ impl StepsTactic {
             outcome: None,
         };
         run.team.report(watch.progress(ProgressEvent::Started));
-        let answer = agent.respond_with(&turn.dialog, &options).await;
+        let answer = respond.await;
         let took = watch.started.elapsed();
         watch.outcome = Some(match &answer {
             Ok(_) => ProgressEvent::Finished(took),

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use lllm_core::{TacticSpec, Usage};
 
-use crate::agent::{Agent, AgentError};
+use crate::agent::{AgentBuilder, AgentError};
 use crate::invoker::Invoker;
 use crate::trace::TraceRecorder;
+use crate::Agent;
 
 /// What a running tactic reports about its steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +70,7 @@ impl Team {
             .agents
             .iter()
             .map(|agent| {
-                let builder = Agent::spec_builder(agent, invoker.clone())?;
+                let builder = AgentBuilder::from_spec(agent)?.invoker(invoker.clone());
                 match &trace {
                     Some(trace) => builder.trace(trace.clone()),
                     None => builder,

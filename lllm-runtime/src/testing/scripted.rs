@@ -85,9 +85,9 @@ impl Invoker for ScriptedInvoker {
             calls.len()
         };
         lock(&self.script).pop_front().unwrap_or_else(|| {
-            Err(InvokeError::InvalidResponse(format!(
-                "the scripted invoker has no answer left for call {number}"
-            )))
+            Err(InvokeError::InvalidResponse {
+                problem: format!("the scripted invoker has no answer left for call {number}"),
+            })
         })
     }
 }

@@ -346,23 +346,33 @@ async fn handle(
     });
     let mut reply = lock(&shared.script).pop_front().unwrap_or(fallback);
     if let Some((count, limit)) = reply.together {
-        let mut most = shared.most_in_flight.subscribe();
-        let met = tokio::time::timeout(limit, most.wait_for(|n| *n >= count))
-            .await
-            .is_ok_and(|seen| seen.is_ok());
-        if !met {
-            reply = StubReply::error(
-                400,
-                &format!(
-                    "the stub waited {limit:?} for {count} requests at once; the most were {}",
-                    *shared.most_in_flight.borrow()
-                ),
-            );
-        }
+        reply = wait_together(&shared, count, limit).await.unwrap_or(reply);
     }
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
+    into_response(reply)
+}
+
+/// Waits until `count` requests were in flight at once; `None` when they were, else the error to send.
+async fn wait_together(shared: &Shared, count: usize, limit: Duration) -> Option<StubReply> {
+    let mut most = shared.most_in_flight.subscribe();
+    let met = tokio::time::timeout(limit, most.wait_for(|n| *n >= count))
+        .await
+        .is_ok_and(|seen| seen.is_ok());
+    if met {
+        return None;
+    }
+    Some(StubReply::error(
+        400,
+        &format!(
+            "the stub waited {limit:?} for {count} requests at once; the most were {}",
+            *shared.most_in_flight.borrow()
+        ),
+    ))
+}
+
+fn into_response(reply: StubReply) -> Response {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = match reply.body {
         StubBody::Full(text) => Body::from(text),

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use super::{Tool, ToolError, ToolOutput};
+use super::{CommandToolError, Tool, ToolError, ToolOutput};
 
 /// Most bytes of a failed program's standard error shown to the model.
 const STDERR_TAIL_BYTES: usize = 1_000;
@@ -34,10 +34,14 @@ pub struct CommandTool {
 
 impl CommandTool {
     /// A tool from its configuration, validated (see [`CommandToolConfig::validate`]).
-    pub fn new(config: CommandToolConfig) -> Result<Self, String> {
+    pub fn new(config: CommandToolConfig) -> Result<Self, CommandToolError> {
         config
             .validate()
-            .map_err(|(field, problem)| format!("tool `{}`: {field}: {problem}", config.name))?;
+            .map_err(|(field, problem)| CommandToolError {
+                tool: config.name.clone(),
+                field,
+                problem,
+            })?;
         Ok(CommandTool {
             spec: config.spec(),
             config,
@@ -101,38 +105,14 @@ impl CommandTool {
             .map_err(|e| ToolError::new(format!("cannot start `{}`: {e}", argv[0])))?;
         // Kills the program and everything it started, however this call ends (cancellation included).
         let group = ProcessGroup(child.id());
-        let mut input = child.stdin.take();
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
+        let input = child.stdin.take();
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let limit = self.config.max_output_bytes;
-        let write = async move {
-            if let Some(pipe) = input.as_mut() {
-                // A program that does not read its input closes the pipe early; that is fine.
-                pipe.write_all(&stdin).await.ok();
-            }
-            drop(input);
-        };
         let read_out = async {
-            let mut buffer = Vec::new();
-            if let Some(pipe) = stdout.as_mut() {
-                pipe.take(limit as u64 + 1)
-                    .read_to_end(&mut buffer)
-                    .await
-                    .ok();
-            }
+            let buffer = read_at_most(stdout, limit as u64 + 1).await;
             if buffer.len() > limit {
                 // Stop it now: it may go on writing (and keep its pipes open) forever.
                 group.kill();
-            }
-            buffer
-        };
-        let read_err = async {
-            let mut buffer = Vec::new();
-            if let Some(pipe) = stderr.as_mut() {
-                pipe.take(STDERR_READ_BYTES)
-                    .read_to_end(&mut buffer)
-                    .await
-                    .ok();
             }
             buffer
         };
@@ -142,7 +122,12 @@ impl CommandTool {
             group.kill();
             status
         };
-        let ((), out, err, status) = tokio::join!(write, read_out, read_err, wait);
+        let ((), out, err, status) = tokio::join!(
+            write_all(input, stdin),
+            read_out,
+            read_at_most(stderr, STDERR_READ_BYTES),
+            wait
+        );
         let status =
             status.map_err(|e| ToolError::new(format!("cannot wait for `{}`: {e}", argv[0])))?;
         if out.len() > limit {
@@ -151,22 +136,44 @@ impl CommandTool {
             )));
         }
         if !status.success() {
-            let tail = String::from_utf8_lossy(&err[err.len().saturating_sub(STDERR_TAIL_BYTES)..])
-                .trim()
-                .to_owned();
-            let code = status
-                .code()
-                .map_or("a signal".to_owned(), |c| format!("status {c}"));
-            return Err(ToolError::new(if tail.is_empty() {
-                format!("`{}` exited with {code}", argv[0])
-            } else {
-                format!("`{}` exited with {code}: {tail}", argv[0])
-            }));
+            return Err(exit_error(&argv[0], status, &err));
         }
         Ok(ToolOutput::Text(
             String::from_utf8_lossy(&out).trim_end().to_owned(),
         ))
     }
+}
+
+/// Writes the program's input and closes the pipe.
+async fn write_all(pipe: Option<tokio::process::ChildStdin>, bytes: Vec<u8>) {
+    if let Some(mut pipe) = pipe {
+        // A program that does not read its input closes the pipe early; that is fine.
+        pipe.write_all(&bytes).await.ok();
+    }
+}
+
+/// Reads at most `limit` bytes of a pipe (all of it when it says less).
+async fn read_at_most(pipe: Option<impl tokio::io::AsyncRead + Unpin>, limit: u64) -> Vec<u8> {
+    let mut buffer = Vec::new();
+    if let Some(pipe) = pipe {
+        pipe.take(limit).read_to_end(&mut buffer).await.ok();
+    }
+    buffer
+}
+
+/// A failed exit, with the tail of what the program wrote to standard error.
+fn exit_error(program: &str, status: std::process::ExitStatus, stderr: &[u8]) -> ToolError {
+    let tail = String::from_utf8_lossy(&stderr[stderr.len().saturating_sub(STDERR_TAIL_BYTES)..])
+        .trim()
+        .to_owned();
+    let code = status
+        .code()
+        .map_or("a signal".to_owned(), |c| format!("status {c}"));
+    ToolError::new(if tail.is_empty() {
+        format!("`{program}` exited with {code}")
+    } else {
+        format!("`{program}` exited with {code}: {tail}")
+    })
 }
 
 /// The process group of a started tool, killed on request and when dropped.
@@ -258,19 +265,22 @@ mod tests {
     async fn failures_become_errors_for_the_model() {
         let failing = tool(&["sh", "-c", "echo broken >&2; exit 3"], 5.0, 1000);
         let err = failing.call(json!({})).await.expect_err("non-zero");
-        assert_eq!(err.0, "`sh` exited with status 3: broken");
+        assert_eq!(err.message(), "`sh` exited with status 3: broken");
         let slow = tool(&["sleep", "5"], 0.2, 1000);
         let err = slow.call(json!({})).await.expect_err("timeout");
-        assert!(err.0.contains("did not finish within 0.2 s"), "{err}");
+        assert!(
+            err.message().contains("did not finish within 0.2 s"),
+            "{err}"
+        );
         let chatty = tool(&["yes"], 5.0, 100);
         let err = chatty.call(json!({})).await.expect_err("too long");
-        assert!(err.0.contains("100-byte limit"), "{err}");
+        assert!(err.message().contains("100-byte limit"), "{err}");
         let missing = tool(&["/nonexistent/program"], 5.0, 100);
         assert!(missing
             .call(json!({}))
             .await
             .expect_err("spawn")
-            .0
+            .message()
             .starts_with("cannot start"));
     }
 

@@ -1,6 +1,7 @@
 //! Tools an agent can call: the [`Tool`] trait, tools from Rust closures, and command tools.
 
 mod command;
+mod error;
 mod function;
 mod toolbox;
 
@@ -9,9 +10,10 @@ use lllm_core::ToolSpec;
 use serde_json::Value;
 
 pub use command::CommandTool;
+pub use error::{CommandToolError, ToolsError};
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
-pub use toolbox::Toolbox;
+pub(crate) use toolbox::Toolbox;
 
 /// What a tool returns to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,15 +52,25 @@ impl From<Value> for ToolOutput {
     }
 }
 
-/// A tool call failed; the text is what the model reads (as `error: ...`).
+/// A tool call failed. The message is for the model, which reads it as `error: ...` and may call
+/// again: say what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
+#[error("{message}")]
+pub struct ToolError {
+    message: String,
+}
 
 impl ToolError {
-    /// A failure with this explanation.
+    /// A failure with this explanation for the model.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError(message.into())
+        ToolError {
+            message: message.into(),
+        }
+    }
+
+    /// What the model is told.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 

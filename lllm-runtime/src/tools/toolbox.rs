@@ -6,48 +6,60 @@ use lllm_core::schema::Schema;
 use lllm_core::tool::{object_schema_problem, tool_name_problem};
 use lllm_core::ToolSpec;
 
-use super::Tool;
+use super::{Tool, ToolsError};
 
 /// A set of tools with unique names, each with its compiled parameter schema.
 #[derive(Debug, Default)]
-pub struct Toolbox {
+pub(crate) struct Toolbox {
     tools: Vec<(Arc<dyn Tool>, Schema)>,
 }
 
 impl Toolbox {
     /// Checks names (valid and unique) and parameter schemas (object schemas that compile).
-    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Toolbox, String> {
+    pub(crate) fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Toolbox, ToolsError> {
         let mut checked: Vec<(Arc<dyn Tool>, Schema)> = Vec::with_capacity(tools.len());
         for tool in tools {
             let spec = tool.spec();
             if let Some(problem) = tool_name_problem(&spec.name) {
-                return Err(format!("tool name {problem}"));
+                return Err(ToolsError::InvalidName {
+                    name: spec.name.clone(),
+                    problem,
+                });
             }
             if checked.iter().any(|(t, _)| t.spec().name == spec.name) {
-                return Err(format!("two tools are called `{}`", spec.name));
+                return Err(ToolsError::Duplicate {
+                    name: spec.name.clone(),
+                });
             }
             if let Some(problem) = object_schema_problem(&spec.parameters) {
-                return Err(format!("tool `{}`: parameters {problem}", spec.name));
+                return Err(ToolsError::InvalidParameters {
+                    tool: spec.name.clone(),
+                    problem,
+                });
             }
-            let schema = Schema::compile(&spec.parameters)
-                .map_err(|p| format!("tool `{}`: parameters {p}", spec.name))?;
+            let schema = Schema::compile(&spec.parameters).map_err(|problem| {
+                ToolsError::InvalidParameters {
+                    tool: spec.name.clone(),
+                    problem,
+                }
+            })?;
             checked.push((tool, schema));
         }
         Ok(Toolbox { tools: checked })
     }
 
     /// Whether there is no tool.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
 
     /// What the model is told about each tool.
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|(t, _)| t.spec().clone()).collect()
     }
 
     /// The names, for messages.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.tools
             .iter()
             .map(|(t, _)| t.spec().name.as_str())

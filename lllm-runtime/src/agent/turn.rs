@@ -1,0 +1,281 @@
+//! The respond loop, on a working copy of the dialog: model, then tools, then model again, until an
+//! answer without tool calls that matches the schema, if any. Retries, timeouts and traces are the
+//! invoker layers' (see `crate::layers`); this file only decides what to ask next.
+
+use std::collections::HashSet;
+
+use lllm_core::{Dialog, DialogId, Message, MessageLog};
+use serde_json::json;
+use tracing::Instrument;
+
+use super::answer::{schema_feedback, AnswerCheck, OutputSchema};
+use super::respond::{EventSink, RespondOptions, StreamEvent};
+use super::tool_round::{run_tools, unique_call_ids, CallLog};
+use super::{Agent, AgentError, AgentErrorKind};
+use crate::invoker::{ChatRequest, ChatResponse, Delta};
+use crate::tools::Toolbox;
+
+/// Marks a dialog as waiting for an answer, and clears the mark however the respond ends: success,
+/// error, or its future being dropped (cancellation).
+pub(super) struct BusyGuard<'a> {
+    agent: &'a Agent,
+    dialog: DialogId,
+}
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        // By id, not alias: the dialog may have been closed and its alias reused meanwhile.
+        let mut table = self.agent.table();
+        if let Some(slot) = table
+            .slots
+            .iter_mut()
+            .find(|s| s.dialog.id() == self.dialog)
+        {
+            slot.busy = false;
+        }
+    }
+}
+
+/// The state of one respond's loop.
+struct Turn<'a, 'e> {
+    agent: &'a Agent,
+    toolbox: &'a Toolbox,
+    schema: Option<&'a OutputSchema>,
+    fits: Option<&'a AnswerCheck<'a>>,
+    sink: Option<&'a mut EventSink<'e>>,
+    rounds: u32,
+    failed_answers: u32,
+    /// A rejected answer and the problem, shown to the model but never added to the dialog.
+    feedback: Vec<Message>,
+    calls: CallLog,
+    used_ids: HashSet<String>,
+}
+
+impl Agent {
+    /// Runs a respond on `alias`: the loop on a working copy, bounded by the deadline, then the commit.
+    pub(super) async fn run(
+        &self,
+        alias: &str,
+        options: RespondOptions,
+        sink: Option<&mut EventSink<'_>>,
+        fits: Option<&AnswerCheck<'_>>,
+    ) -> Result<Message, AgentError> {
+        let span = tracing::info_span!("respond", agent = %self.name, dialog = alias);
+        self.run_in(alias, options, sink, fits)
+            .instrument(span)
+            .await
+            .map_err(|kind| self.error(Some(alias), kind))
+    }
+
+    async fn run_in(
+        &self,
+        alias: &str,
+        options: RespondOptions,
+        sink: Option<&mut EventSink<'_>>,
+        fits: Option<&AnswerCheck<'_>>,
+    ) -> Result<Message, AgentErrorKind> {
+        let (mut work, _busy) = self.begin(alias)?;
+        let asked_len = work.len();
+        if let Some(text) = options.message {
+            work.push(Message::user(text));
+        }
+        let toolbox = options.tools.map(Toolbox::new).transpose();
+        let toolbox = toolbox.map_err(AgentErrorKind::Tools)?;
+        let schema = options
+            .output_schema
+            .map(|(name, value)| OutputSchema::new(&name, &value))
+            .transpose()?;
+        let turn = Turn {
+            agent: self,
+            toolbox: toolbox.as_ref().unwrap_or(&self.toolbox),
+            schema: schema.as_ref().or(self.output_schema.as_ref()),
+            fits,
+            sink,
+            rounds: 0,
+            failed_answers: 0,
+            feedback: Vec::new(),
+            calls: CallLog::default(),
+            used_ids: used_call_ids(&work),
+        };
+        let answer = match self.model_args.deadline {
+            Some(after) => tokio::time::timeout(after, turn.run(&mut work))
+                .await
+                .map_err(|_| AgentErrorKind::Deadline { after })??,
+            None => turn.run(&mut work).await?,
+        };
+        self.commit(alias, &work, asked_len)?;
+        Ok(answer)
+    }
+
+    /// Marks `alias` busy and takes an O(1) snapshot of it.
+    pub(super) fn begin(&self, alias: &str) -> Result<(Dialog, BusyGuard<'_>), AgentErrorKind> {
+        let mut table = self.table();
+        let index = table
+            .position(alias)
+            .ok_or_else(|| AgentErrorKind::UnknownDialog {
+                known: table.aliases(),
+            })?;
+        let slot = &mut table.slots[index];
+        if slot.busy {
+            return Err(AgentErrorKind::DialogBusy);
+        }
+        slot.busy = true;
+        let snapshot = slot.dialog.snapshot();
+        let guard = BusyGuard {
+            agent: self,
+            dialog: snapshot.id(),
+        };
+        Ok((snapshot, guard))
+    }
+
+    /// Sends `request` through the invoker layers, streaming to `sink` when there is one.
+    pub(super) async fn call(
+        &self,
+        request: &ChatRequest,
+        sink: Option<&mut EventSink<'_>>,
+    ) -> Result<ChatResponse, AgentErrorKind> {
+        let result = match sink {
+            Some(sink) => {
+                let mut forward = |delta: Delta<'_>| match delta {
+                    Delta::Text(text) => sink(StreamEvent::Text(text)),
+                    Delta::Reasoning(text) => sink(StreamEvent::Reasoning(text)),
+                };
+                self.invoker.call(request, Some(&mut forward)).await
+            }
+            None => self.invoker.call(request, None).await,
+        };
+        let response = result.map_err(|e| AgentErrorKind::Invoke {
+            attempts: e.attempts,
+            source: e.error,
+        })?;
+        if let Some(usage) = &response.message.usage {
+            self.add_usage(usage);
+        }
+        Ok(response)
+    }
+
+    /// Appends what the respond added to its working copy, unless the dialog was closed (or replaced)
+    /// while the call was under way.
+    fn commit(&self, alias: &str, work: &Dialog, asked_len: usize) -> Result<(), AgentErrorKind> {
+        let mut table = self.table();
+        let slot = table
+            .position(alias)
+            .map(|i| &mut table.slots[i])
+            .filter(|s| s.dialog.id() == work.id())
+            .ok_or(AgentErrorKind::DialogClosed)?;
+        for message in work.messages().iter().skip(asked_len) {
+            slot.dialog.push(message.clone());
+        }
+        Ok(())
+    }
+}
+
+impl Turn<'_, '_> {
+    /// Asks until an answer is accepted; tool rounds and re-asks happen on `work` (same id as the
+    /// dialog, shared prefix), so every request carries the dialog's own hints.
+    async fn run(mut self, work: &mut Dialog) -> Result<Message, AgentErrorKind> {
+        loop {
+            let last_round = self.rounds >= self.agent.max_tool_rounds;
+            let request = self.request(work, last_round)?;
+            let response = self.agent.call(&request, self.sink.as_deref_mut()).await?;
+            let message = self.offered_calls_only(response.message, last_round);
+            if !message.tool_calls.is_empty() {
+                self.tool_round(work, message).await;
+                continue;
+            }
+            if self.accepts(&message)? {
+                work.push(message.clone());
+                return Ok(message);
+            }
+        }
+    }
+
+    fn request(&self, work: &Dialog, last_round: bool) -> Result<ChatRequest, AgentErrorKind> {
+        let mut request = self.agent.request_for(work)?;
+        if !self.feedback.is_empty() {
+            let mut messages: MessageLog = request.messages.clone();
+            for message in &self.feedback {
+                messages.push(message.clone());
+            }
+            request.messages = messages;
+        }
+        if !self.toolbox.is_empty() {
+            request.tools = self.toolbox.specs();
+            if last_round {
+                // The bound is reached: one more answer, and it may not call tools.
+                request.tool_choice = Some(json!("none"));
+            }
+        }
+        request.response_format = self.schema.map(OutputSchema::response_format);
+        Ok(request)
+    }
+
+    /// Drops tool calls the model made although it was offered no tools (or no more rounds).
+    fn offered_calls_only(&self, mut message: Message, last_round: bool) -> Message {
+        if !message.tool_calls.is_empty() && (last_round || self.toolbox.is_empty()) {
+            tracing::warn!(
+                calls = message.tool_calls.len(),
+                "the model called tools it was not offered; the calls are dropped"
+            );
+            message.tool_calls.clear();
+            // Without its calls the message must still be a valid assistant message.
+            message.content.get_or_insert_with(String::new);
+        }
+        message
+    }
+
+    async fn tool_round(&mut self, work: &mut Dialog, mut message: Message) {
+        unique_call_ids(&mut message.tool_calls, self.rounds, &mut self.used_ids);
+        // An answer to the schema feedback that calls tools moves on: the feedback is dropped.
+        self.feedback.clear();
+        work.push(message.clone());
+        if let Some(sink) = self.sink.as_deref_mut() {
+            for call in &message.tool_calls {
+                sink(StreamEvent::ToolCall(call));
+            }
+        }
+        let calls = &message.tool_calls;
+        let results = run_tools(&self.agent.name, self.toolbox, calls, &mut self.calls).await;
+        for (call, result) in calls.iter().zip(results) {
+            if let Some(sink) = self.sink.as_deref_mut() {
+                sink(StreamEvent::ToolResult {
+                    call,
+                    content: &result.content,
+                    is_error: result.is_error,
+                });
+            }
+            work.push(Message::tool(call.id.clone(), result.content));
+        }
+        self.rounds += 1;
+    }
+
+    /// Whether the answer is final: it matches the schema, if any. A rejected answer is shown to the
+    /// model with the problem, up to `max_answer_retries` times.
+    fn accepts(&mut self, message: &Message) -> Result<bool, AgentErrorKind> {
+        let Some(schema) = self.schema else {
+            return Ok(true);
+        };
+        let Err(problem) = schema.check(message.text(), self.fits) else {
+            return Ok(true);
+        };
+        self.failed_answers += 1;
+        if self.failed_answers > self.agent.max_answer_retries {
+            return Err(AgentErrorKind::InvalidAnswer {
+                attempts: self.failed_answers,
+                problem,
+            });
+        }
+        tracing::info!(%problem, "answer rejected; asking again");
+        self.feedback = vec![message.clone(), Message::user(schema_feedback(&problem))];
+        Ok(false)
+    }
+}
+
+/// The tool call ids already in the dialog, which new calls must not reuse.
+fn used_call_ids(dialog: &Dialog) -> HashSet<String> {
+    dialog
+        .messages()
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone()))
+        .collect()
+}

@@ -1,0 +1,139 @@
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lllm_core::{Dialog, InferenceHints, Message, ModelArgs, Profile};
+
+use super::{Retrying, TimeLimited};
+use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
+use crate::retry::RetryPolicy;
+use crate::testing::ScriptedInvoker;
+
+fn fast(max_call_retries: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_call_retries,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(2),
+        max_retry_after: Duration::from_millis(5),
+    }
+}
+
+fn request(args: ModelArgs) -> ChatRequest {
+    let hints = InferenceHints::builder()
+        .profile(Profile::Vllm)
+        .priority(5)
+        .build()
+        .expect("hints");
+    let dialog = Dialog::with_system("s");
+    let fields = hints.dialog_request_fields(&dialog, &args).expect("fields");
+    ChatRequest::new("m", dialog.messages().clone(), Arc::new(args), fields)
+}
+
+fn unavailable() -> InvokeError {
+    InvokeError::Http {
+        status: 503,
+        message: "busy".into(),
+        retry_after: None,
+    }
+}
+
+#[tokio::test]
+async fn every_retry_resends_the_same_hints_and_counts_attempts() {
+    let script = ScriptedInvoker::new()
+        .fail(unavailable())
+        .fail(unavailable())
+        .reply("ok");
+    let invoker = Arc::new(script);
+    let retrying = Retrying::new(invoker.clone(), fast(2));
+    let answer = retrying
+        .call(&request(ModelArgs::new()), None)
+        .await
+        .expect("answered on the third try");
+    assert_eq!(answer.message.text(), "ok");
+    let calls = invoker.calls();
+    assert_eq!(calls.len(), 3);
+    for call in &calls {
+        assert_eq!(call.request.headers, calls[0].request.headers);
+        assert_eq!(call.request.body["priority"], -5);
+    }
+
+    let exhausted = Retrying::new(
+        Arc::new(
+            ScriptedInvoker::new()
+                .fail(unavailable())
+                .fail(unavailable()),
+        ),
+        fast(1),
+    )
+    .call(&request(ModelArgs::new()), None)
+    .await
+    .expect_err("out of retries");
+    assert_eq!(exhausted.attempts, 2);
+    assert_eq!(exhausted.error.status(), Some(503));
+}
+
+/// Streams one piece, then fails as a broken connection would; counts its calls.
+#[derive(Debug, Default)]
+struct BreaksMidStream {
+    calls: AtomicU32,
+}
+
+#[async_trait]
+impl Invoker for BreaksMidStream {
+    async fn invoke(&self, _: &ChatRequest) -> Result<ChatResponse, InvokeError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(ChatResponse {
+            message: Message::assistant("whole"),
+            id: None,
+        })
+    }
+
+    async fn invoke_stream(
+        &self,
+        _: &ChatRequest,
+        on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
+    ) -> Result<ChatResponse, InvokeError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        on_delta(Delta::Text("half"));
+        Err(unavailable())
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_showed_text_is_not_retried() {
+    let invoker = Arc::new(BreaksMidStream::default());
+    let retrying = Retrying::new(invoker.clone(), fast(3));
+    let mut shown = String::new();
+    let mut sink = |delta: Delta<'_>| {
+        if let Delta::Text(text) = delta {
+            shown.push_str(text);
+        }
+    };
+    let err = retrying
+        .call(&request(ModelArgs::new()), Some(&mut sink))
+        .await
+        .expect_err("broken");
+    assert_eq!(err.attempts, 1);
+    assert_eq!(shown, "half");
+    assert_eq!(invoker.calls.load(Ordering::SeqCst), 1);
+}
+
+/// Never answers.
+#[derive(Debug)]
+struct Silent;
+
+#[async_trait]
+impl Invoker for Silent {
+    async fn invoke(&self, _: &ChatRequest) -> Result<ChatResponse, InvokeError> {
+        futures::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn the_request_timeout_bounds_each_attempt() {
+    let limited = TimeLimited::new(Silent);
+    let args = ModelArgs::new().timeout(Duration::from_millis(20));
+    let err = limited.invoke(&request(args)).await.expect_err("timed out");
+    assert_eq!(err, InvokeError::Timeout(Duration::from_millis(20)));
+}
