@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     let mut registry = TacticRegistry::new();
     registry.register("debate", |spec| {
         let rounds = spec
-            .config
+            .config()
             .get("rounds")
             .and_then(|r| r.as_u64())
             .unwrap_or(1);

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::anyhow;
-use lllm_core::config::TACTIC_SCHEMA;
+use lllm_core::tactic_schema;
 use lllm_runtime::{load_tactic, TacticRegistry};
 
 use crate::cli::CheckArgs;
@@ -16,19 +16,16 @@ pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), F
         .create(&spec)
         .map_err(|e| usage(anyhow!("{}: {e}", args.tactic.display())))?;
     let agents: Vec<String> = spec
-        .agents
+        .agents()
         .iter()
         .map(|a| {
-            let profile = a
-                .inference_hints
-                .as_ref()
-                .map_or("hints off".to_owned(), |h| {
-                    format!("profile {}", h.profile())
-                });
-            format!("{} ({}, {profile})", a.name, a.model)
+            let profile = a.inference_hints().map_or("hints off".to_owned(), |h| {
+                format!("profile {}", h.profile())
+            });
+            format!("{} ({}, {profile})", a.name(), a.model())
         })
         .collect();
-    let turns = spec.steps.iter().flat_map(|s| s.turns()).count();
+    let turns = spec.steps().iter().flat_map(|s| s.turns()).count();
     let steps = if turns > 0 {
         format!("; {turns} turn(s)")
     } else {
@@ -39,7 +36,7 @@ pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), F
         out,
         "ok: {}: {} tactic; {} agent(s): {}{steps}",
         args.tactic.display(),
-        spec.tactic_type,
+        spec.tactic_type(),
         agents.len(),
         agents.join(", ")
     )
@@ -48,5 +45,6 @@ pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), F
 
 pub(crate) fn schema() -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    out.write_all(TACTIC_SCHEMA.as_bytes()).map_err(failed)
+    let text = serde_json::to_string_pretty(&tactic_schema()).map_err(failed)?;
+    writeln!(out, "{text}").map_err(failed)
 }

@@ -4,8 +4,8 @@ use std::io::{BufRead, IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context};
-use lllm_core::config::{is_variable_name, CHAT_TACTIC};
-use lllm_core::report::full_message;
+use lllm_core::full_message;
+use lllm_core::{is_variable_name, CHAT_TACTIC};
 use lllm_runtime::{
     load_tactic, preflight, Agent, AgentBuilder, AgentError, DialogTree, DryRunInvoker, Invoker,
     Message, OpenAiInvoker, PreparedRequest, Progress, ProgressEvent, PromptVars, StreamEvent,
@@ -35,7 +35,7 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     let mut vars = parse_vars(&args.vars).map_err(usage)?;
     // The terminal chat (streaming, interactive) runs the built-in `chat`; a registered replacement
     // runs like any other tactic.
-    let is_chat = spec.tactic_type == CHAT_TACTIC && registry.is_builtin(CHAT_TACTIC);
+    let is_chat = spec.tactic_type() == CHAT_TACTIC && registry.is_builtin(CHAT_TACTIC);
     let mut input = match args.input.clone() {
         Some(text) => Some(text),
         None if !std::io::stdin().is_terminal() => Some(read_stdin().map_err(usage)?),
@@ -100,7 +100,7 @@ fn run_with(
     if !is_chat {
         return runtime.block_on(run_tactic(spec, registry, &vars, args, trace));
     }
-    let agent_spec = &spec.agents[0];
+    let agent_spec = &spec.agents()[0];
     let mut builder = AgentBuilder::from_spec(agent_spec)
         .map_err(usage)?
         .invoker(invoker(args.dry_run));

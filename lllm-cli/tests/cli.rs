@@ -603,14 +603,14 @@ async fn check_reports_invalid_steps_with_their_line() {
     let dir = TempDir::new("check-steps");
     let head = "global: {model_name: m}\nagent_configs: [{name: a, system_prompt: s}]\nsteps:\n";
     for (steps, expected) in [
-        ("  - {agent: b}\n", "t.yaml:4:6: steps[0].agent: unknown agent `b`"),
-        ("  - {agent: a, dialog: x, fork_from: y}\n", "t.yaml:4:27: steps[0].fork_from: dialog `y`"),
+        ("  - {agent: b}\n", "t.yaml:4:13: steps[0].agent: unknown agent `b`"),
+        ("  - {agent: a, dialog: x, fork_from: y}\n", "t.yaml:4:38: steps[0].fork_from: dialog `y`"),
         (
             "  - agent: a\n  - parallel:\n      - {agent: a, receive: p}\n      - {agent: a, receive: q}\n",
-            "t.yaml:7:10: steps[1].parallel[1]: dialog `main`",
+            "t.yaml:7:9: steps[1].parallel[1]: dialog `main`",
         ),
-        ("  - {agent: a, receive: \"{{ late }}\"}\n  - {agent: a, save: late}\n", "t.yaml:4:16: steps[0].receive: uses `late` before it is saved"),
-        ("  - {agent: a, save: v}\n  - {agent: a, save: v}\n", "t.yaml:5:16: steps[1].save: `v` is already saved"),
+        ("  - {agent: a, receive: \"{{ late }}\"}\n  - {agent: a, save: late}\n", "t.yaml:4:25: steps[0].receive: uses `late` before it is saved"),
+        ("  - {agent: a, save: v}\n  - {agent: a, save: v}\n", "t.yaml:5:22: steps[1].save: `v` is already saved"),
     ] {
         let file = dir.write("t.yaml", format!("{head}{steps}").as_bytes());
         let out = run(&["check", path_str(&file)], None, &[]).await;
@@ -634,7 +634,7 @@ async fn schema_prints_the_json_schema() {
     assert_eq!(out.status.code(), Some(0));
     let schema: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(schema["title"], "lllm tactic");
-    assert!(schema["definitions"]["turn"]["properties"]["fork_from"].is_object());
+    assert!(schema["$defs"]["Step"]["properties"]["fork_from"]["description"].is_string());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -670,7 +670,7 @@ async fn missing_variables_are_reported_before_any_model_call() {
     );
     let out = run(&["run", path_str(&bad_receive), "--input", "x"], None, &[]).await;
     let err = text(&out.stderr);
-    assert!(err.contains("receive.yaml:4:16: steps[0].receive"), "{err}");
+    assert!(err.contains("receive.yaml:4:25: steps[0].receive"), "{err}");
     assert!(server.requests().is_empty(), "no request was sent");
 }
 

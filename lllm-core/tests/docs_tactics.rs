@@ -66,5 +66,8 @@ fn every_tactic_in_the_documentation_loads() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(loaded >= 2, "the README and guides show tactics ({loaded} found)");
+    assert!(
+        loaded >= 2,
+        "the README and guides show tactics ({loaded} found)"
+    );
 }

@@ -70,7 +70,7 @@ pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
     PreparedRequest, ServerDefaults,
 };
-pub use lllm_core::config::parse_tactic;
+pub use lllm_core::parse_tactic;
 pub use lllm_core::{
     load_tactic, AgentSpec, CommandToolConfig, ConfigError, Dialog, DialogId, DialogTree,
     ForkSession, HintsError, InferenceHints, InferenceHintsBuilder, Message, MessageLog, ModelArgs,
@@ -83,5 +83,5 @@ pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
     TacticRegistry, Team,
 };
-pub use tools::{tool_fn, CommandTool, CommandToolError, Tool, ToolError, ToolOutput, ToolsError};
+pub use tools::{tool_fn, CommandTool, Tool, ToolError, ToolOutput, ToolsError};
 pub use trace::{TokenizerError, TraceRecorder};

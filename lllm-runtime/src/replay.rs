@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use lllm_core::trace::{TraceHeader, TraceRow, TRACE_FORMAT};
 use lllm_core::{HintField, InferenceHints, Message, MessageLog, ModelArgs, Profile};
+use lllm_core::{TraceHeader, TraceRow, TRACE_FORMAT};
 
 use crate::invoker::{ChatRequest, Invoker, OpenAiInvoker, ServerDefaults};
 

@@ -7,7 +7,7 @@ use crate::invoker::InvokeError;
 /// Retry settings of an agent: how often and after how long a failed model call is sent again.
 ///
 /// Only failures worth retrying are retried (429, 408, 409, 5xx, connection failures, timeouts), and
-/// never a stream that already showed text. `max_call_retries` is `max_llm_recall` in tactic files.
+/// never a stream that already showed text. `max_call_retries` is also `max_call_retries` (alias `max_llm_recall`) in tactic files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first try (so at most `1 + max_call_retries` requests per call).
@@ -23,7 +23,7 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            max_call_retries: lllm_core::config::DEFAULT_MAX_LLM_RECALL,
+            max_call_retries: lllm_core::DEFAULT_MAX_CALL_RETRIES,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(20),
             max_retry_after: Duration::from_secs(60),

@@ -1,5 +1,5 @@
 //! Writing content-free traces of runs (`lllm run --trace FILE`): one JSON line per model request, as
-//! described in [`lllm_core::trace`].
+//! described in the trace format of [`TraceHeader`] and [`TraceRow`].
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -7,8 +7,9 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use lllm_core::trace::{BlockHasher, TraceHeader, TraceRow, TRACE_FORMAT};
+use lllm_core::internal::BlockHasher;
 use lllm_core::{Message, Profile, Role};
+use lllm_core::{TraceHeader, TraceRow, TRACE_FORMAT};
 
 use crate::invoker::{ChatRequest, ChatResponse, SentHints};
 
@@ -83,7 +84,7 @@ impl TraceRecorder {
     ) -> std::io::Result<Self> {
         let blocks = match tokenizer {
             Some(_) => "tokenizer".to_owned(),
-            None => format!("chars/{}", lllm_core::trace::CHARS_PER_TOKEN),
+            None => format!("chars/{}", lllm_core::internal::CHARS_PER_TOKEN),
         };
         let blocks_header = TraceHeader {
             format: TRACE_FORMAT.to_owned(),
@@ -126,7 +127,7 @@ impl TraceRecorder {
     /// The token ids of a conversation, when a tokenizer is set.
     fn tokens(&self, messages: &[&Message]) -> Option<Vec<u32>> {
         let tokenizer = self.tokenizer.as_ref()?;
-        let text = lllm_core::trace::serialise(messages);
+        let text = lllm_core::internal::serialise(messages);
         tokenizer
             .encode(text, false)
             .ok()

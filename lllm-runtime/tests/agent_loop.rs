@@ -616,7 +616,7 @@ async fn a_stream_that_ends_early_is_an_error_and_an_unshown_one_is_retried() {
         .stream(&mut |_| {})
         .await
         .expect_err("ended early");
-    let text = lllm_core::report::full_message(&err);
+    let text = lllm_core::full_message(&err);
     assert!(
         text.contains("the stream ended before the answer was complete"),
         "{text}"

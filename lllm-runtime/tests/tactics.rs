@@ -174,7 +174,7 @@ async fn parallel_branches_are_in_flight_at_the_same_time() {
             seen.lock().expect("lock").push(p.step.to_owned());
         }
     });
-    StepsTactic::new(spec.steps.clone(), None)
+    StepsTactic::new(spec.steps().to_vec(), None)
         .run(&team, &PromptVars::new())
         .await
         .expect("runs: every branch was answered, so all four were in flight together");
@@ -196,13 +196,13 @@ async fn a_failing_step_fails_the_run_and_missing_variables_name_themselves() {
         &server,
         "steps:\n  - {agent: planner, receive: \"{{ topic }}\"}\n",
     );
-    let err = StepsTactic::new(spec.steps.clone(), None)
+    let err = StepsTactic::new(spec.steps().to_vec(), None)
         .run(&team(&spec), &PromptVars::new())
         .await
         .expect_err("missing variable");
     assert!(err.is_usage());
     assert!(
-        lllm_core::report::full_message(&err).contains("uses the variable `topic`"),
+        lllm_core::full_message(&err).contains("uses the variable `topic`"),
         "{err}"
     );
 
@@ -210,7 +210,7 @@ async fn a_failing_step_fails_the_run_and_missing_variables_name_themselves() {
         server.push(StubReply::error(500, "down"));
     }
     let spec = tactic(&server, "steps:\n  - {agent: planner, receive: hi}\n");
-    let err = StepsTactic::new(spec.steps.clone(), None)
+    let err = StepsTactic::new(spec.steps().to_vec(), None)
         .run(&team(&spec), &PromptVars::new())
         .await
         .expect_err("server down");
@@ -223,8 +223,7 @@ async fn a_failing_step_fails_the_run_and_missing_variables_name_themselves() {
 #[tokio::test]
 async fn unknown_tactic_types_list_the_registered_ones() {
     let server = StubServer::start().await.expect("server");
-    let mut spec = tactic(&server, "");
-    spec.tactic_type = "debate".into();
+    let spec = tactic(&server, "tactic_type: debate\n");
     let err = TacticRegistry::new().create(&spec).err().expect("unknown");
     assert_eq!(
         err.to_string(),
@@ -254,12 +253,13 @@ impl Tactic for RoundRobin {
 #[tokio::test]
 async fn tactics_written_in_rust_are_registered_by_name_and_read_their_config() {
     let server = StubServer::start().await.expect("server");
-    let mut spec = tactic(&server, "");
-    spec.tactic_type = "round_robin".into();
-    spec.config = serde_json::json!({"separator": " + "});
+    let spec = tactic(
+        &server,
+        "tactic_type: round_robin\nconfig: {separator: \" + \"}\n",
+    );
     let mut registry = TacticRegistry::new();
     registry.register("round_robin", |spec| {
-        let separator = spec.config["separator"]
+        let separator = spec.config()["separator"]
             .as_str()
             .ok_or("config.separator is required")?;
         Ok(Box::new(RoundRobin {
@@ -276,7 +276,7 @@ async fn tactics_written_in_rust_are_registered_by_name_and_read_their_config() 
         .expect("runs");
     assert_eq!(answer, "stub answer to: hi + stub answer to: hi");
     assert_eq!(server.requests().len(), 2);
-    spec.config = Value::Null;
+    let spec = tactic(&server, "tactic_type: round_robin\n");
     let err = registry.create(&spec).err().expect("bad config");
     assert_eq!(err.to_string(), "config.separator is required");
 }
@@ -300,7 +300,7 @@ async fn two_hundred_parallel_subagents_are_all_in_flight_at_once() {
         server.push(StubReply::text("done").together(200));
     }
     let team = team(&spec);
-    StepsTactic::new(spec.steps.clone(), None)
+    StepsTactic::new(spec.steps().to_vec(), None)
         .run(&team, &PromptVars::new())
         .await
         .expect("runs: every subagent was answered, so all 200 were in flight together");
@@ -344,14 +344,11 @@ async fn a_failing_branch_stops_its_siblings_and_leaves_their_dialogs_clean() {
             .expect("lock")
             .push(format!("{} {kind}", p.dialog));
     });
-    let err = StepsTactic::new(spec.steps.clone(), None)
+    let err = StepsTactic::new(spec.steps().to_vec(), None)
         .run(&team, &PromptVars::new())
         .await
         .expect_err("the critic fails");
-    assert!(
-        lllm_core::report::full_message(&err).contains("HTTP 400"),
-        "{err}"
-    );
+    assert!(lllm_core::full_message(&err).contains("HTTP 400"), "{err}");
     let mut events = events.lock().expect("lock").clone();
     events.sort();
     assert_eq!(

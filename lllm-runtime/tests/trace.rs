@@ -176,7 +176,7 @@ async fn tool_time_and_exact_token_blocks_are_recorded() {
     // Without usage from the server, the tokenizer counts the prompt exactly.
     let dialog = agent.dialog("main").expect("main");
     let asked: Vec<&Message> = dialog.messages().iter().take(2).collect();
-    let prompt = lllm_core::trace::serialise(&asked);
+    let prompt = lllm_core::internal::serialise(&asked);
     let exact = tokenizer
         .encode(prompt, false)
         .expect("encodes")

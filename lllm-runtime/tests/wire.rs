@@ -350,7 +350,7 @@ async fn dynamo_style_400_reports_its_message() {
     let agent = agent(&server, None, ModelArgs::new());
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
-    let err = lllm_core::report::full_message(&agent.respond("main").await.expect_err("400"));
+    let err = lllm_core::full_message(&agent.respond("main").await.expect_err("400"));
     assert!(
         err.contains("HTTP 400: Unsupported parameter(s): `priority`"),
         "{err}"

@@ -1,6 +1,6 @@
 //! Structured answers: the schema an answer must match, and how a failed answer is explained.
 
-use lllm_core::schema::Schema;
+use lllm_core::Schema;
 use serde_json::{json, Value};
 
 use super::AgentErrorKind;
@@ -19,8 +19,7 @@ pub(crate) type AnswerCheck<'a> = dyn Fn(&Value) -> Result<(), String> + Send + 
 impl OutputSchema {
     /// Compiles `schema`; `name` is what the server is told (cut to the characters servers accept).
     pub(crate) fn new(name: &str, schema: &Value) -> Result<OutputSchema, AgentErrorKind> {
-        let compiled =
-            Schema::compile(schema).map_err(|problem| AgentErrorKind::OutputSchema { problem })?;
+        let compiled = Schema::compile(schema).map_err(AgentErrorKind::OutputSchema)?;
         let name: String = name
             .chars()
             .map(|c| {
@@ -52,7 +51,7 @@ impl OutputSchema {
     pub(crate) fn check(&self, text: &str, fits: Option<&AnswerCheck<'_>>) -> Result<(), String> {
         let value: Value = serde_json::from_str(strip_fence(text))
             .map_err(|e| format!("the answer is not valid JSON ({e})"))?;
-        self.compiled.check(&value)?;
+        self.compiled.check(&value).map_err(|e| e.to_string())?;
         fits.map_or(Ok(()), |fits| fits(&value))
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use lllm_core::{config, AgentSpec, InferenceHints, ModelArgs, Prompt, Usage};
+use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt, Usage};
 use serde_json::Value;
 
 use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
@@ -67,7 +67,7 @@ impl AgentBuilder {
         self
     }
 
-    /// Retries of a failed model call, on top of the first try (default 3; `max_llm_recall` in
+    /// Retries of a failed model call, on top of the first try (default 3; `max_call_retries`, alias `max_llm_recall`, in
     /// tactic files). Only failures worth retrying are retried: see [`RetryPolicy`].
     pub fn max_call_retries(mut self, retries: u32) -> Self {
         self.max_call_retries = Some(retries);
@@ -94,14 +94,14 @@ impl AgentBuilder {
     }
 
     /// Tool rounds allowed in one respond before a final answer without tools (default 5;
-    /// `max_interrupt_steps` in tactic files).
+    /// `max_tool_rounds`, alias `max_interrupt_steps`, in tactic files).
     pub fn max_tool_rounds(mut self, rounds: u32) -> Self {
         self.max_tool_rounds = Some(rounds);
         self
     }
 
     /// Times an answer that fails to parse or match the output schema is shown to the model with the
-    /// problem and asked again (default 3; `max_exception_retry` in tactic files).
+    /// problem and asked again (default 3; `max_answer_retries`, alias `max_exception_retry`, in tactic files).
     pub fn max_answer_retries(mut self, retries: u32) -> Self {
         self.max_answer_retries = Some(retries);
         self
@@ -160,10 +160,10 @@ impl AgentBuilder {
             output_schema,
             max_tool_rounds: self
                 .max_tool_rounds
-                .unwrap_or(config::DEFAULT_MAX_INTERRUPT_STEPS),
+                .unwrap_or(lllm_core::DEFAULT_MAX_TOOL_ROUNDS),
             max_answer_retries: self
                 .max_answer_retries
-                .unwrap_or(config::DEFAULT_MAX_EXCEPTION_RETRY),
+                .unwrap_or(lllm_core::DEFAULT_MAX_ANSWER_RETRIES),
             usage: Mutex::new(Usage::default()),
             table: Mutex::new(DialogTable::default()),
         })
@@ -173,26 +173,25 @@ impl AgentBuilder {
     /// tools) and build.
     pub fn from_spec(spec: &AgentSpec) -> Result<AgentBuilder, AgentError> {
         let tools = spec
-            .tools
+            .tools()
             .iter()
             .map(|config| {
                 CommandTool::new(config.clone())
                     .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
-                    .map_err(|e| AgentError::new(&spec.name, None, AgentErrorKind::CommandTool(e)))
+                    .map_err(|e| AgentError::new(spec.name(), None, AgentErrorKind::CommandTool(e)))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        // The tactic file keeps the Python names; this is the one place they meet the Rust ones.
         let mut builder = Agent::builder()
-            .name(spec.name.clone())
-            .system_prompt(spec.system_prompt.clone())
-            .model(spec.model.clone())
-            .model_args(spec.model_args.clone())
-            .max_call_retries(spec.max_llm_recall)
-            .max_tool_rounds(spec.max_interrupt_steps)
-            .max_answer_retries(spec.max_exception_retry)
+            .name(spec.name())
+            .system_prompt(spec.system_prompt().clone())
+            .model(spec.model())
+            .model_args(spec.model_args().clone())
+            .max_call_retries(spec.max_call_retries())
+            .max_tool_rounds(spec.max_tool_rounds())
+            .max_answer_retries(spec.max_answer_retries())
             .tools(tools);
-        builder.output_schema = spec.output_schema.clone();
-        builder.inference_hints = spec.inference_hints.clone();
+        builder.output_schema = spec.output_schema().cloned();
+        builder.inference_hints = spec.inference_hints().cloned();
         Ok(builder)
     }
 }

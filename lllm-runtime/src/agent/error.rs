@@ -6,7 +6,8 @@ use std::time::Duration;
 use lllm_core::{HintsError, ModelArgsError, PromptError};
 
 use crate::invoker::InvokeError;
-use crate::tools::{CommandToolError, ToolsError};
+use crate::tools::ToolsError;
+use lllm_core::{SchemaError, ToolConfigError};
 
 /// An agent operation failed.
 ///
@@ -53,13 +54,10 @@ pub enum AgentErrorKind {
     Tools(#[source] ToolsError),
     /// A command tool of the tactic file is invalid.
     #[error("invalid command tool")]
-    CommandTool(#[source] CommandToolError),
+    CommandTool(#[source] ToolConfigError),
     /// The output schema is not a JSON Schema that can be compiled.
-    #[error("invalid output schema: {problem}")]
-    OutputSchema {
-        /// Why it cannot be compiled.
-        problem: String,
-    },
+    #[error("invalid output schema")]
+    OutputSchema(#[source] SchemaError),
     /// [`Agent::finish`](crate::Agent::finish) needs inference hints with the `dynamo` profile.
     #[error("no inference_hints; ending a session needs profile `dynamo`")]
     NoHints,
@@ -144,12 +142,7 @@ impl AgentError {
         use AgentErrorKind::*;
         matches!(
             self.kind,
-            Missing { .. }
-                | ModelArgs(_)
-                | Prompt(_)
-                | Tools(_)
-                | CommandTool(_)
-                | OutputSchema { .. }
+            Missing { .. } | ModelArgs(_) | Prompt(_) | Tools(_) | CommandTool(_) | OutputSchema(_)
         )
     }
 

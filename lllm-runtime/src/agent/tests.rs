@@ -159,10 +159,7 @@ async fn dialog_operations_report_unknown_and_taken_aliases() {
         Err(AgentErrorKind::NoActiveDialog)
     ));
     let err = agent.open("main").expect_err("prompt needs team");
-    assert!(
-        lllm_core::report::full_message(&err).contains("`team`"),
-        "{err}"
-    );
+    assert!(lllm_core::full_message(&err).contains("`team`"), "{err}");
     agent.open_with("main", &vars()).expect("open");
     assert!(matches!(
         agent
@@ -308,7 +305,7 @@ fn builder_reports_what_is_missing_or_invalid() {
         .build()
         .expect_err("typo");
     assert!(
-        lllm_core::report::full_message(&err).contains("did you mean `max_tokens`"),
+        lllm_core::full_message(&err).contains("did you mean `max_tokens`"),
         "{err}"
     );
 }

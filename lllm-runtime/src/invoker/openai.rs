@@ -8,8 +8,8 @@ use async_openai::traits::RequestOptionsBuilder;
 use async_openai::Client;
 use async_trait::async_trait;
 use futures::StreamExt;
-use lllm_core::report::full_message;
-use lllm_core::secret::redact_url;
+use lllm_core::full_message;
+use lllm_core::internal::redact_url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use secrecy::SecretString;
 

@@ -10,8 +10,8 @@ use async_openai::types::chat::{
     ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
     ChatCompletionRequestUserMessageContent, FunctionCall,
 };
-use lllm_core::merge::{find_header, merge_body, merge_headers};
-use lllm_core::secret::{printable_header_value, redact_url};
+use lllm_core::internal::{find_header, merge_body, merge_headers};
+use lllm_core::internal::{printable_header_value, redact_url};
 use lllm_core::{strip_provider_prefix, Message, Role, Secret, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

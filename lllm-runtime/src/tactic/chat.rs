@@ -1,8 +1,8 @@
 //! The `chat` tactic: the first agent answers the input in its `main` dialog.
 
 use async_trait::async_trait;
-use lllm_core::config::DEFAULT_DIALOG;
 use lllm_core::PromptVars;
+use lllm_core::DEFAULT_DIALOG;
 
 use super::{Tactic, TacticError, Team};
 

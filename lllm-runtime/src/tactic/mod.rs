@@ -8,8 +8,8 @@ mod steps;
 mod team;
 
 use async_trait::async_trait;
-use lllm_core::config::{Step, Turn};
 use lllm_core::{PromptError, PromptVars, TacticSpec};
+use lllm_core::{Step, Turn};
 
 pub use chat::ChatTactic;
 pub use registry::TacticRegistry;
@@ -118,16 +118,16 @@ impl TacticError {
 /// call is spent.
 pub fn preflight(spec: &TacticSpec, vars: &PromptVars) -> Result<(), TacticError> {
     let mut known = vars.clone();
-    let turns: Vec<&Turn> = spec.steps.iter().flat_map(Step::turns).collect();
+    let turns: Vec<&Turn> = spec.steps().iter().flat_map(Step::turns).collect();
     for name in turns.iter().filter_map(|t| t.save.as_ref()) {
         known.entry(name.clone()).or_insert_with(|| "".into());
     }
-    for agent in &spec.agents {
+    for agent in spec.agents() {
         agent
-            .system_prompt
+            .system_prompt()
             .render(&known)
             .map_err(|problem| TacticError::Template {
-                at: format!("agent `{}`: system prompt", agent.name),
+                at: format!("agent `{}`: system prompt", agent.name()),
                 problem,
             })?;
     }
@@ -136,7 +136,7 @@ pub fn preflight(spec: &TacticSpec, vars: &PromptVars) -> Result<(), TacticError
             render(template, &steps::receive_at(turn), &known)?;
         }
     }
-    if let Some(template) = &spec.output {
+    if let Some(template) = spec.output() {
         render(template, "output", &known)?;
     }
     Ok(())

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use lllm_core::config::{CHAT_TACTIC, STEPS_TACTIC};
 use lllm_core::TacticSpec;
+use lllm_core::{CHAT_TACTIC, STEPS_TACTIC};
 
 use super::{BoxError, ChatTactic, StepsTactic, Tactic, TacticError};
 
@@ -40,10 +40,10 @@ impl TacticRegistry {
         };
         registry.register(CHAT_TACTIC, |_| Ok(Box::new(ChatTactic) as Box<dyn Tactic>));
         registry.register(STEPS_TACTIC, |spec| {
-            Ok(
-                Box::new(StepsTactic::new(spec.steps.clone(), spec.output.clone()))
-                    as Box<dyn Tactic>,
-            )
+            Ok(Box::new(StepsTactic::new(
+                spec.steps().to_vec(),
+                spec.output().map(str::to_owned),
+            )) as Box<dyn Tactic>)
         });
         for (_, builtin) in registry.factories.values_mut() {
             *builtin = true;
@@ -82,13 +82,13 @@ impl TacticRegistry {
         self.factories.contains_key(name)
     }
 
-    /// The tactic for `spec.tactic_type`.
+    /// The tactic for `spec.tactic_type()`.
     pub fn create(&self, spec: &TacticSpec) -> Result<Box<dyn Tactic>, TacticError> {
         let (factory, _) =
             self.factories
-                .get(&spec.tactic_type)
+                .get(spec.tactic_type())
                 .ok_or_else(|| TacticError::UnknownType {
-                    name: spec.tactic_type.clone(),
+                    name: spec.tactic_type().to_owned(),
                     known: self.names(),
                 })?;
         factory(spec).map_err(TacticError::invalid)

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::future::{try_join_all, BoxFuture, FutureExt};
-use lllm_core::config::{Branch, Step, Turn};
 use lllm_core::PromptVars;
+use lllm_core::{Branch, Step, Turn};
 
 use super::{render, Progress, ProgressEvent, Tactic, TacticError, Team};
 
@@ -39,12 +39,9 @@ impl Drop for StepWatch<'_> {
     }
 }
 
-/// `t.yaml:12:5: steps[1].receive`, or the path alone when the file position is unknown.
+/// `t.yaml:12:5: steps[1].receive`: where the step's message is written.
 pub(crate) fn receive_at(turn: &Turn) -> String {
-    match &turn.location {
-        Some(location) => format!("{location}: {}.receive", turn.at),
-        None => format!("{}.receive", turn.at),
-    }
+    format!("{}: {}.receive", turn.origin, turn.at)
 }
 
 /// Runs steps in order; a `parallel` step runs its branches at once (as futures on the caller's task,

@@ -49,7 +49,7 @@ impl std::fmt::Debug for Team {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Team")
             .field("agents", &self.agents)
-            .field("tactic_type", &self.spec.tactic_type)
+            .field("tactic_type", &self.spec.tactic_type())
             .finish_non_exhaustive()
     }
 }
@@ -67,7 +67,7 @@ impl Team {
         trace: Option<Arc<TraceRecorder>>,
     ) -> Result<Team, AgentError> {
         let agents = spec
-            .agents
+            .agents()
             .iter()
             .map(|agent| {
                 let builder = AgentBuilder::from_spec(agent)?.invoker(invoker.clone());

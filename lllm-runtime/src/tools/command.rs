@@ -9,7 +9,9 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use super::{CommandToolError, Tool, ToolError, ToolOutput};
+use lllm_core::ToolConfigError;
+
+use super::{Tool, ToolError, ToolOutput};
 
 /// Most bytes of a failed program's standard error shown to the model.
 const STDERR_TAIL_BYTES: usize = 1_000;
@@ -34,14 +36,8 @@ pub struct CommandTool {
 
 impl CommandTool {
     /// A tool from its configuration, validated (see [`CommandToolConfig::validate`]).
-    pub fn new(config: CommandToolConfig) -> Result<Self, CommandToolError> {
-        config
-            .validate()
-            .map_err(|(field, problem)| CommandToolError {
-                tool: config.name.clone(),
-                field,
-                problem,
-            })?;
+    pub fn new(config: CommandToolConfig) -> Result<Self, ToolConfigError> {
+        config.validate()?;
         Ok(CommandTool {
             spec: config.spec(),
             config,

@@ -27,15 +27,3 @@ pub enum ToolsError {
         problem: String,
     },
 }
-
-/// A command tool's configuration is invalid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tool `{tool}`: {field}: {problem}")]
-pub struct CommandToolError {
-    /// The tool.
-    pub tool: String,
-    /// The configuration field at fault (`command`, `timeout_s`, ...).
-    pub field: String,
-    /// What is wrong with it.
-    pub problem: String,
-}

@@ -10,7 +10,7 @@ use lllm_core::ToolSpec;
 use serde_json::Value;
 
 pub use command::CommandTool;
-pub use error::{CommandToolError, ToolsError};
+pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
 pub(crate) use toolbox::Toolbox;

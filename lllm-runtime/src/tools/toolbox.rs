@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use lllm_core::schema::Schema;
-use lllm_core::tool::{object_schema_problem, tool_name_problem};
+use lllm_core::internal::{object_schema_problem, tool_name_problem};
+use lllm_core::Schema;
 use lllm_core::ToolSpec;
 
 use super::{Tool, ToolsError};
@@ -37,12 +37,11 @@ impl Toolbox {
                     problem,
                 });
             }
-            let schema = Schema::compile(&spec.parameters).map_err(|problem| {
-                ToolsError::InvalidParameters {
+            let schema =
+                Schema::compile(&spec.parameters).map_err(|e| ToolsError::InvalidParameters {
                     tool: spec.name.clone(),
-                    problem,
-                }
-            })?;
+                    problem: e.to_string(),
+                })?;
             checked.push((tool, schema));
         }
         Ok(Toolbox { tools: checked })
