@@ -85,3 +85,13 @@ pub use tactic::{
 };
 pub use tools::{tool_fn, CommandTool, Tool, ToolError, ToolOutput, ToolsError};
 pub use trace::{TokenizerError, TraceRecorder};
+
+/// The Rust examples of the README and the guides, compiled and run by `cargo test` so that they
+/// cannot drift from the API.
+#[cfg(doctest)]
+mod documentation {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../docs/tools.md")]
+    struct Tools;
+}
