@@ -33,6 +33,20 @@ fn word_count(calls: Arc<AtomicUsize>, delay: Duration) -> Arc<dyn Tool> {
     )
 }
 
+/// Counts its calls, adds a permit to `started` as each starts, then takes 5 s (far past any deadline
+/// of the tests).
+fn stall(calls: Arc<AtomicUsize>, started: Arc<tokio::sync::Semaphore>) -> Arc<dyn Tool> {
+    tool_fn("word_count", "Count the words of a text", move |_: Text| {
+        let (calls, started) = (calls.clone(), started.clone());
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            started.add_permits(1);
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok::<_, ToolError>("never".to_owned())
+        }
+    })
+}
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Nap {
     ms: u64,
@@ -149,19 +163,26 @@ async fn one_tool_round_then_an_answer() {
 }
 
 /// A tool that answers only once a second call of it has started too; alone, it gives up after 30 s
-/// with an error result. Then it sleeps `ms`, so the calls finish in a chosen order.
+/// with an error result. The call labelled `slow` then waits until the other has finished, so the
+/// calls finish in the opposite order to the one they were made in.
 fn meet() -> Arc<dyn Tool> {
     let both_started = Arc::new(tokio::sync::Barrier::new(2));
+    let fast_done = Arc::new(tokio::sync::Notify::new());
     tool_fn(
         "meet",
         "Wait for the other call, then say the label",
         move |args: Nap| {
             let both_started = both_started.clone();
+            let fast_done = fast_done.clone();
             async move {
                 tokio::time::timeout(Duration::from_secs(30), both_started.wait())
                     .await
                     .map_err(|_| ToolError::new("ran alone: the other call had not started"))?;
-                tokio::time::sleep(Duration::from_millis(args.ms)).await;
+                if args.label == "slow" {
+                    fast_done.notified().await;
+                } else {
+                    fast_done.notify_one();
+                }
                 Ok::<_, ToolError>(args.label)
             }
         },
@@ -680,13 +701,14 @@ async fn the_deadline_covers_tool_rounds_and_cancellation_mid_tool_changes_nothi
         r#"{"text": "slow"}"#,
     )]));
     let calls = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(tokio::sync::Semaphore::new(0));
     let agent = builder(&server)
         .model_args(
             ModelArgs::new()
                 .api_base(server.base_url())
                 .deadline(Duration::from_millis(300)),
         )
-        .tool(word_count(calls.clone(), Duration::from_secs(5)))
+        .tool(stall(calls.clone(), started.clone()))
         .build()
         .expect("agent");
     agent.open("main").expect("open");
@@ -698,18 +720,22 @@ async fn the_deadline_covers_tool_rounds_and_cancellation_mid_tool_changes_nothi
         "{err}"
     );
     assert_eq!(agent.dialog("main").expect("main"), before);
+    started.acquire().await.expect("open").forget(); // the first respond's tool call
 
     server.push(StubReply::tool_calls(&[(
         "2",
         "word_count",
         r#"{"text": "slower"}"#,
     )]));
-    let cancelled = tokio::time::timeout(Duration::from_millis(150), agent.respond("main")).await;
-    assert!(cancelled.is_err());
+    // Dropped as soon as the tool has started: the respond is cancelled inside its tool.
+    tokio::select! {
+        answer = agent.respond("main") => panic!("the tool takes 5 s, yet: {answer:?}"),
+        permit = started.acquire() => permit.expect("open").forget(),
+    }
     assert_eq!(
         calls.load(Ordering::SeqCst),
         2,
-        "the second call was cancelled inside its tool"
+        "both responds reached the tool"
     );
     assert_eq!(agent.dialog("main").expect("main"), before);
     agent.receive("free again").expect("not left busy");

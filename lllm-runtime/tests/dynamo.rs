@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use lllm_runtime::parse_tactic;
-use lllm_runtime::testing::{dynamo_workers, SharedBuffer};
+use lllm_runtime::testing::{dynamo_workers_for, SharedBuffer};
 use lllm_runtime::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, OpenAiInvoker, PromptVars,
     ServerDefaults, TacticRegistry, Team,
@@ -185,9 +185,8 @@ async fn a_multi_agent_tactic_is_accepted_and_every_dialog_stays_on_one_worker()
     let seen = invoker.seen.lock().expect("lock").clone();
     assert_eq!(seen.len(), 11, "8 turns and 3 finishes");
 
-    // Give the frontend a moment to write its last lines.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let served_by = dynamo_workers(&log);
+    let ids: Vec<&str> = seen.iter().map(|c| c.response_id.as_str()).collect();
+    let served_by = dynamo_workers_for(&log, &ids, LOG_WAIT).await;
     let mut per_session: HashMap<&str, HashSet<&str>> = HashMap::new();
     let mut calls = Vec::new();
     for call in &seen {
@@ -273,8 +272,16 @@ async fn streaming_structured_answers_and_null_content_work_against_dynamo() {
 }
 
 /// Sessions that stayed on one worker, and cached ÷ prompt tokens, of a replay.
-fn replay_figures(report: &lllm_runtime::ReplayReport, log: &str) -> (usize, usize, f64) {
-    let served_by = dynamo_workers(log);
+/// How long the frontend may take to log the requests it answered.
+const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn replay_figures(report: &lllm_runtime::ReplayReport, log: &str) -> (usize, usize, f64) {
+    let ids: Vec<&str> = report
+        .requests
+        .iter()
+        .filter_map(|r| r.response_id.as_deref())
+        .collect();
+    let served_by = dynamo_workers_for(log, &ids, LOG_WAIT).await;
     let mut per_session: HashMap<&str, HashSet<&str>> = HashMap::new();
     for r in &report.requests {
         let id = r
@@ -331,8 +338,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     let hinted = lllm_runtime::replay(&trace, &options)
         .await
         .expect("replays");
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let (pinned, sessions, cached) = replay_figures(&hinted, &log);
+    let (pinned, sessions, cached) = replay_figures(&hinted, &log).await;
     eprintln!("replay with the dynamo profile:\n{}", hinted.summary());
     assert!(hinted.requests.iter().all(|r| r.error.is_none()));
     assert_eq!(
@@ -349,8 +355,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     let plain = lllm_runtime::replay(&trace, &options)
         .await
         .expect("replays");
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let (plain_pinned, plain_sessions, plain_cached) = replay_figures(&plain, &log);
+    let (plain_pinned, plain_sessions, plain_cached) = replay_figures(&plain, &log).await;
     eprintln!(
         "replay figures: dynamo profile {pinned}/{sessions} sessions on one worker, {:.1} % cached; \
          openai profile without sessions {plain_pinned}/{plain_sessions}, {:.1} % cached",

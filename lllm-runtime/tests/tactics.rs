@@ -327,10 +327,15 @@ async fn a_failing_branch_stops_its_siblings_and_leaves_their_dialogs_clean() {
 ",
     );
     server.push(StubReply::text("lead answer"));
-    // The slow branch is sent first and waits; the critic's request gets a 400 (not retried).
-    // Had the run waited for the slow branch, its events would end "slow finished".
-    server.push(StubReply::text("too late").delay(Duration::from_secs(30)));
-    server.push(StubReply::error(400, "bad request"));
+    // The slow branch waits; the critic's request gets a 400 (not retried). The branches' requests
+    // arrive in either order, so each reply names its request. Had the run waited for the slow
+    // branch, its events would end "slow finished".
+    server.push(
+        StubReply::text("too late")
+            .delay(Duration::from_secs(30))
+            .for_message("take your time"),
+    );
+    server.push(StubReply::error(400, "bad request").for_message("fail fast"));
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
     let team = team(&spec).on_progress(move |p| {

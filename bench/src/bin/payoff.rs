@@ -243,10 +243,10 @@ async fn main() {
     if let Some(trace) = &trace {
         trace.flush().expect("trace written");
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
-    let served_by = lllm_runtime::testing::dynamo_workers(&log);
     let calls = recorder.calls.lock().expect("lock").clone();
+    let ids: Vec<&str> = calls.iter().map(|c| c.response_id.as_str()).collect();
+    let served_by =
+        lllm_runtime::testing::dynamo_workers_for(&log, &ids, Duration::from_secs(10)).await;
     let errors = *recorder.errors.lock().expect("lock");
     println!("{}", figures(&leg, &calls, &served_by, errors, elapsed));
 }

@@ -310,17 +310,45 @@ fn builder_reports_what_is_missing_or_invalid() {
     );
 }
 
-/// Answers after a delay, so tests can act while a respond is in flight.
+/// Holds every call until the test lets it through, and tells the test when a call has arrived, so
+/// tests act while a respond is in flight without relying on timing.
 #[derive(Debug)]
-struct SlowInvoker(Duration);
+struct Gate {
+    arrived: tokio::sync::Semaphore,
+    pass: tokio::sync::Semaphore,
+}
+
+impl Gate {
+    fn new() -> Arc<Gate> {
+        Arc::new(Gate {
+            arrived: tokio::sync::Semaphore::new(0),
+            pass: tokio::sync::Semaphore::new(0),
+        })
+    }
+
+    /// Waits until one more call is waiting in the invoker.
+    async fn arrival(&self) {
+        self.arrived.acquire().await.expect("gate open").forget();
+    }
+
+    /// Lets the longest-waiting call answer.
+    fn let_one_through(&self) {
+        self.pass.add_permits(1);
+    }
+}
+
+#[derive(Debug)]
+struct GatedInvoker(Arc<Gate>);
 
 #[async_trait::async_trait]
-impl crate::Invoker for SlowInvoker {
+impl crate::Invoker for GatedInvoker {
     async fn invoke(
         &self,
         request: &crate::ChatRequest,
     ) -> Result<crate::ChatResponse, InvokeError> {
-        tokio::time::sleep(self.0).await;
+        self.0.arrived.add_permits(1);
+        // tokio's semaphore is fair: calls go through in the order they arrived.
+        self.0.pass.acquire().await.expect("gate open").forget();
         let last = request.messages.last().map(Message::text).unwrap_or("");
         Ok(crate::ChatResponse {
             message: Message::assistant(format!("re: {last}")),
@@ -329,14 +357,16 @@ impl crate::Invoker for SlowInvoker {
     }
 }
 
-fn slow_agent(delay_ms: u64) -> Agent {
-    Agent::builder()
-        .name("slow")
+fn gated_agent() -> (Agent, Arc<Gate>) {
+    let gate = Gate::new();
+    let agent = Agent::builder()
+        .name("gated")
         .system_prompt("s")
         .model("m")
-        .invoker(Arc::new(SlowInvoker(Duration::from_millis(delay_ms))))
+        .invoker(Arc::new(GatedInvoker(gate.clone())))
         .build()
-        .expect("valid")
+        .expect("valid");
+    (agent, gate)
 }
 
 /// Answers only once 2 calls are waiting in it at the same time; alone, it fails after 30 s.
@@ -381,14 +411,15 @@ async fn one_agent_answers_several_dialogs_at_once() {
 
 #[tokio::test]
 async fn a_dialog_waiting_for_its_answer_refuses_a_second_respond_and_new_messages() {
-    let agent = slow_agent(100);
+    let (agent, gate) = gated_agent();
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
     let first = agent.respond("main");
     let second = async {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        gate.arrival().await;
         let busy = agent.respond("main").await;
         let receive = agent.receive("too early");
+        gate.let_one_through();
         (busy, receive)
     };
     let (first, (busy, receive)) = tokio::join!(first, second);
@@ -408,20 +439,30 @@ async fn a_dialog_waiting_for_its_answer_refuses_a_second_respond_and_new_messag
 
 #[tokio::test]
 async fn closing_a_dialog_mid_call_drops_its_answer_and_spares_a_reopened_alias() {
-    let agent = slow_agent(80);
+    let (agent, gate) = gated_agent();
+    let old_done = tokio::sync::Notify::new();
     agent.open("main").expect("open");
     agent.receive("old").expect("receive");
-    let old = agent.respond("main");
+    let old = async {
+        let answer = agent.respond("main").await;
+        old_done.notify_one();
+        answer
+    };
     let reuse = async {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        gate.arrival().await;
         agent.close("main").expect("close");
         agent.open("main").expect("reopen");
         agent.receive("new").expect("receive");
         let new = agent.respond("main");
         let meddle = async {
-            // The old respond ends at ~80 ms; the new one is still waiting until ~100 ms.
-            tokio::time::sleep(Duration::from_millis(70)).await;
-            agent.receive("sneaky")
+            // The old call answers and ends while the new one still waits in the invoker: the old
+            // respond's end must not free the new dialog.
+            gate.arrival().await;
+            gate.let_one_through();
+            old_done.notified().await;
+            let meddled = agent.receive("sneaky");
+            gate.let_one_through();
+            meddled
         };
         tokio::join!(new, meddle)
     };

@@ -44,6 +44,30 @@ pub fn dynamo_workers(log: &str) -> HashMap<String, String> {
         .collect()
 }
 
+/// [`dynamo_workers`] once the log names the worker of every response in `response_ids` (with or
+/// without `chatcmpl-`): the frontend writes a request's line just after it answers. Gives what the
+/// log holds after `limit` if some never appear.
+pub async fn dynamo_workers_for(
+    log: &str,
+    response_ids: &[&str],
+    limit: std::time::Duration,
+) -> HashMap<String, String> {
+    let wanted: Vec<&str> = response_ids
+        .iter()
+        .map(|id| id.trim_start_matches("chatcmpl-"))
+        .filter(|id| !id.is_empty())
+        .collect();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let served_by = dynamo_workers(log);
+        let complete = wanted.iter().all(|id| served_by.contains_key(*id));
+        if complete || tokio::time::Instant::now() >= deadline {
+            return served_by;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let start = line.find(key)? + key.len();
     line[start..].split_whitespace().next()

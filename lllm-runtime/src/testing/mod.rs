@@ -5,6 +5,6 @@ mod capture;
 mod scripted;
 mod stub_server;
 
-pub use capture::{dynamo_workers, SharedBuffer};
+pub use capture::{dynamo_workers, dynamo_workers_for, SharedBuffer};
 pub use scripted::{RecordedCall, ScriptedInvoker};
 pub use stub_server::{RecordedRequest, StubReply, StubServer, TOGETHER_LIMIT};

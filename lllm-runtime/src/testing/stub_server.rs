@@ -57,6 +57,8 @@ pub struct StubReply {
     body: StubBody,
     delay: Duration,
     together: Option<(usize, Duration)>,
+    /// Only for a request whose last user message contains this text.
+    only_for: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -123,6 +125,7 @@ impl StubReply {
             body: StubBody::Pieces { pieces, cut },
             delay: Duration::ZERO,
             together: None,
+            only_for: None,
         }
     }
 
@@ -152,6 +155,7 @@ impl StubReply {
             body: StubBody::Full(body.to_string()),
             delay: Duration::ZERO,
             together: None,
+            only_for: None,
         }
     }
 
@@ -163,6 +167,7 @@ impl StubReply {
             body: StubBody::Full(body.to_owned()),
             delay: Duration::ZERO,
             together: None,
+            only_for: None,
         }
     }
 
@@ -184,6 +189,14 @@ impl StubReply {
     /// [`TOGETHER_LIMIT`], saying how many were.
     pub fn together(self, count: usize) -> Self {
         self.together_within(count, TOGETHER_LIMIT)
+    }
+
+    /// Answers only a request whose last user message contains `text`; other requests skip it and take
+    /// the next reply in the queue. Concurrent requests arrive in no fixed order: this matches each
+    /// reply to its request by content instead.
+    pub fn for_message(mut self, text: &str) -> Self {
+        self.only_for = Some(text.to_owned());
+        self
     }
 
     /// [`together`](Self::together), giving up after `limit` instead of [`TOGETHER_LIMIT`].
@@ -328,7 +341,8 @@ async fn handle(
 ) -> Response {
     let _in_flight = InFlight::enter(&shared);
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let fallback = default_reply(&body);
+    let last_user = last_user_message(&body);
+    let fallback = StubReply::text(&format!("stub answer to: {last_user}"));
     lock(&shared.recorded).push(RecordedRequest {
         method: method.to_string(),
         path: uri.path().to_owned(),
@@ -344,7 +358,16 @@ async fn handle(
         body,
         received_at: Instant::now(),
     });
-    let mut reply = lock(&shared.script).pop_front().unwrap_or(fallback);
+    let mut reply = {
+        let mut script = lock(&shared.script);
+        let fits = |r: &StubReply| {
+            r.only_for
+                .as_ref()
+                .is_none_or(|t| last_user.contains(t.as_str()))
+        };
+        script.iter().position(fits).and_then(|i| script.remove(i))
+    }
+    .unwrap_or(fallback);
     if let Some((count, limit)) = reply.together {
         reply = wait_together(&shared, count, limit).await.unwrap_or(reply);
     }
@@ -402,9 +425,9 @@ fn into_response(reply: StubReply) -> Response {
     response
 }
 
-fn default_reply(body: &Value) -> StubReply {
-    let last_user = body
-        .get("messages")
+/// The text of the last user message of a chat request ("" when there is none).
+fn last_user_message(body: &Value) -> String {
+    body.get("messages")
         .and_then(Value::as_array)
         .and_then(|m| {
             m.iter()
@@ -413,8 +436,8 @@ fn default_reply(body: &Value) -> StubReply {
         })
         .and_then(|m| m.get("content"))
         .and_then(Value::as_str)
-        .unwrap_or("");
-    StubReply::text(&format!("stub answer to: {last_user}"))
+        .unwrap_or("")
+        .to_owned()
 }
 
 #[cfg(test)]
@@ -422,9 +445,13 @@ mod tests {
     use super::*;
 
     async fn post(client: &reqwest::Client, server: &StubServer) -> (u16, String) {
+        ask(client, server, "").await
+    }
+
+    async fn ask(client: &reqwest::Client, server: &StubServer, text: &str) -> (u16, String) {
         let response = client
             .post(format!("{}/chat/completions", server.base_url()))
-            .json(&json!({"messages": []}))
+            .json(&json!({"messages": [{"role": "user", "content": text}]}))
             .send()
             .await
             .expect("the stub answers");
@@ -450,5 +477,19 @@ mod tests {
         assert_eq!(status, 400, "{body}");
         assert!(body.contains("the most were 1"), "{body}");
         assert_eq!(server.most_in_flight(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_reply_for_a_message_waits_for_its_request() {
+        let server = StubServer::start().await.expect("server");
+        let client = reqwest::Client::new();
+        server.push(StubReply::text("for b").for_message("b"));
+        server.push(StubReply::text("for anyone"));
+        let (_, first) = ask(&client, &server, "a").await;
+        assert!(first.contains("for anyone"), "{first}");
+        let (_, second) = ask(&client, &server, "b").await;
+        assert!(second.contains("for b"), "{second}");
+        let (_, third) = ask(&client, &server, "c").await;
+        assert!(third.contains("stub answer to: c"), "{third}");
     }
 }

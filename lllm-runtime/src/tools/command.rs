@@ -282,17 +282,28 @@ mod tests {
 
     #[tokio::test]
     async fn background_children_do_not_outlive_the_call_or_hold_it() {
-        let marker = std::env::temp_dir().join(format!("lllm-orphan-{}", std::process::id()));
-        // The child outlives the tool's 2 s timeout: a call that waited for it would time out.
-        let script = format!("(sleep 3; touch {}) & echo started", marker.display());
-        let spawner = tool(&["sh", "-c", &script], 2.0, 1000);
-        assert_eq!(
-            spawner.call(json!({})).await,
-            Ok(ToolOutput::Text("started".into())),
-            "the call waited for its background child"
-        );
-        tokio::time::sleep(Duration::from_millis(3500)).await;
-        assert!(!marker.exists(), "the background child was killed");
+        // The child would outlive the tool's 2 s timeout: a call that waited for it would time out.
+        let spawner = tool(&["sh", "-c", "sleep 60 & echo $!"], 2.0, 1000);
+        let Ok(ToolOutput::Text(pid)) = spawner.call(json!({})).await else {
+            panic!("the call waited for its background child");
+        };
+        let stat = format!("/proc/{}/stat", pid.trim());
+        // Killed with its group when the call ended; it may still need a moment to be reaped, so
+        // look until it is gone or a zombie (bounded, and done as soon as it is).
+        let alive = || {
+            std::fs::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
+            })
+        };
+        for _ in 0..500 {
+            if !alive() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!alive(), "the background child {pid} outlived the call");
     }
 
     #[tokio::test]
