@@ -101,9 +101,7 @@ fn run_with(
         return runtime.block_on(run_tactic(spec, registry, &vars, args, trace));
     }
     let agent_spec = &spec.agents()[0];
-    let mut builder = AgentBuilder::from_spec(agent_spec)
-        .map_err(usage)?
-        .invoker(invoker(args.dry_run));
+    let mut builder = AgentBuilder::from_spec(agent_spec).invoker(invoker(args.dry_run));
     if let Some(trace) = trace {
         builder = builder.trace(trace);
     }

@@ -1,22 +1,39 @@
 //! JSON Schema validation of tool arguments and structured answers.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 /// At most this many violations are listed in one message.
 const MAX_LISTED: usize = 3;
 
-/// A compiled JSON Schema.
-#[derive(Debug)]
+/// A compiled JSON Schema, with the schema it was compiled from. Cloning shares the compiled form.
+#[derive(Debug, Clone)]
 pub struct Schema {
-    validator: jsonschema::Validator,
+    source: Arc<Value>,
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl PartialEq for Schema {
+    fn eq(&self, other: &Schema) -> bool {
+        self.source == other.source
+    }
 }
 
 impl Schema {
     /// Compiles `schema`; an invalid schema is an error saying why.
     pub fn compile(schema: &Value) -> Result<Schema, SchemaError> {
         jsonschema::validator_for(schema)
-            .map(|validator| Schema { validator })
+            .map(|validator| Schema {
+                source: Arc::new(schema.clone()),
+                validator: Arc::new(validator),
+            })
             .map_err(|e| SchemaError(e.to_string()))
+    }
+
+    /// The schema as written.
+    pub fn value(&self) -> &Value {
+        &self.source
     }
 
     /// Checks `value`; the error lists the first violations with where they are (`/path`).

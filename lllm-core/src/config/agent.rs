@@ -30,7 +30,7 @@ pub struct AgentSpec {
     model_args: ModelArgs,
     inference_hints: Option<InferenceHints>,
     tools: Vec<CommandToolConfig>,
-    output_schema: Option<Value>,
+    output_schema: Option<Schema>,
     max_answer_retries: u32,
     max_tool_rounds: u32,
     max_call_retries: u32,
@@ -61,8 +61,8 @@ impl AgentSpec {
     pub fn tools(&self) -> &[CommandToolConfig] {
         &self.tools
     }
-    /// The JSON Schema every answer must match (`output_schema:`), when set; it compiles.
-    pub fn output_schema(&self) -> Option<&Value> {
+    /// The JSON Schema every answer must match (`output_schema:`), when set, compiled.
+    pub fn output_schema(&self) -> Option<&Schema> {
         self.output_schema.as_ref()
     }
     /// Re-asks after an answer fails to parse or validate (`max_answer_retries`).
@@ -337,7 +337,7 @@ impl AgentContext<'_> {
         Ok(config)
     }
 
-    fn output_schema(&self, raw: Option<At<Value>>) -> Result<Option<Value>, ConfigError> {
+    fn output_schema(&self, raw: Option<At<Value>>) -> Result<Option<Schema>, ConfigError> {
         let Some(schema) = raw else { return Ok(None) };
         if output_schema_problem(&schema.value).is_some() {
             let kind = ConfigErrorKind::Invalid(
@@ -346,8 +346,8 @@ impl AgentContext<'_> {
             return Err(self.fail(Some(&schema.origin), "output_schema", kind));
         }
         Schema::compile(&schema.value)
-            .map_err(|e| self.fail(Some(&schema.origin), "output_schema", e))?;
-        Ok(Some(schema.value))
+            .map(Some)
+            .map_err(|e| self.fail(Some(&schema.origin), "output_schema", e))
     }
 }
 

@@ -183,7 +183,7 @@ fn command_tools_and_output_schema_load() {
         crate::tool::DEFAULT_MAX_OUTPUT_BYTES
     );
     assert_eq!(
-        agent.output_schema(),
+        agent.output_schema().map(crate::Schema::value),
         Some(&json!({"type": "object", "required": ["n"]}))
     );
     let err = parse_err("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    tools:\n      - name: w\n        descripton: d\n        command: [wc]\n");

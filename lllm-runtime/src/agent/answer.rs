@@ -9,7 +9,6 @@ use super::AgentErrorKind;
 #[derive(Debug)]
 pub(crate) struct OutputSchema {
     name: String,
-    schema: Value,
     compiled: Schema,
 }
 
@@ -20,6 +19,11 @@ impl OutputSchema {
     /// Compiles `schema`; `name` is what the server is told (cut to the characters servers accept).
     pub(crate) fn new(name: &str, schema: &Value) -> Result<OutputSchema, AgentErrorKind> {
         let compiled = Schema::compile(schema).map_err(AgentErrorKind::OutputSchema)?;
+        Ok(Self::compiled(name, compiled))
+    }
+
+    /// A schema compiled already (by the tactic loader).
+    pub(crate) fn compiled(name: &str, compiled: Schema) -> OutputSchema {
         let name: String = name
             .chars()
             .map(|c| {
@@ -31,19 +35,18 @@ impl OutputSchema {
             })
             .take(64)
             .collect();
-        Ok(OutputSchema {
+        OutputSchema {
             name: if name.is_empty() {
                 "answer".into()
             } else {
                 name
             },
-            schema: schema.clone(),
             compiled,
-        })
+        }
     }
 
     pub(crate) fn response_format(&self) -> Value {
-        json!({"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}})
+        json!({"type": "json_schema", "json_schema": {"name": self.name, "schema": self.compiled.value()}})
     }
 
     /// Parses `text` as JSON (allowing a ```json fence around it) and checks it against the schema,

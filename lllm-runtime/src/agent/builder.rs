@@ -25,9 +25,21 @@ pub struct AgentBuilder {
     max_call_retries: Option<u32>,
     tools: Vec<Arc<dyn Tool>>,
     output_schema: Option<Value>,
+    /// The output schema as the loader compiled it, while `output_schema` is the spec's.
+    compiled_output_schema: Option<lllm_core::Schema>,
     max_tool_rounds: Option<u32>,
     max_answer_retries: Option<u32>,
     trace: Option<Arc<TraceRecorder>>,
+    /// What the tactic loader already checked and has not been replaced since: checked once, not
+    /// again here.
+    checked: Checked,
+}
+
+/// Settings that came from an [`AgentSpec`] unchanged (the loader validated them).
+#[derive(Debug, Default, Clone, Copy)]
+struct Checked {
+    system_prompt: bool,
+    model_args: bool,
 }
 
 impl AgentBuilder {
@@ -40,6 +52,7 @@ impl AgentBuilder {
     /// The system prompt template (required); a `&str` is an inline template.
     pub fn system_prompt(mut self, prompt: impl Into<PromptArg>) -> Self {
         self.system_prompt = Some(prompt.into().0);
+        self.checked.system_prompt = false;
         self
     }
 
@@ -58,6 +71,7 @@ impl AgentBuilder {
     /// Model arguments.
     pub fn model_args(mut self, args: ModelArgs) -> Self {
         self.model_args = args;
+        self.checked.model_args = false;
         self
     }
 
@@ -90,6 +104,7 @@ impl AgentBuilder {
     /// [`max_answer_retries`](Self::max_answer_retries) times).
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
+        self.compiled_output_schema = None;
         self
     }
 
@@ -136,15 +151,22 @@ impl AgentBuilder {
             .filter(|m| !m.trim().is_empty())
             .ok_or(missing("a model"))?;
         let invoker = self.invoker.ok_or(missing("an invoker"))?;
-        self.model_args
-            .validate()
-            .map_err(AgentErrorKind::ModelArgs)?;
-        system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
+        if !self.checked.model_args {
+            self.model_args
+                .validate()
+                .map_err(AgentErrorKind::ModelArgs)?;
+        }
+        if !self.checked.system_prompt {
+            system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
+        }
         let toolbox = Toolbox::new(self.tools).map_err(AgentErrorKind::Tools)?;
-        let output_schema = self
-            .output_schema
-            .map(|schema| OutputSchema::new(&format!("{name}_answer"), &schema))
-            .transpose()?;
+        let schema_name = format!("{name}_answer");
+        let output_schema = match (self.compiled_output_schema, self.output_schema) {
+            (Some(compiled), _) => Some(OutputSchema::compiled(&schema_name, compiled)),
+            (None, schema) => schema
+                .map(|schema| OutputSchema::new(&schema_name, &schema))
+                .transpose()?,
+        };
         let mut retry = self.retry.unwrap_or_default();
         if let Some(n) = self.max_call_retries {
             retry.max_call_retries = n;
@@ -171,16 +193,12 @@ impl AgentBuilder {
 
     /// A builder holding what a tactic file says of an agent; add an invoker (and a trace, more
     /// tools) and build.
-    pub fn from_spec(spec: &AgentSpec) -> Result<AgentBuilder, AgentError> {
+    pub fn from_spec(spec: &AgentSpec) -> AgentBuilder {
+        // The loader checked each tool; an `AgentSpec` can only come from it.
         let tools = spec
             .tools()
             .iter()
-            .map(|config| {
-                CommandTool::new(config.clone())
-                    .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
-                    .map_err(|e| AgentError::new(spec.name(), None, AgentErrorKind::CommandTool(e)))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|config| Arc::new(CommandTool::checked(config.clone())) as Arc<dyn Tool>);
         let mut builder = Agent::builder()
             .name(spec.name())
             .system_prompt(spec.system_prompt().clone())
@@ -190,9 +208,14 @@ impl AgentBuilder {
             .max_tool_rounds(spec.max_tool_rounds())
             .max_answer_retries(spec.max_answer_retries())
             .tools(tools);
-        builder.output_schema = spec.output_schema().cloned();
+        builder.output_schema = spec.output_schema().map(|s| s.value().clone());
+        builder.compiled_output_schema = spec.output_schema().cloned();
         builder.inference_hints = spec.inference_hints().cloned();
-        Ok(builder)
+        builder.checked = Checked {
+            system_prompt: true,
+            model_args: true,
+        };
+        builder
     }
 }
 

@@ -70,7 +70,7 @@ impl Team {
             .agents()
             .iter()
             .map(|agent| {
-                let builder = AgentBuilder::from_spec(agent)?.invoker(invoker.clone());
+                let builder = AgentBuilder::from_spec(agent).invoker(invoker.clone());
                 match &trace {
                     Some(trace) => builder.trace(trace.clone()),
                     None => builder,

@@ -38,10 +38,15 @@ impl CommandTool {
     /// A tool from its configuration, validated (see [`CommandToolConfig::validate`]).
     pub fn new(config: CommandToolConfig) -> Result<Self, ToolConfigError> {
         config.validate()?;
-        Ok(CommandTool {
+        Ok(Self::checked(config))
+    }
+
+    /// A tool from a configuration the tactic loader has already validated.
+    pub(crate) fn checked(config: CommandToolConfig) -> Self {
+        CommandTool {
             spec: config.spec(),
             config,
-        })
+        }
     }
 
     fn argv(&self, arguments: &Value) -> Result<Vec<String>, ToolError> {
