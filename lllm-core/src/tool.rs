@@ -96,7 +96,7 @@ pub struct CommandToolConfig {
     pub working_dir: Option<std::path::PathBuf>,
 }
 
-fn empty_object_schema() -> Value {
+pub(crate) fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
 

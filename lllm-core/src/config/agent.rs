@@ -313,7 +313,7 @@ impl AgentContext<'_> {
             parameters: raw
                 .parameters
                 .map(|p| p.value)
-                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+                .unwrap_or_else(crate::tool::empty_object_schema),
             command: raw.command.value,
             timeout_s: raw
                 .timeout_s

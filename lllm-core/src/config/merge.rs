@@ -29,8 +29,8 @@ impl RawTactic {
 
 impl RawAgent {
     /// This agent's settings over `global`'s; nothing is shared with `global` afterwards.
-    pub(crate) fn over(&self, global: &RawAgent) -> RawAgent {
-        let mine = self.clone();
+    pub(crate) fn over(self, global: &RawAgent) -> RawAgent {
+        let mine = self;
         // The agent's prompt, in either form, replaces global's prompt in either form.
         let (system_prompt, system_prompt_path) =
             if mine.system_prompt.is_some() || mine.system_prompt_path.is_some() {

@@ -180,8 +180,8 @@ impl InferenceHints {
 
 /// Builds [`InferenceHints`]. Setters never fail; [`build`](Self::build) validates.
 ///
-/// It is also the `inference_hints:` block of a tactic file (every field optional, unknown keys
-/// rejected), so a `global` block and an agent's block merge field by field with [`over`](Self::over).
+/// It (de)serialises with the field names of a tactic file's `inference_hints:` block (unknown keys
+/// rejected); the tactic loader itself reads that block with positions and builds through this type.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InferenceHintsBuilder {
@@ -206,31 +206,6 @@ pub struct InferenceHintsBuilder {
 }
 
 impl InferenceHintsBuilder {
-    /// These settings with `base` filling every field left unset here.
-    pub fn over(self, base: &InferenceHintsBuilder) -> InferenceHintsBuilder {
-        InferenceHintsBuilder {
-            profile: self.profile.or(base.profile),
-            session: self.session.or(base.session),
-            session_prefix: self.session_prefix.or_else(|| base.session_prefix.clone()),
-            fork_session: self.fork_session.or(base.fork_session),
-            priority: self.priority.or(base.priority),
-            strict_priority: self.strict_priority.or(base.strict_priority),
-            osl: self.osl.or(base.osl),
-            speculative_prefill: self.speculative_prefill.or(base.speculative_prefill),
-            cache_salt: self.cache_salt.or_else(|| base.cache_salt.clone()),
-        }
-    }
-
-    /// The string fields (`session_prefix`, `cache_salt`) with their names, for `${ENV}` expansion.
-    pub fn string_fields_mut(&mut self) -> impl Iterator<Item = (&'static str, &mut String)> {
-        [
-            ("session_prefix", self.session_prefix.as_mut()),
-            ("cache_salt", self.cache_salt.as_mut()),
-        ]
-        .into_iter()
-        .filter_map(|(name, value)| value.map(|v| (name, v)))
-    }
-
     /// The server profile (default `openai`).
     pub fn profile(mut self, profile: Profile) -> Self {
         self.profile = Some(profile);

@@ -240,19 +240,6 @@ fn family_mode_sends_the_root_id_and_no_parent() {
 }
 
 #[test]
-fn builders_merge_field_by_field() {
-    let global = InferenceHints::builder()
-        .profile(Profile::Dynamo)
-        .priority(5)
-        .speculative_prefill(true);
-    let agent = InferenceHints::builder().priority(9);
-    let hints = agent.over(&global).build().expect("valid");
-    assert_eq!(hints.profile(), Profile::Dynamo);
-    assert_eq!(hints.priority(), Some(9));
-    assert_eq!(hints.speculative_prefill(), Some(true));
-}
-
-#[test]
 fn the_osl_sent_is_the_one_on_the_wire() {
     let args = ModelArgs::new().max_tokens(24);
     assert_eq!(

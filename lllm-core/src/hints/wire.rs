@@ -163,7 +163,7 @@ impl InferenceHints {
 
     /// The expected output length these hints send with `model_args`: the configured `osl`, else
     /// `max_tokens` / `max_completion_tokens`, and only for a profile that sends it.
-    pub fn osl_sent(&self, model_args: &ModelArgs) -> Option<u32> {
+    pub(crate) fn osl_sent(&self, model_args: &ModelArgs) -> Option<u32> {
         if !self.profile.sends(HintField::Osl) {
             return None;
         }
