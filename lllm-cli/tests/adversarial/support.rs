@@ -1,0 +1,302 @@
+//! A bounded runner for the `lllm` binary, and small fixtures shared by the adversarial cases.
+
+#![allow(dead_code)] // Each class module uses its own subset.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::resource::{getrusage, UsageWho};
+
+/// How long a case may run before it counts as a hang (generous: CI machines are slow and shared).
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
+/// Peak resident memory a case may reach. lllm itself needs a few tens of MiB.
+pub const DEFAULT_MEMORY_LIMIT_MIB: u64 = 256;
+
+/// A temporary folder, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A fresh folder under the system's temporary directory.
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "lllm-adv-{name}-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    /// Writes `bytes` to `name` (folders created) and returns its path.
+    pub fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.0.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("dir");
+        }
+        std::fs::write(&path, bytes).expect("write");
+        path
+    }
+
+    /// The path of `name` inside the folder.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// A path as the `&str` an argument list wants.
+pub fn arg(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// One `lllm` invocation, run with bounds.
+pub struct Lllm {
+    command: Command,
+    stdin: Vec<u8>,
+    time_limit: Duration,
+}
+
+/// What a bounded invocation did.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The exit code, or `None` when a signal ended it.
+    pub code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Everything written to standard output.
+    pub stdout: Vec<u8>,
+    /// Standard error, lossily decoded.
+    pub stderr: String,
+    /// Wall time from start to exit.
+    pub elapsed: Duration,
+    /// Whether it was killed for running past its time limit.
+    pub timed_out: bool,
+    /// Peak resident memory (MiB) of the largest child this test process has waited for so far:
+    /// an upper bound for this invocation.
+    pub peak_rss_mib: u64,
+}
+
+/// `lllm` with these arguments, a clean environment for credentials, and the default time limit.
+pub fn lllm(args: &[&str]) -> Lllm {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lllm"));
+    command
+        .args(args)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("LLLM_LOG")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Lllm {
+        command,
+        stdin: Vec::new(),
+        time_limit: DEFAULT_TIME_LIMIT,
+    }
+}
+
+impl Lllm {
+    /// Sets an environment variable.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.command.env(name, value);
+        self
+    }
+
+    /// Bytes written to its standard input (then closed).
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = bytes.into();
+        self
+    }
+
+    /// Its working directory.
+    pub fn cwd(mut self, dir: &Path) -> Self {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// Its time limit (the default is [`DEFAULT_TIME_LIMIT`]).
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = limit;
+        self
+    }
+
+    /// Direct access, for what the setters above do not cover (a closed stdout, say).
+    pub fn command(&mut self) -> &mut Command {
+        &mut self.command
+    }
+
+    /// Starts it without waiting, for cases that act on the running process (signals).
+    pub fn spawn(mut self) -> Running {
+        let mut child = self.command.spawn().expect("lllm starts");
+        let stdin = child.stdin.take();
+        let input = self.stdin;
+        std::thread::spawn(move || {
+            if let Some(mut pipe) = stdin {
+                // lllm may exit without reading its input; that is its right.
+                pipe.write_all(&input).ok();
+            }
+        });
+        let stdout = child.stdout.take().map(drain);
+        let stderr = child.stderr.take().map(drain);
+        Running {
+            child,
+            stdout,
+            stderr,
+            started: Instant::now(),
+            time_limit: self.time_limit,
+        }
+    }
+
+    /// Runs it to its end (killed at the time limit) on a blocking thread.
+    pub async fn run(self) -> Outcome {
+        tokio::task::spawn_blocking(move || self.spawn().wait())
+            .await
+            .expect("runner thread")
+    }
+
+    /// Runs it to its end from synchronous code.
+    pub fn run_blocking(self) -> Outcome {
+        self.spawn().wait()
+    }
+}
+
+/// A started `lllm`.
+pub struct Running {
+    child: std::process::Child,
+    stdout: Option<std::thread::JoinHandle<Vec<u8>>>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+    started: Instant,
+    time_limit: Duration,
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        pipe.read_to_end(&mut bytes).ok();
+        bytes
+    })
+}
+
+impl Running {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends it a signal.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid()).expect("pid"));
+        nix::sys::signal::kill(pid, signal).expect("signal sent");
+    }
+
+    /// Waits for its end, killing it at the time limit.
+    pub fn wait(mut self) -> Outcome {
+        let mut timed_out = false;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            if self.started.elapsed() > self.time_limit {
+                timed_out = true;
+                self.child.kill().ok();
+                break self.child.wait().expect("wait after kill");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let elapsed = self.started.elapsed();
+        let join = |handle: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            handle
+                .map(|h| h.join().expect("reader thread"))
+                .unwrap_or_default()
+        };
+        // Linux reports ru_maxrss in KiB.
+        let peak_kib = getrusage(UsageWho::RUSAGE_CHILDREN)
+            .map(|u| u.max_rss())
+            .unwrap_or(0);
+        use std::os::unix::process::ExitStatusExt;
+        Outcome {
+            code: status.code(),
+            signal: status.signal(),
+            stdout: join(self.stdout.take()),
+            stderr: String::from_utf8_lossy(&join(self.stderr.take())).into_owned(),
+            elapsed,
+            timed_out,
+            peak_rss_mib: u64::try_from(peak_kib).unwrap_or(0) / 1024,
+        }
+    }
+}
+
+impl Outcome {
+    /// Standard output, lossily decoded.
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// Asserts the bounds every case shares: it ended by itself within its time limit, with `code`,
+    /// no panic or abort, peak memory under [`DEFAULT_MEMORY_LIMIT_MIB`], and a stderr that contains
+    /// each of `messages` (when `code` is not 0, at least one line of explanation).
+    #[track_caller]
+    pub fn assert_clean(&self, code: i32, messages: &[&str]) -> &Self {
+        self.assert_clean_within(code, messages, DEFAULT_MEMORY_LIMIT_MIB)
+    }
+
+    /// [`assert_clean`](Self::assert_clean) with another memory bound.
+    #[track_caller]
+    pub fn assert_clean_within(&self, code: i32, messages: &[&str], memory_mib: u64) -> &Self {
+        let context = format!(
+            "code {:?}, signal {:?}, {:?}, {} MiB\nstderr: {}",
+            self.code,
+            self.signal,
+            self.elapsed,
+            self.peak_rss_mib,
+            excerpt(&self.stderr)
+        );
+        assert!(!self.timed_out, "it hung: {context}");
+        assert!(
+            !self.stderr.contains("panicked") && !self.stderr.contains("RUST_BACKTRACE"),
+            "it panicked: {context}"
+        );
+        assert_eq!(self.code, Some(code), "wrong exit: {context}");
+        assert!(
+            self.peak_rss_mib <= memory_mib,
+            "it used more than {memory_mib} MiB: {context}"
+        );
+        if code != 0 {
+            assert!(
+                self.stderr.lines().any(|l| !l.trim().is_empty()),
+                "it failed without a word: {context}"
+            );
+        }
+        for message in messages {
+            assert!(self.stderr.contains(message), "missing `{message}`: {context}");
+        }
+        self
+    }
+
+    /// Asserts that neither output contains `secret`.
+    #[track_caller]
+    pub fn assert_never_shows(&self, secret: &str) -> &Self {
+        assert!(
+            !self.stderr.contains(secret) && !self.stdout_text().contains(secret),
+            "a secret was printed: {}",
+            excerpt(&self.stderr)
+        );
+        self
+    }
+}
+
+/// The first few KiB of a long text, for failure messages.
+pub fn excerpt(text: &str) -> &str {
+    let mut end = text.len().min(4096);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
