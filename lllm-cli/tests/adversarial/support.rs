@@ -10,16 +10,16 @@ use std::time::{Duration, Instant};
 use nix::sys::resource::{getrusage, UsageWho};
 
 /// How long a case may run before it counts as a hang (generous: CI machines are slow and shared).
-pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
 /// Peak resident memory a case may reach. lllm itself needs a few tens of MiB.
-pub const DEFAULT_MEMORY_LIMIT_MIB: u64 = 256;
+pub(crate) const DEFAULT_MEMORY_LIMIT_MIB: u64 = 256;
 
 /// A temporary folder, removed when dropped.
-pub struct TempDir(pub PathBuf);
+pub(crate) struct TempDir(pub(crate) PathBuf);
 
 impl TempDir {
     /// A fresh folder under the system's temporary directory.
-    pub fn new(name: &str) -> TempDir {
+    pub(crate) fn new(name: &str) -> TempDir {
         let dir = std::env::temp_dir().join(format!(
             "lllm-adv-{name}-{}-{}",
             std::process::id(),
@@ -30,7 +30,7 @@ impl TempDir {
     }
 
     /// Writes `bytes` to `name` (folders created) and returns its path.
-    pub fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
         let path = self.0.join(name);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).expect("dir");
@@ -40,7 +40,7 @@ impl TempDir {
     }
 
     /// The path of `name` inside the folder.
-    pub fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }
@@ -52,12 +52,12 @@ impl Drop for TempDir {
 }
 
 /// A path as the `&str` an argument list wants.
-pub fn arg(path: &Path) -> &str {
+pub(crate) fn arg(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
 
 /// One `lllm` invocation, run with bounds.
-pub struct Lllm {
+pub(crate) struct Lllm {
     command: Command,
     stdin: Vec<u8>,
     time_limit: Duration,
@@ -65,26 +65,26 @@ pub struct Lllm {
 
 /// What a bounded invocation did.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The exit code, or `None` when a signal ended it.
-    pub code: Option<i32>,
+    pub(crate) code: Option<i32>,
     /// The signal that ended it, if one did.
-    pub signal: Option<i32>,
+    pub(crate) signal: Option<i32>,
     /// Everything written to standard output.
-    pub stdout: Vec<u8>,
+    pub(crate) stdout: Vec<u8>,
     /// Standard error, lossily decoded.
-    pub stderr: String,
+    pub(crate) stderr: String,
     /// Wall time from start to exit.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
     /// Whether it was killed for running past its time limit.
-    pub timed_out: bool,
+    pub(crate) timed_out: bool,
     /// Peak resident memory (MiB) of the largest child this test process has waited for so far:
     /// an upper bound for this invocation.
-    pub peak_rss_mib: u64,
+    pub(crate) peak_rss_mib: u64,
 }
 
 /// `lllm` with these arguments, a clean environment for credentials, and the default time limit.
-pub fn lllm(args: &[&str]) -> Lllm {
+pub(crate) fn lllm(args: &[&str]) -> Lllm {
     let mut command = Command::new(env!("CARGO_BIN_EXE_lllm"));
     command
         .args(args)
@@ -104,36 +104,36 @@ pub fn lllm(args: &[&str]) -> Lllm {
 
 impl Lllm {
     /// Sets an environment variable.
-    pub fn env(mut self, name: &str, value: &str) -> Self {
+    pub(crate) fn env(mut self, name: &str, value: &str) -> Self {
         self.command.env(name, value);
         self
     }
 
     /// Bytes written to its standard input (then closed).
-    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+    pub(crate) fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.stdin = bytes.into();
         self
     }
 
     /// Its working directory.
-    pub fn cwd(mut self, dir: &Path) -> Self {
+    pub(crate) fn cwd(mut self, dir: &Path) -> Self {
         self.command.current_dir(dir);
         self
     }
 
     /// Its time limit (the default is [`DEFAULT_TIME_LIMIT`]).
-    pub fn time_limit(mut self, limit: Duration) -> Self {
+    pub(crate) fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = limit;
         self
     }
 
     /// Direct access, for what the setters above do not cover (a closed stdout, say).
-    pub fn command(&mut self) -> &mut Command {
+    pub(crate) fn command(&mut self) -> &mut Command {
         &mut self.command
     }
 
     /// Starts it without waiting, for cases that act on the running process (signals).
-    pub fn spawn(mut self) -> Running {
+    pub(crate) fn spawn(mut self) -> Running {
         let mut child = self.command.spawn().expect("lllm starts");
         let stdin = child.stdin.take();
         let input = self.stdin;
@@ -155,20 +155,20 @@ impl Lllm {
     }
 
     /// Runs it to its end (killed at the time limit) on a blocking thread.
-    pub async fn run(self) -> Outcome {
+    pub(crate) async fn run(self) -> Outcome {
         tokio::task::spawn_blocking(move || self.spawn().wait())
             .await
             .expect("runner thread")
     }
 
     /// Runs it to its end from synchronous code.
-    pub fn run_blocking(self) -> Outcome {
+    pub(crate) fn run_blocking(self) -> Outcome {
         self.spawn().wait()
     }
 }
 
 /// A started `lllm`.
-pub struct Running {
+pub(crate) struct Running {
     child: std::process::Child,
     stdout: Option<std::thread::JoinHandle<Vec<u8>>>,
     stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
@@ -186,18 +186,18 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8
 
 impl Running {
     /// Its process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Sends it a signal.
-    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+    pub(crate) fn signal(&self, signal: nix::sys::signal::Signal) {
         let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid()).expect("pid"));
         nix::sys::signal::kill(pid, signal).expect("signal sent");
     }
 
     /// Waits for its end, killing it at the time limit.
-    pub fn wait(mut self) -> Outcome {
+    pub(crate) fn wait(mut self) -> Outcome {
         let mut timed_out = false;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
@@ -235,7 +235,7 @@ impl Running {
 
 impl Outcome {
     /// Standard output, lossily decoded.
-    pub fn stdout_text(&self) -> String {
+    pub(crate) fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
 
@@ -243,13 +243,18 @@ impl Outcome {
     /// no panic or abort, peak memory under [`DEFAULT_MEMORY_LIMIT_MIB`], and a stderr that contains
     /// each of `messages` (when `code` is not 0, at least one line of explanation).
     #[track_caller]
-    pub fn assert_clean(&self, code: i32, messages: &[&str]) -> &Self {
+    pub(crate) fn assert_clean(&self, code: i32, messages: &[&str]) -> &Self {
         self.assert_clean_within(code, messages, DEFAULT_MEMORY_LIMIT_MIB)
     }
 
     /// [`assert_clean`](Self::assert_clean) with another memory bound.
     #[track_caller]
-    pub fn assert_clean_within(&self, code: i32, messages: &[&str], memory_mib: u64) -> &Self {
+    pub(crate) fn assert_clean_within(
+        &self,
+        code: i32,
+        messages: &[&str],
+        memory_mib: u64,
+    ) -> &Self {
         let context = format!(
             "code {:?}, signal {:?}, {:?}, {} MiB\nstderr: {}",
             self.code,
@@ -275,14 +280,17 @@ impl Outcome {
             );
         }
         for message in messages {
-            assert!(self.stderr.contains(message), "missing `{message}`: {context}");
+            assert!(
+                self.stderr.contains(message),
+                "missing `{message}`: {context}"
+            );
         }
         self
     }
 
     /// Asserts that neither output contains `secret`.
     #[track_caller]
-    pub fn assert_never_shows(&self, secret: &str) -> &Self {
+    pub(crate) fn assert_never_shows(&self, secret: &str) -> &Self {
         assert!(
             !self.stderr.contains(secret) && !self.stdout_text().contains(secret),
             "a secret was printed: {}",
@@ -293,7 +301,7 @@ impl Outcome {
 }
 
 /// The first few KiB of a long text, for failure messages.
-pub fn excerpt(text: &str) -> &str {
+pub(crate) fn excerpt(text: &str) -> &str {
     let mut end = text.len().min(4096);
     while !text.is_char_boundary(end) {
         end -= 1;
