@@ -17,6 +17,7 @@ mod cli;
 mod exit;
 mod replay;
 mod run;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -30,8 +31,19 @@ pub use lllm_runtime::TacticRegistry;
 pub fn main_with(registry: TacticRegistry) -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    if let Err(e) = signals::install() {
+        tracing::warn!("cannot handle signals: {e}; an interrupted run may leave tool processes");
+    }
     let outcome = match cli.command {
-        Command::Run(args) => run::run(args, &registry),
+        Command::Run(args) => {
+            // Orphans of tool processes are re-parented to lllm, which kills them when it exits.
+            if let Err(e) = lllm_runtime::contain_tool_processes() {
+                tracing::debug!("cannot adopt orphaned tool processes: {e}");
+            }
+            let outcome = run::run(args, &registry);
+            lllm_runtime::kill_tool_processes();
+            outcome
+        }
         Command::Check(args) => check::check(&args, &registry),
         Command::Schema => check::schema(),
         Command::Replay(args) => replay::replay(&args),

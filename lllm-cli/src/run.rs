@@ -73,6 +73,12 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
         )),
         None => None,
     };
+    if let Some(trace) = trace.clone() {
+        // The requests answered before an interruption are worth keeping.
+        crate::signals::on_stop(move || {
+            trace.flush().ok();
+        });
+    }
     let outcome = run_with(&spec, registry, vars, input, &args, trace.clone(), is_chat);
     if let Some(trace) = trace {
         trace

@@ -83,7 +83,10 @@ pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
     TacticRegistry, Team,
 };
-pub use tools::{tool_fn, CommandTool, Tool, ToolError, ToolOutput, ToolsError};
+pub use tools::{
+    contain_tool_processes, kill_tool_processes, tool_fn, CommandTool, Tool, ToolError, ToolOutput,
+    ToolsError,
+};
 pub use trace::{TokenizerError, TraceRecorder};
 
 /// The Rust examples of the README and the guides, compiled and run by `cargo test` so that they

@@ -8,15 +8,17 @@ use lllm_core::{CommandToolConfig, ToolSpec};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
+use tokio::sync::watch;
 
 use lllm_core::ToolConfigError;
 
+use super::process::{self, Registration};
 use super::{Tool, ToolError, ToolOutput};
 
 /// Most bytes of a failed program's standard error shown to the model.
 const STDERR_TAIL_BYTES: usize = 1_000;
-/// Most bytes of standard error read at all.
-const STDERR_READ_BYTES: u64 = 64 * 1024;
+/// How long the pipes are still read after the program exited and its leftovers were killed.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 /// Variables a tool always gets; everything else in lllm's environment (API keys) stays out.
 const BASE_ENV: [&str; 7] = ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
 
@@ -100,35 +102,69 @@ impl CommandTool {
     }
 
     async fn run(&self, argv: Vec<String>, stdin: Vec<u8>) -> Result<ToolOutput, ToolError> {
-        let mut child = self
-            .command(&argv)
-            .spawn()
+        let marker = process::new_marker();
+        let mut command = self.command(&argv);
+        command.env(process::MARKER_VAR, &marker);
+        let (mut child, _registration) = Registration::spawn(|| command.spawn(), |c| c.id())
             .map_err(|e| ToolError::new(format!("cannot start `{}`: {e}", argv[0])))?;
         // Kills the program and everything it started, however this call ends (cancellation included).
-        let group = ProcessGroup(child.id());
+        let leftovers = Leftovers {
+            group: child.id(),
+            marker,
+        };
         let input = child.stdin.take();
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let limit = self.config.max_output_bytes;
-        let read_out = async {
-            let buffer = read_at_most(stdout, limit as u64 + 1).await;
-            if buffer.len() > limit {
-                // Stop it now: it may go on writing (and keep its pipes open) forever.
-                group.kill();
+        // Once the program has exited and its leftovers are killed, the pipes close at once, unless
+        // something that escaped every kill still holds them: reading stops shortly after the exit.
+        let (exited, exit_seen) = watch::channel(false);
+        let drained = || {
+            let mut exit_seen = exit_seen.clone();
+            async move {
+                exit_seen.wait_for(|exited| *exited).await.ok();
+                tokio::time::sleep(DRAIN_AFTER_EXIT).await;
             }
-            buffer
+        };
+        let read_out = async {
+            let mut out = Vec::new();
+            drain(stdout, drained(), |chunk| {
+                out.extend_from_slice(chunk);
+                out.len() <= limit
+            })
+            .await;
+            if out.len() > limit {
+                // Stop it now: it may go on writing (and keep its pipes open) forever.
+                leftovers.kill_group();
+            }
+            out
+        };
+        let read_err = async {
+            // All of it is read, so that a program writing a lot to stderr never blocks; the tail is kept.
+            let mut tail = Vec::new();
+            drain(stderr, drained(), |chunk| {
+                tail.extend_from_slice(chunk);
+                if tail.len() > 2 * STDERR_TAIL_BYTES {
+                    tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+                }
+                true
+            })
+            .await;
+            tail
         };
         let wait = async {
             let status = child.wait().await;
             // Whatever it left running in the background would hold the pipes open.
-            group.kill();
+            leftovers.kill_all().await;
+            exited.send(true).ok();
             status
         };
-        let ((), out, err, status) = tokio::join!(
-            write_all(input, stdin),
-            read_out,
-            read_at_most(stderr, STDERR_READ_BYTES),
-            wait
-        );
+        let write = async {
+            tokio::select! {
+                () = write_all(input, stdin) => {}
+                () = drained() => {}
+            }
+        };
+        let ((), out, err, status) = tokio::join!(write, read_out, read_err, wait);
         let status =
             status.map_err(|e| ToolError::new(format!("cannot wait for `{}`: {e}", argv[0])))?;
         if out.len() > limit {
@@ -153,13 +189,25 @@ async fn write_all(pipe: Option<tokio::process::ChildStdin>, bytes: Vec<u8>) {
     }
 }
 
-/// Reads at most `limit` bytes of a pipe (all of it when it says less).
-async fn read_at_most(pipe: Option<impl tokio::io::AsyncRead + Unpin>, limit: u64) -> Vec<u8> {
-    let mut buffer = Vec::new();
-    if let Some(pipe) = pipe {
-        pipe.take(limit).read_to_end(&mut buffer).await.ok();
+/// Reads a pipe chunk by chunk into `keep` until its end, until `keep` says stop, or until `stop`
+/// resolves.
+async fn drain(
+    pipe: Option<impl tokio::io::AsyncRead + Unpin>,
+    stop: impl std::future::Future<Output = ()>,
+    mut keep: impl FnMut(&[u8]) -> bool,
+) {
+    let Some(mut pipe) = pipe else { return };
+    let mut chunk = vec![0; 16 * 1024];
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            read = pipe.read(&mut chunk) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => if !keep(&chunk[..n]) { return },
+            },
+            () = &mut stop => return,
+        }
     }
-    buffer
 }
 
 /// A failed exit, with the tail of what the program wrote to standard error.
@@ -177,13 +225,17 @@ fn exit_error(program: &str, status: std::process::ExitStatus, stderr: &[u8]) ->
     })
 }
 
-/// The process group of a started tool, killed on request and when dropped.
-struct ProcessGroup(Option<u32>);
+/// What a started tool may leave behind: its process group, and processes that left the group but
+/// carry the call's marker. Killed on request and when dropped.
+struct Leftovers {
+    group: Option<u32>,
+    marker: String,
+}
 
-impl ProcessGroup {
-    fn kill(&self) {
+impl Leftovers {
+    fn kill_group(&self) {
         #[cfg(unix)]
-        if let Some(id) = self.0.and_then(|id| i32::try_from(id).ok()) {
+        if let Some(id) = self.group.and_then(|id| i32::try_from(id).ok()) {
             // The group may be gone already; nothing to do then.
             nix::sys::signal::killpg(
                 nix::unistd::Pid::from_raw(id),
@@ -192,11 +244,28 @@ impl ProcessGroup {
             .ok();
         }
     }
+
+    /// Kills the group and the marked escapees, and returns once none of them runs.
+    async fn kill_all(&self) {
+        self.kill_group();
+        let marker = self.marker.clone();
+        tokio::task::spawn_blocking(move || process::kill_call(&marker))
+            .await
+            .ok();
+    }
 }
 
-impl Drop for ProcessGroup {
+impl Drop for Leftovers {
     fn drop(&mut self) {
-        self.kill();
+        self.kill_group();
+        let marker = std::mem::take(&mut self.marker);
+        // Cancelled calls end here; the sweep reads /proc and may wait a little, so off this thread.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || process::kill_call(&marker))),
+            Err(_) => {
+                process::kill_call(&marker);
+            }
+        }
     }
 }
 
@@ -309,6 +378,92 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(!alive(), "the background child {pid} outlived the call");
+    }
+
+    /// Whether a process runs (a zombie counts as ended), waiting up to a few seconds for it to end.
+    async fn still_running_after_a_while(pid: &str) -> bool {
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let alive = || {
+            std::fs::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
+            })
+        };
+        for _ in 0..500 {
+            if !alive() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        alive()
+    }
+
+    #[tokio::test]
+    async fn a_child_that_left_the_group_neither_holds_the_call_nor_survives_it() {
+        // `setsid` puts the sleeper in a session of its own, out of reach of the group kill, and it
+        // inherits stdout: waiting for the pipe to close would wait for it (the 20 s timeout).
+        let escaper = tool(&["sh", "-c", "setsid sleep 60 & echo $!"], 20.0, 1000);
+        let output = escaper.call(json!({})).await;
+        let Ok(ToolOutput::Text(pid)) = output else {
+            panic!("the call waited for its escaped child: {output:?}");
+        };
+        assert!(
+            !still_running_after_a_while(&pid).await,
+            "the escaped child {pid} outlived the call"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_child_without_the_marker_does_not_hold_the_call() {
+        // With its environment cleared, the child cannot be found by its marker; the call still ends
+        // shortly after the program, with its output. (Only a host that adopts orphans, such as the
+        // `lllm` command, kills such a child: see the CLI's signal tests.)
+        let escaper = tool(
+            &["sh", "-c", "env -i setsid sleep 60 & echo $!"],
+            20.0,
+            1000,
+        );
+        let output = escaper.call(json!({})).await;
+        let Ok(ToolOutput::Text(pid)) = output else {
+            panic!("the call waited for its escaped child: {output:?}");
+        };
+        if let Ok(pid) = pid.trim().parse::<i32>() {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .ok();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_program_that_floods_stderr_is_not_blocked_and_its_tail_is_kept() {
+        // 300 KiB is more than a pipe holds: unread, the program would block until its timeout.
+        let flooding = tool(
+            &[
+                "sh",
+                "-c",
+                "head -c 300000 /dev/zero | tr '\\0' e >&2; echo done",
+            ],
+            20.0,
+            1000,
+        );
+        assert_eq!(
+            flooding.call(json!({})).await,
+            Ok(ToolOutput::Text("done".into()))
+        );
+        let failing = tool(
+            &[
+                "sh",
+                "-c",
+                "head -c 300000 /dev/zero | tr '\\0' e >&2; echo last words >&2; exit 1",
+            ],
+            20.0,
+            1000,
+        );
+        let err = failing.call(json!({})).await.expect_err("exit 1");
+        assert!(err.message().ends_with("eeelast words"), "{err}");
     }
 
     #[tokio::test]

@@ -3,6 +3,7 @@
 mod command;
 mod error;
 mod function;
+mod process;
 mod toolbox;
 
 use async_trait::async_trait;
@@ -13,6 +14,7 @@ pub use command::CommandTool;
 pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
+pub use process::{contain_tool_processes, kill_tool_processes};
 pub(crate) use toolbox::Toolbox;
 
 /// What a tool returns to the model.

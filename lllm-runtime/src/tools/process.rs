@@ -1,0 +1,232 @@
+//! Keeping track of every process a command tool starts, so that none outlives its call or the run.
+//!
+//! A tool runs in a process group of its own, and the group is killed when the call ends. A child
+//! that leaves the group (`setsid`, a daemonising double fork) escapes that kill, so every call also
+//! marks its program's environment with `LLLM_TOOL_CALL=<pid>.<n>`: the variable is inherited by
+//! everything the tool starts, and the processes that carry it are found in `/proc` and killed when
+//! the call ends. A program could still clear its environment; for that case a host program (the
+//! `lllm` command) calls [`contain_tool_processes`] once, so that orphans are re-parented to it
+//! instead of to init, and [`kill_tool_processes`] before it exits.
+//!
+//! All of this is Linux-specific; elsewhere only the process group is killed.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The environment variable that marks a tool call's processes.
+pub(crate) const MARKER_VAR: &str = "LLLM_TOOL_CALL";
+
+/// Numbers the calls of this process.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+/// Whether this process adopts orphaned descendants (see [`contain_tool_processes`]).
+static SUBREAPER: AtomicBool = AtomicBool::new(false);
+/// Tool programs started and not yet waited for: tokio reaps those, so the sweep must not.
+static LIVE: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+
+/// The marker of one tool call: `<this process's id>.<call number>`.
+pub(crate) fn new_marker() -> String {
+    format!(
+        "{}.{}",
+        std::process::id(),
+        CALLS.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Makes this process the adopter of every orphaned descendant (Linux's child subreaper), so that a
+/// tool's child that left its group and cleared its environment still ends up where
+/// [`kill_tool_processes`] finds it. Meant for a program that runs tools on behalf of a user (the
+/// `lllm` command calls it at start); a library does not change such a process-wide setting itself.
+///
+/// # Errors
+/// When the operating system refuses; on systems other than Linux this does nothing.
+pub fn contain_tool_processes() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)?;
+        SUBREAPER.store(true, Ordering::SeqCst);
+    }
+    Ok(())
+}
+
+/// Kills every process started by this process's tool calls that is still running, and (after
+/// [`contain_tool_processes`]) every descendant adopted since, then reaps them. Returns how many
+/// processes were signalled. Call it before exiting on a signal; it gives up after about two seconds.
+pub fn kill_tool_processes() -> usize {
+    let prefix = format!("{}.", std::process::id());
+    sweep(&Target::AllOf(&prefix), Duration::from_secs(2))
+}
+
+/// Kills what is left of one call: the processes carrying its marker. Waits (a bounded time) until
+/// none is running, so that pipes they held are closed when this returns.
+pub(crate) fn kill_call(marker: &str) -> usize {
+    sweep(&Target::Call(marker), Duration::from_secs(2))
+}
+
+/// Registers a started tool program until it is waited for. Spawning happens under the registry's
+/// lock so that a sweep never mistakes a just-started, already-exited program for an orphan.
+pub(crate) struct Registration(Option<u32>);
+
+impl Registration {
+    /// Runs `spawn` under the registry lock and registers what it started.
+    pub(crate) fn spawn<T>(
+        spawn: impl FnOnce() -> std::io::Result<T>,
+        id: impl Fn(&T) -> Option<u32>,
+    ) -> std::io::Result<(T, Registration)> {
+        let mut live = live();
+        let started = spawn()?;
+        let pid = id(&started);
+        if let Some(pid) = pid {
+            live.get_or_insert_with(HashSet::new).insert(pid);
+        }
+        Ok((started, Registration(pid)))
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let (Some(pid), Some(set)) = (self.0, live().as_mut()) {
+            set.remove(&pid);
+        }
+    }
+}
+
+fn live() -> MutexGuard<'static, Option<HashSet<u32>>> {
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Which processes a sweep kills.
+enum Target<'a> {
+    /// Those whose marker is exactly this call's.
+    Call(&'a str),
+    /// Those whose marker starts with this prefix, and every adopted child.
+    AllOf(&'a str),
+}
+
+/// Kills the target's processes until none runs or `patience` has passed; reaps adopted ones.
+fn sweep(target: &Target<'_>, patience: Duration) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        linux::sweep(target, patience)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (target, patience);
+        0
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::io::Read;
+
+    use nix::sys::signal::{kill, Signal};
+    use nix::sys::wait::{waitpid, WaitPidFlag};
+    use nix::unistd::Pid;
+
+    use super::{live, Duration, Instant, Ordering, Target, MARKER_VAR, SUBREAPER};
+
+    /// Most bytes of a process's environment read to look for the marker.
+    const ENVIRON_READ_BYTES: u64 = 1024 * 1024;
+
+    /// What `/proc` says about one process.
+    struct Process {
+        pid: i32,
+        parent: i32,
+        zombie: bool,
+    }
+
+    pub(super) fn sweep(target: &Target<'_>, patience: Duration) -> usize {
+        let me = i32::try_from(std::process::id()).unwrap_or(0);
+        let deadline = Instant::now() + patience;
+        let mut signalled = 0;
+        loop {
+            let mut running = 0;
+            for process in processes() {
+                if process.pid == me {
+                    continue;
+                }
+                let adopted = process.parent == me;
+                if process.zombie {
+                    if adopted {
+                        reap(process.pid);
+                    }
+                    continue;
+                }
+                let hit = match target {
+                    Target::Call(marker) => carries(process.pid, marker, true),
+                    Target::AllOf(prefix) => {
+                        (adopted && SUBREAPER.load(Ordering::SeqCst))
+                            || carries(process.pid, prefix, false)
+                    }
+                };
+                if hit {
+                    kill(Pid::from_raw(process.pid), Signal::SIGKILL).ok();
+                    signalled += 1;
+                    running += 1;
+                }
+            }
+            if running == 0 || Instant::now() >= deadline {
+                return signalled;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Reaps an adopted child that has ended, unless it is a tool program tokio waits for.
+    fn reap(pid: i32) {
+        let registered = live()
+            .as_ref()
+            .is_some_and(|set| u32::try_from(pid).is_ok_and(|p| set.contains(&p)));
+        if !registered {
+            waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)).ok();
+        }
+    }
+
+    /// Whether the process's environment holds `LLLM_TOOL_CALL=<value>` (`exact`) or a value that
+    /// starts with `value`.
+    fn carries(pid: i32, value: &str, exact: bool) -> bool {
+        let Ok(file) = std::fs::File::open(format!("/proc/{pid}/environ")) else {
+            return false;
+        };
+        let mut environ = Vec::new();
+        if file
+            .take(ENVIRON_READ_BYTES)
+            .read_to_end(&mut environ)
+            .is_err()
+        {
+            return false;
+        }
+        let wanted = format!("{MARKER_VAR}={value}");
+        environ.split(|b| *b == 0).any(|entry| {
+            if exact {
+                entry == wanted.as_bytes()
+            } else {
+                entry.starts_with(wanted.as_bytes())
+            }
+        })
+    }
+
+    /// Every process visible in `/proc` (those that vanish while being read are skipped).
+    fn processes() -> Vec<Process> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|entry| {
+                let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                // The command name may contain anything, `)` included: the fields follow the last `)`.
+                let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+                let state = fields.next()?;
+                let parent = fields.next()?.parse().ok()?;
+                Some(Process {
+                    pid,
+                    parent,
+                    zombie: state == "Z" || state == "X",
+                })
+            })
+            .collect()
+    }
+}
