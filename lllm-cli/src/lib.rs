@@ -48,6 +48,7 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         Command::Schema => check::schema(),
         Command::Replay(args) => replay::replay(&args),
     };
+    signals::yield_to_a_stop();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),

@@ -3,6 +3,7 @@
 //! ended.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -12,6 +13,9 @@ use signal_hook::iterator::Signals;
 type Hook = Box<dyn Fn() + Send>;
 
 static HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+/// Set once a signal arrived: the run's own end (a tool killed by the stop, say) must not decide the
+/// exit code.
+static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// Takes over SIGINT, SIGTERM and SIGHUP for the rest of the process. A second signal while the first
 /// is handled exits at once.
@@ -38,6 +42,13 @@ pub(crate) fn on_stop(hook: impl Fn() + Send + 'static) {
     lock().push(Box::new(hook));
 }
 
+/// Waits for the exit a signal is bringing, if one arrived; returns at once otherwise.
+pub(crate) fn yield_to_a_stop() {
+    while STOPPING.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
+}
+
 fn lock() -> std::sync::MutexGuard<'static, Vec<Hook>> {
     HOOKS
         .lock()
@@ -45,6 +56,7 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<Hook>> {
 }
 
 fn stop(signal: i32) -> ! {
+    STOPPING.store(true, Ordering::SeqCst);
     let killed = lllm_runtime::kill_tool_processes();
     for hook in lock().iter() {
         hook();
