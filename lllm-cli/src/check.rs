@@ -7,7 +7,7 @@ use lllm_core::tactic_schema;
 use lllm_runtime::{load_tactic, TacticRegistry};
 
 use crate::cli::CheckArgs;
-use crate::exit::{failed, usage, Failure};
+use crate::exit::{failed, stdout_failed, usage, Failure};
 
 pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
@@ -40,11 +40,11 @@ pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), F
         agents.len(),
         agents.join(", ")
     )
-    .map_err(failed)
+    .map_err(stdout_failed)
 }
 
 pub(crate) fn schema() -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     let text = serde_json::to_string_pretty(&tactic_schema()).map_err(failed)?;
-    writeln!(out, "{text}").map_err(failed)
+    writeln!(out, "{text}").map_err(stdout_failed)
 }

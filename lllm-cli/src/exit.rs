@@ -33,3 +33,8 @@ pub(crate) fn usage(error: impl Into<anyhow::Error>) -> Failure {
 pub(crate) fn failed(error: impl Into<anyhow::Error>) -> Failure {
     Failure::Run(error.into())
 }
+
+/// A failed write on standard output (closed by the reader, a full disk): exit 1, and say so.
+pub(crate) fn stdout_failed(error: std::io::Error) -> Failure {
+    Failure::Run(anyhow::Error::new(error).context("cannot write to standard output"))
+}

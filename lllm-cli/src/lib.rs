@@ -55,12 +55,19 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
     }
 }
 
+/// Colour only for a person at a terminal, and never when `NO_COLOR` is set (<https://no-color.org>).
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+}
+
 /// Diagnostics go to stderr; `LLLM_LOG` (for example `LLLM_LOG=debug`) sets the level, `warn` by default.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("LLLM_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour_on_stderr())
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init()

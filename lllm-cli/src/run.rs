@@ -14,10 +14,12 @@ use lllm_runtime::{
 use serde_json::{json, Value};
 
 use crate::cli::RunArgs;
-use crate::exit::{failed, usage, Failure};
+use crate::exit::{failed, stdout_failed, usage, Failure};
 
 /// The alias of the chat's dialog.
 const MAIN: &str = "main";
+/// Largest input read from standard input: far more than any context window holds.
+const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How answers are shown.
 #[derive(Debug, Clone, Copy)]
@@ -103,11 +105,13 @@ fn run_with(
         .build()
         .context("cannot start the async runtime")
         .map_err(failed)?;
+    let printed = DryRunLines::default();
     if !is_chat {
-        return runtime.block_on(run_tactic(spec, registry, &vars, args, trace));
+        runtime.block_on(run_tactic(spec, registry, &vars, args, trace, &printed))?;
+        return printed.result();
     }
     let agent_spec = &spec.agents()[0];
-    let mut builder = AgentBuilder::from_spec(agent_spec).invoker(invoker(args.dry_run));
+    let mut builder = AgentBuilder::from_spec(agent_spec).invoker(invoker(args.dry_run, &printed));
     if let Some(trace) = trace {
         builder = builder.trace(trace);
     }
@@ -125,7 +129,8 @@ fn run_with(
     match input {
         Some(text) => runtime.block_on(answer_once(&agent, &text, args, output)),
         None => runtime.block_on(chat(&agent, args, output)),
-    }
+    }?;
+    printed.result()
 }
 
 /// Runs a tactic of steps or one written in Rust: progress on stderr (on a terminal), the answer on
@@ -137,9 +142,10 @@ async fn run_tactic(
     vars: &PromptVars,
     args: &RunArgs,
     trace: Option<Arc<TraceRecorder>>,
+    printed: &DryRunLines,
 ) -> Result<(), Failure> {
     let tactic = registry.create(spec).map_err(usage)?;
-    let mut team = Team::traced(spec, invoker(args.dry_run), trace).map_err(usage)?;
+    let mut team = Team::traced(spec, invoker(args.dry_run, printed), trace).map_err(usage)?;
     if std::io::stderr().is_terminal() {
         let started = std::time::Instant::now();
         team = team.on_progress(move |p: Progress<'_>| show_progress(started, p));
@@ -163,9 +169,7 @@ async fn run_tactic(
     } else {
         writeln!(out, "{answer}")
     };
-    written
-        .context("cannot write to standard output")
-        .map_err(failed)
+    written.and_then(|()| out.flush()).map_err(stdout_failed)
 }
 
 /// One line on stderr per step event, timed from the start of the run.
@@ -240,20 +244,40 @@ fn explain_missing_input(error: TacticError, no_input: bool) -> anyhow::Error {
 }
 
 /// Builds the invoker: the real one, or a dry run printing each request as a JSON line on stdout.
-fn invoker(dry_run: bool) -> Arc<dyn Invoker> {
+fn invoker(dry_run: bool, printed: &DryRunLines) -> Arc<dyn Invoker> {
     let real = OpenAiInvoker::new();
     if !dry_run {
         return Arc::new(real);
     }
-    let stdout = Mutex::new(std::io::stdout());
+    let failure = printed.0.clone();
     Arc::new(DryRunInvoker::new(
         real,
         move |request: &PreparedRequest| {
-            let mut out = stdout.lock().unwrap_or_else(|p| p.into_inner());
-            // A closed stdout must not abort the run; the exit code reports the final write.
-            writeln!(out, "{}", request.to_redacted_json()).ok();
+            let mut failure = failure.lock().unwrap_or_else(|p| p.into_inner());
+            if failure.is_none() {
+                let mut out = std::io::stdout().lock();
+                if let Err(e) =
+                    writeln!(out, "{}", request.to_redacted_json()).and_then(|()| out.flush())
+                {
+                    *failure = Some(e);
+                }
+            }
         },
     ))
+}
+
+/// Whether every request line of a dry run reached standard output.
+#[derive(Debug, Default, Clone)]
+struct DryRunLines(Arc<Mutex<Option<std::io::Error>>>);
+
+impl DryRunLines {
+    /// The first failed write, as the run's failure.
+    fn result(&self) -> Result<(), Failure> {
+        match self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(error) => Err(stdout_failed(error)),
+            None => Ok(()),
+        }
+    }
 }
 
 fn parse_vars(raw: &[String]) -> anyhow::Result<PromptVars> {
@@ -275,8 +299,15 @@ fn parse_vars(raw: &[String]) -> anyhow::Result<PromptVars> {
 fn read_stdin() -> anyhow::Result<String> {
     let mut bytes = Vec::new();
     std::io::stdin()
+        .take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)
         .context("cannot read standard input")?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(anyhow!(
+            "standard input is longer than {} MiB: pass a shorter input",
+            MAX_INPUT_BYTES / (1024 * 1024)
+        ));
+    }
     String::from_utf8(bytes).map_err(|e| {
         anyhow!(
             "standard input is not valid UTF-8 (at byte {})",
@@ -285,12 +316,30 @@ fn read_stdin() -> anyhow::Result<String> {
     })
 }
 
+/// Why a turn ended without an answer.
+#[derive(Debug)]
+enum TurnError {
+    /// The agent failed (the server, a tool, a limit).
+    Agent(AgentError),
+    /// Standard output closed while the answer was streamed: the rest would go nowhere.
+    Stdout(std::io::Error),
+}
+
+impl TurnError {
+    fn into_failure(self) -> Failure {
+        match self {
+            TurnError::Agent(e) => failed(e),
+            TurnError::Stdout(e) => stdout_failed(e),
+        }
+    }
+}
+
 /// One turn: the answer is streamed or printed whole (or, in a dry run, reported on stderr).
 #[allow(clippy::print_stderr)]
-async fn turn(agent: &Agent, text: &str, output: Output) -> Result<Message, AgentError> {
-    agent.receive_in(MAIN, text)?;
+async fn turn(agent: &Agent, text: &str, output: Output) -> Result<Message, TurnError> {
+    agent.receive_in(MAIN, text).map_err(TurnError::Agent)?;
     if !output.stream {
-        let answer = agent.respond(MAIN).await?;
+        let answer = agent.respond(MAIN).await.map_err(TurnError::Agent)?;
         if output.dry_run {
             eprintln!("{}", answer.text());
         }
@@ -298,17 +347,27 @@ async fn turn(agent: &Agent, text: &str, output: Output) -> Result<Message, Agen
     }
     let mut stdout = std::io::stdout();
     let mut line_open = false;
+    // The first failed write stops the answer: nobody reads the rest.
+    let closed: Mutex<Option<std::io::Error>> = Mutex::new(None);
+    let stop = tokio::sync::Notify::new();
+    let mut write = |bytes: &[u8]| {
+        if let Err(e) = stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+            closed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e);
+            stop.notify_one();
+        }
+    };
     let mut sink = |event: StreamEvent<'_>| match event {
         StreamEvent::Text(piece) => {
-            // Shown as it comes; a failed write shows up at the final newline.
-            stdout.write_all(piece.as_bytes()).ok();
-            stdout.flush().ok();
+            write(piece.as_bytes());
             line_open = !piece.ends_with('\n');
         }
         StreamEvent::ToolCall(call) => {
             // Text before a tool call (the model thinking aloud) ends its line before the answer.
             if line_open {
-                stdout.write_all(b"\n").ok();
+                write(b"\n");
                 line_open = false;
             }
             if output.show_tools {
@@ -324,7 +383,14 @@ async fn turn(agent: &Agent, text: &str, output: Output) -> Result<Message, Agen
         }
         _ => {}
     };
-    agent.respond_to(MAIN).stream(&mut sink).await
+    let answer = tokio::select! {
+        answer = agent.respond_to(MAIN).stream(&mut sink) => answer.map_err(TurnError::Agent),
+        () = stop.notified() => Err(TurnError::Stdout(std::io::Error::from(std::io::ErrorKind::BrokenPipe))),
+    };
+    match closed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(error) => Err(TurnError::Stdout(error)),
+        None => answer,
+    }
 }
 
 async fn answer_once(
@@ -333,7 +399,9 @@ async fn answer_once(
     args: &RunArgs,
     output: Output,
 ) -> Result<(), Failure> {
-    let answer = turn(agent, input, output).await.map_err(failed)?;
+    let answer = turn(agent, input, output)
+        .await
+        .map_err(TurnError::into_failure)?;
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         writeln!(out, "{}", summary(agent, Some(&answer)))
@@ -347,9 +415,7 @@ async fn answer_once(
     if answer.content.is_none() {
         note("the model returned no text");
     }
-    written
-        .context("cannot write to standard output")
-        .map_err(failed)
+    written.and_then(|()| out.flush()).map_err(stdout_failed)
 }
 
 /// `{"agent", "answer", "usage", "dialogs", "dialog_usage"}` for `--json`. The answer is JSON when the
@@ -423,22 +489,22 @@ async fn chat(agent: &Agent, args: &RunArgs, output: Output) -> Result<(), Failu
                     let shown = if output.stream { "" } else { answer.text() };
                     writeln!(out, "{shown}")
                         .and_then(|()| out.flush())
-                        .context("cannot write to standard output")
-                        .map_err(failed)?;
+                        .map_err(stdout_failed)?;
                 }
                 last_answer = Some(answer);
             }
-            Err(error) => {
+            Err(TurnError::Agent(error)) => {
                 failures += 1;
                 eprintln!("error: {}", full_message(&error));
             }
+            Err(closed) => return Err(closed.into_failure()),
         }
     }
     if args.json {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", summary(agent, last_answer.as_ref()))
-            .context("cannot write to standard output")
-            .map_err(failed)?;
+            .and_then(|()| out.flush())
+            .map_err(stdout_failed)?;
     }
     if failures > 0 {
         return Err(failed(anyhow!("{failures} turn(s) failed")));

@@ -6,6 +6,7 @@
 
 mod signals;
 mod support;
+mod terminal;
 
 /// The harness itself: exit codes and messages come through as they are.
 mod harness {
