@@ -7,6 +7,7 @@
 mod signals;
 mod support;
 mod terminal;
+mod tools;
 
 /// The harness itself: exit codes and messages come through as they are.
 mod harness {

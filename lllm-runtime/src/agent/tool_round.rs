@@ -1,12 +1,20 @@
-//! One round of tool calls: run them (at once), each answered by a result or an error the model reads.
+//! One round of tool calls: run them (concurrently, bounded), each answered by a result or an error the model reads.
 
 use std::collections::HashSet;
 
-use futures::future::join_all;
+use futures::StreamExt;
 use lllm_core::ToolCall;
 use serde_json::Value;
 
 use crate::tools::Toolbox;
+
+/// Most calls of one turn that run: a server asking for thousands must not start thousands of
+/// programs. The rest are answered with an error that says so.
+pub(crate) const MAX_CALLS_PER_TURN: usize = 64;
+/// Most calls of one turn running at the same time.
+pub(crate) const MAX_CONCURRENT_CALLS: usize = 16;
+/// Most characters of a tool name the model made up repeated back to it.
+const MAX_ECHOED_NAME_CHARS: usize = 64;
 
 /// What a tool call gave back to the model.
 pub(crate) struct ToolResult {
@@ -29,35 +37,68 @@ impl CallLog {
     }
 }
 
-/// Runs one turn's tool calls concurrently; the results are in call order.
+/// Runs one turn's tool calls concurrently (up to [`MAX_CONCURRENT_CALLS`] at a time); the results are
+/// in call order.
 pub(crate) async fn run_tools(
     agent: &str,
     toolbox: &Toolbox,
     calls: &[ToolCall],
     log: &mut CallLog,
 ) -> Vec<ToolResult> {
-    let repeated: Vec<bool> = calls.iter().map(|call| log.repeated(call)).collect();
-    let runs = calls.iter().zip(repeated).map(|(call, repeated)| async move {
-        if repeated {
-            return ToolResult {
-                content: "note: this exact call was already made while answering this message; its result is above, so it was not run again".to_owned(),
-                is_error: false,
-            };
-        }
-        match run_tool(agent, toolbox, call).await {
-            Ok(content) => ToolResult { content, is_error: false },
-            Err(problem) => ToolResult { content: format!("error: {problem}"), is_error: true },
-        }
-    });
-    join_all(runs).await
+    let runs: Vec<_> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| answer_call(agent, toolbox, call, i, log.repeated(call)))
+        .collect();
+    futures::stream::iter(runs)
+        .buffered(MAX_CONCURRENT_CALLS)
+        .collect()
+        .await
+}
+
+/// The result of the `i`-th call of a turn.
+async fn answer_call(
+    agent: &str,
+    toolbox: &Toolbox,
+    call: &ToolCall,
+    i: usize,
+    repeated: bool,
+) -> ToolResult {
+    if i >= MAX_CALLS_PER_TURN {
+        return ToolResult {
+            content: format!("error: not run: at most {MAX_CALLS_PER_TURN} tool calls run per turn; make this call again in a later turn if it is still needed"),
+            is_error: true,
+        };
+    }
+    if repeated {
+        return ToolResult {
+            content: "note: this exact call was already made while answering this message; its result is above, so it was not run again".to_owned(),
+            is_error: false,
+        };
+    }
+    match run_tool(agent, toolbox, call).await {
+        Ok(content) => ToolResult {
+            content,
+            is_error: false,
+        },
+        Err(problem) => ToolResult {
+            content: format!("error: {problem}"),
+            is_error: true,
+        },
+    }
 }
 
 /// Runs one call. The error is text for the model (what to fix), not for the caller.
 async fn run_tool(agent: &str, toolbox: &Toolbox, call: &ToolCall) -> Result<String, String> {
     let Some((tool, schema)) = toolbox.get(&call.name) else {
+        let name: String = call.name.chars().take(MAX_ECHOED_NAME_CHARS).collect();
+        let cut = if name.len() < call.name.len() {
+            "…"
+        } else {
+            ""
+        };
         return Err(format!(
-            "there is no tool `{}`; the tools are: {}",
-            call.name,
+            "there is no tool `{name}{cut}`; the tools are: {}",
             toolbox.names().join(", ")
         ));
     };
