@@ -2,7 +2,7 @@
 //! described in the trace format of [`TraceHeader`] and [`TraceRow`].
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -117,11 +117,35 @@ impl TraceRecorder {
     }
 
     /// Loads a Hugging Face `tokenizer.json`.
+    ///
+    /// Only a regular file of at most 256 MiB is read (real ones are a few MiB), so that a wrong path
+    /// (a device, a FIFO) fails at once instead of reading for ever.
     pub fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, TokenizerError> {
-        tokenizers::Tokenizer::from_file(path).map_err(|source| TokenizerError {
+        let fail = |source: tokenizers::Error| TokenizerError {
             path: path.to_owned(),
             source,
-        })
+        };
+        let metadata = std::fs::metadata(path).map_err(|e| fail(e.into()))?;
+        if !metadata.is_file() {
+            return Err(fail("it is not a regular file".into()));
+        }
+        if metadata.len() > MAX_TOKENIZER_BYTES {
+            return Err(fail(
+                format!(
+                    "it is larger than {} MiB",
+                    MAX_TOKENIZER_BYTES / (1024 * 1024)
+                )
+                .into(),
+            ));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_TOKENIZER_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| fail(e.into()))?;
+        if bytes.len() as u64 > MAX_TOKENIZER_BYTES {
+            return Err(fail("it grew past the size limit while read".into()));
+        }
+        tokenizers::Tokenizer::from_bytes(bytes).map_err(fail)
     }
 
     /// The token ids of a conversation, when a tokenizer is set.
@@ -230,6 +254,9 @@ impl TraceRecorder {
         }
     }
 }
+
+/// Largest tokenizer file read.
+const MAX_TOKENIZER_BYTES: u64 = 256 * 1024 * 1024;
 
 /// A tokenizer file cannot be loaded.
 #[derive(Debug, thiserror::Error)]
