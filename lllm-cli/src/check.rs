@@ -11,6 +11,7 @@ use crate::exit::{failed, stdout_failed, usage, Failure};
 
 pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
+    crate::redact::remember_tactic(&spec);
     // Building the tactic checks its `config:` as the run would.
     registry
         .create(&spec)

@@ -19,7 +19,7 @@ impl Failure {
             Failure::Usage(e) => (e, 2),
             Failure::Run(e) => (e, 1),
         };
-        eprintln!("error: {error:#}");
+        eprintln!("error: {}", crate::redact::redact(&format!("{error:#}")));
         ExitCode::from(code)
     }
 }

@@ -15,6 +15,7 @@
 mod check;
 mod cli;
 mod exit;
+mod redact;
 mod replay;
 mod run;
 mod signals;
@@ -30,6 +31,7 @@ pub use lllm_runtime::TacticRegistry;
 /// ones) and returns the exit code: 0 success, 1 the run failed, 2 bad usage or an invalid tactic file.
 pub fn main_with(registry: TacticRegistry) -> ExitCode {
     let cli = Cli::parse();
+    redact::remember_environment();
     init_logging();
     if let Err(e) = signals::install() {
         tracing::warn!("cannot handle signals: {e}; an interrupted run may leave tool processes");
@@ -68,7 +70,7 @@ fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colour_on_stderr())
-        .with_writer(std::io::stderr)
+        .with_writer(|| redact::RedactedStderr)
         .with_target(false)
         .try_init()
         .ok();

@@ -34,6 +34,7 @@ struct Output {
 
 pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
+    crate::redact::remember_tactic(&spec);
     let mut vars = parse_vars(&args.vars).map_err(usage)?;
     // The terminal chat (streaming, interactive) runs the built-in `chat`; a registered replacement
     // runs like any other tactic.
@@ -495,7 +496,7 @@ async fn chat(agent: &Agent, args: &RunArgs, output: Output) -> Result<(), Failu
             }
             Err(TurnError::Agent(error)) => {
                 failures += 1;
-                eprintln!("error: {}", full_message(&error));
+                eprintln!("error: {}", crate::redact::redact(&full_message(&error)));
             }
             Err(closed) => return Err(closed.into_failure()),
         }

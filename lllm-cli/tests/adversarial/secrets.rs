@@ -82,3 +82,17 @@ async fn no_secret_in_the_errors_of_a_failed_run() {
         .assert_never_shows(KEY)
         .assert_never_shows(TOKEN);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_echoing_the_credentials_back_does_not_get_them_printed() {
+    let server = StubServer::start().await.expect("server");
+    let echo = format!("invalid credentials: authorization: Bearer {KEY}, x-api-key: {TOKEN}");
+    server.push(StubReply::error(400, &echo));
+    let dir = TempDir::new("secrets-echo");
+    let file = dir.write("t.yaml", tactic(&server.base_url()));
+    run_with_secrets(&["run", arg(&file), "--input", "x"])
+        .await
+        .assert_clean(1, &["400", "invalid credentials"])
+        .assert_never_shows(KEY)
+        .assert_never_shows(TOKEN);
+}

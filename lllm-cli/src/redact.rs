@@ -1,0 +1,96 @@
+//! The last line of defence for credentials: every message lllm prints on stderr (errors, logs) has
+//! the secret values it knows replaced by `[redacted]`, wherever they appear, even inside text a
+//! server echoed back.
+
+use std::borrow::Cow;
+use std::io::Write;
+use std::sync::RwLock;
+
+use lllm_core::internal::printable_header_value;
+use lllm_runtime::TacticSpec;
+
+/// Shorter values are not hunted for: a header such as `X-Token: none` would blank every "none".
+const SHORTEST_SECRET: usize = 6;
+const REDACTED: &str = "[redacted]";
+
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Remembers a value that must never be printed.
+pub(crate) fn remember(secret: &str) {
+    let secret = secret.trim();
+    if secret.len() < SHORTEST_SECRET {
+        return;
+    }
+    let mut secrets = SECRETS.write().unwrap_or_else(|p| p.into_inner());
+    if !secrets.iter().any(|s| s == secret) {
+        secrets.push(secret.to_owned());
+        // Longest first, so that a secret containing another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+}
+
+/// Remembers the key from the environment that requests fall back to.
+pub(crate) fn remember_environment() {
+    if let Ok(key) = std::env::var("OPENAI_API_KEY") {
+        remember(&key);
+    }
+}
+
+/// Remembers every credential of a tactic: API keys and the values of credential headers.
+pub(crate) fn remember_tactic(spec: &TacticSpec) {
+    for agent in spec.agents() {
+        let args = agent.model_args();
+        if let Some(key) = &args.api_key {
+            remember(key.expose());
+        }
+        for (name, value) in &args.extra_headers {
+            if printable_header_value(name, value) != value {
+                remember(value);
+            }
+        }
+    }
+}
+
+/// `text` with every remembered secret replaced.
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
+    let secrets = SECRETS.read().unwrap_or_else(|p| p.into_inner());
+    let mut text = Cow::Borrowed(text);
+    for secret in secrets.iter() {
+        if text.contains(secret.as_str()) {
+            text = Cow::Owned(text.replace(secret.as_str(), REDACTED));
+        }
+    }
+    text
+}
+
+/// Standard error through [`redact`], for the log: each log event arrives in one write.
+pub(crate) struct RedactedStderr;
+
+impl Write for RedactedStderr {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(bytes);
+        std::io::stderr().write_all(redact(&text).as_bytes())?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembered_values_are_replaced_wherever_they_appear() {
+        remember("sk-unit-0123456789");
+        remember("sk-unit-0123456789-longer");
+        remember("none");
+        assert_eq!(
+            redact("echo: Bearer sk-unit-0123456789-longer and sk-unit-0123456789."),
+            "echo: Bearer [redacted] and [redacted]."
+        );
+        assert_eq!(redact("none of it"), "none of it", "too short to hunt for");
+    }
+}
