@@ -14,12 +14,20 @@ use serde::Deserialize;
 use super::error::{excerpt, printable, Secrets, EXCERPT_CHARS};
 use super::service::MAX_TOOL_CALLS;
 
-/// Parses `bytes` as `T`. The error is a printable problem: where the JSON is broken with an excerpt
-/// of the body, or which field has the wrong type.
+/// Parses `bytes` as `T`, a JSON object. The error is a printable problem: where the JSON is broken
+/// with an excerpt of the body, or which field has the wrong type.
 pub(crate) fn parse_json<T: DeserializeOwned>(
     bytes: &[u8],
     secrets: &Secrets,
 ) -> Result<T, String> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') && serde_json::from_slice::<IgnoredAny>(bytes).is_ok() {
+        // Serde would read a list as a struct's fields in order.
+        return Err(format!(
+            "it is JSON but not an object: {}",
+            excerpt(bytes.trim_ascii(), EXCERPT_CHARS, secrets)
+        ));
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let parsed = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|e| {
         let path = e.path().to_string();
