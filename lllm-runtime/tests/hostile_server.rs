@@ -440,7 +440,7 @@ async fn a_retry_after_beyond_the_timeout_fails_at_once_and_saying_what_was_aske
         panic!("unexpected {error:?}");
     };
     assert_eq!(*asked, Duration::from_secs(3600));
-    assert_eq!(*limited_by, "model_args.timeout");
+    assert_eq!(*limited_by, lllm_runtime::WaitLimit::Timeout);
     let shown = lllm_core::full_message(&error);
     assert!(shown.contains("asked to wait 3600s"), "{shown}");
     assert!(shown.contains("rate limited"), "{shown}");

@@ -52,14 +52,13 @@ pub enum InvokeError {
         /// The HTTP status code.
         status: u16,
         /// The server's message.
-        message: String,
+        message: Box<str>,
         /// The wait the server asked for.
         asked: Duration,
         /// The longest wait allowed.
         allowed: Duration,
-        /// The setting that allows no longer (`model_args.timeout`, `model_args.deadline`, or the
-        /// retry policy's `max_retry_after`).
-        limited_by: &'static str,
+        /// The setting that allows no longer.
+        limited_by: WaitLimit,
     },
     /// No answer: the connection failed or broke.
     #[error("cannot reach the server at {url}: {message}")]
@@ -92,11 +91,33 @@ pub enum InvokeError {
     },
 }
 
+/// The setting that bounds how long a retry may wait for a server's `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WaitLimit {
+    /// The per-request `model_args.timeout`: a server that needs longer will not answer in time.
+    Timeout,
+    /// What is left of the respond's `model_args.deadline`.
+    Deadline,
+    /// The retry policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after).
+    Policy,
+}
+
+impl std::fmt::Display for WaitLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WaitLimit::Timeout => "model_args.timeout",
+            WaitLimit::Deadline => "what is left of model_args.deadline",
+            WaitLimit::Policy => "the retry policy (max_retry_after)",
+        })
+    }
+}
+
 fn bytes(n: usize) -> String {
     const MIB: usize = 1024 * 1024;
-    if n >= MIB && n % MIB == 0 {
+    if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB ({n} bytes)", n / MIB)
-    } else if n >= 1024 && n % 1024 == 0 {
+    } else if n >= 1024 && n.is_multiple_of(1024) {
         format!("{} KiB ({n} bytes)", n / 1024)
     } else {
         format!("{n} bytes")
@@ -172,7 +193,7 @@ impl InvokeError {
                 limited_by,
             } => InvokeError::RetryAfterTooLong {
                 status,
-                message: r(message),
+                message: r(message.into()).into(),
                 asked,
                 allowed,
                 limited_by,
@@ -284,9 +305,8 @@ pub(crate) fn excerpt(bytes: &[u8], max_chars: usize, secrets: &Secrets) -> Stri
 /// cut or when `more` says the text went on).
 pub(crate) fn printable(text: &str, max_chars: usize, more: bool) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars * 4));
-    let mut count = 0;
     let mut cut = more;
-    for c in text.chars() {
+    for (count, c) in text.chars().enumerate() {
         if count >= max_chars {
             cut = true;
             break;
@@ -302,7 +322,6 @@ pub(crate) fn printable(text: &str, max_chars: usize, more: bool) -> String {
             }
             c => out.push(c),
         }
-        count += 1;
     }
     if cut {
         out.push('…');

@@ -16,7 +16,7 @@ use lllm_core::{DialogId, Message, MessageLog, ModelArgs, RequestFields, ToolSpe
 use serde_json::Value;
 
 pub use dry_run::DryRunInvoker;
-pub use error::InvokeError;
+pub use error::{InvokeError, WaitLimit};
 pub use openai::OpenAiInvoker;
 pub use service::ResponseLimits;
 pub(crate) use wire::SentHints;

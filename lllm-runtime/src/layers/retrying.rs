@@ -6,7 +6,9 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::DeltaSink;
-use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker, DEFAULT_TIMEOUT};
+use crate::invoker::{
+    ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit, DEFAULT_TIMEOUT,
+};
 use crate::retry::RetryPolicy;
 
 /// Sends a request again after a failure worth retrying, as the [`RetryPolicy`] allows. The same
@@ -109,25 +111,19 @@ impl<I> Retrying<I> {
         };
         let args = &request.model_args;
         let mut limits = vec![
-            (
-                self.policy.max_retry_after,
-                "the retry policy (max_retry_after)",
-            ),
-            (
-                args.timeout.unwrap_or(DEFAULT_TIMEOUT),
-                "model_args.timeout",
-            ),
+            (self.policy.max_retry_after, WaitLimit::Policy),
+            (args.timeout.unwrap_or(DEFAULT_TIMEOUT), WaitLimit::Timeout),
         ];
         if let Some(deadline) = args.deadline {
             limits.push((
                 deadline.saturating_sub(started.elapsed()),
-                "what is left of model_args.deadline",
+                WaitLimit::Deadline,
             ));
         }
         let (allowed, limited_by) = limits.into_iter().min_by_key(|(d, _)| *d)?;
         (*asked > allowed).then(|| InvokeError::RetryAfterTooLong {
             status: *status,
-            message: message.clone(),
+            message: message.as_str().into(),
             asked: *asked,
             allowed,
             limited_by,

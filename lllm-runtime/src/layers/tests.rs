@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use lllm_core::{Dialog, InferenceHints, Message, ModelArgs, Profile};
 
 use super::{Retrying, TimeLimited};
-use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
+use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit};
 use crate::retry::RetryPolicy;
 use crate::testing::ScriptedInvoker;
 
@@ -152,15 +152,15 @@ async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
     let cases = [
         (
             ModelArgs::new().timeout(Duration::from_secs(5)),
-            "model_args.timeout",
+            WaitLimit::Timeout,
             5,
         ),
         (
             ModelArgs::new().deadline(Duration::from_secs(2)),
-            "what is left of model_args.deadline",
+            WaitLimit::Deadline,
             2,
         ),
-        (ModelArgs::new(), "the retry policy (max_retry_after)", 60),
+        (ModelArgs::new(), WaitLimit::Policy, 60),
     ];
     for (args, limited_by, allowed) in cases {
         let invoker = Arc::new(ScriptedInvoker::new().fail(asks(3600)).reply("late"));
@@ -168,7 +168,7 @@ async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
             .call(&request(args), None)
             .await
             .expect_err("not waited for");
-        assert_eq!(invoker.calls().len(), 1, "{limited_by}");
+        assert_eq!(invoker.calls().len(), 1, "{limited_by:?}");
         assert_eq!(failed.attempts, 1);
         let InvokeError::RetryAfterTooLong {
             asked,
