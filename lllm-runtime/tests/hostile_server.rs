@@ -584,3 +584,16 @@ async fn a_server_that_never_answers_times_out() {
         InvokeError::Timeout(Duration::from_millis(300))
     );
 }
+
+#[tokio::test]
+async fn endless_headers_are_a_connection_error() {
+    let server = start(HostileReply::Endless {
+        head: b"HTTP/1.1 200 OK\r\nx-filler: ".to_vec(),
+        chunk: vec![b'a'; 16 * 1024],
+    })
+    .await;
+    for stream in [false, true] {
+        let error = failed(call(&server, stream).await);
+        assert!(matches!(error, InvokeError::Connection { .. }), "{error:?}");
+    }
+}
