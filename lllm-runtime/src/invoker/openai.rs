@@ -1,4 +1,5 @@
-//! The OpenAI-compatible invoker, on async-openai's bring-your-own-types API.
+//! The OpenAI-compatible invoker: requests built from async-openai's types, sent and read by hand with
+//! reqwest so that every byte of the answer is read within limits (see `service`).
 
 use std::str::FromStr;
 
