@@ -68,7 +68,7 @@ pub use agent::{
 };
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
-    PreparedRequest, ServerDefaults,
+    PreparedRequest, ResponseLimits, ServerDefaults, WaitLimit,
 };
 pub use lllm_core::parse_tactic;
 pub use lllm_core::{

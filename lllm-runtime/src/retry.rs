@@ -7,7 +7,8 @@ use crate::invoker::InvokeError;
 /// Retry settings of an agent: how often and after how long a failed model call is sent again.
 ///
 /// Only failures worth retrying are retried (429, 408, 409, 5xx, connection failures, timeouts), and
-/// never a stream that already showed text. `max_call_retries` is also `max_call_retries` (alias `max_llm_recall`) in tactic files.
+/// never a stream that already showed text. A server's `Retry-After` is honoured up to
+/// [`max_retry_after`](Self::max_retry_after). `max_call_retries` is also `max_call_retries` (alias `max_llm_recall`) in tactic files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first try (so at most `1 + max_call_retries` requests per call).
@@ -16,7 +17,9 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// Longest computed wait.
     pub max_delay: Duration,
-    /// Longest wait granted to a server's `Retry-After`.
+    /// Longest wait granted to a server's `Retry-After`. An agent also grants no longer than the
+    /// request's `model_args.timeout` and what is left of its `model_args.deadline`; a server that asks
+    /// for more fails the call at once ([`InvokeError::RetryAfterTooLong`]).
     pub max_retry_after: Duration,
 }
 

@@ -2,6 +2,7 @@
 
 mod dry_run;
 mod error;
+mod json;
 mod openai;
 mod service;
 mod stream;
@@ -15,8 +16,9 @@ use lllm_core::{DialogId, Message, MessageLog, ModelArgs, RequestFields, ToolSpe
 use serde_json::Value;
 
 pub use dry_run::DryRunInvoker;
-pub use error::InvokeError;
+pub use error::{InvokeError, WaitLimit};
 pub use openai::OpenAiInvoker;
+pub use service::ResponseLimits;
 pub(crate) use wire::SentHints;
 pub use wire::{PreparedRequest, ServerDefaults};
 
@@ -128,4 +130,34 @@ impl<T: Invoker + ?Sized> Invoker for Arc<T> {
     ) -> Result<ChatResponse, InvokeError> {
         (**self).invoke_stream(request, on_delta).await
     }
+}
+
+/// The parser of whole answers, for [`crate::testing::parse_completion`].
+#[cfg(feature = "testing")]
+pub(crate) fn parse_completion_for_tests(body: &[u8]) -> Result<ChatResponse, InvokeError> {
+    wire::parse_completion(body, &error::Secrets::default())
+}
+
+/// The parser of streamed answers, for [`crate::testing::parse_event_stream`].
+#[cfg(feature = "testing")]
+pub(crate) fn parse_event_stream_for_tests(
+    pieces: &[&[u8]],
+    limits: &ResponseLimits,
+) -> (Result<ChatResponse, InvokeError>, String) {
+    let mut text = String::new();
+    let mut answer = stream::SseAnswer::new(limits, error::Secrets::default());
+    let mut on_delta = |delta: Delta<'_>| {
+        if let Delta::Text(piece) = delta {
+            text.push_str(piece);
+        }
+    };
+    for piece in pieces {
+        match answer.feed(piece, &mut on_delta) {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(error) => return (Err(error), text),
+        }
+    }
+    let result = answer.finish("http://127.0.0.1/v1/chat/completions");
+    (result, text)
 }

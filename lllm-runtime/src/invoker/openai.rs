@@ -1,32 +1,32 @@
-//! The OpenAI-compatible invoker, on async-openai's bring-your-own-types API.
+//! The OpenAI-compatible invoker: requests built from async-openai's types, sent and read by hand with
+//! reqwest so that every byte of the answer is read within limits (see `service`).
 
 use std::str::FromStr;
 
-use async_openai::config::Config;
-use async_openai::error::OpenAIError;
-use async_openai::traits::RequestOptionsBuilder;
-use async_openai::Client;
 use async_trait::async_trait;
-use futures::StreamExt;
-use lllm_core::full_message;
-use lllm_core::internal::redact_url;
+use lllm_core::internal::is_secret_header;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use secrecy::SecretString;
 
-use super::service::{HttpFailure, HttpService};
-use super::stream::{StreamAccumulator, WireChunk};
-use super::wire::WireResponse;
+use super::error::Secrets;
+use super::service::{is_event_stream, read_limited, send, ResponseLimits};
+use super::stream::SseAnswer;
+use super::wire::parse_completion;
 use super::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, PreparedRequest, ServerDefaults,
+    DEFAULT_TIMEOUT,
 };
 
 /// Sends chat completions to any OpenAI-compatible server (OpenAI, vLLM, SGLang, llama.cpp, Dynamo).
 ///
-/// Each call makes one attempt; see [`crate::Agent`] for retries and timeouts.
+/// Each call makes one attempt; see [`crate::Agent`] for retries. The server is not trusted: redirects
+/// are never followed (the call fails with [`InvokeError::Redirect`]), bodies and events are read
+/// within [`ResponseLimits`], and the whole attempt, reading the answer included, ends at the request's
+/// `model_args.timeout`.
 #[derive(Debug, Clone)]
 pub struct OpenAiInvoker {
     http: reqwest::Client,
     defaults: ServerDefaults,
+    limits: ResponseLimits,
 }
 
 impl Default for OpenAiInvoker {
@@ -43,30 +43,66 @@ impl OpenAiInvoker {
 
     /// An invoker with explicit fallbacks (for tests and embedding).
     pub fn with_defaults(defaults: ServerDefaults) -> Self {
+        // No redirect is followed: one would carry the credentials and the prompt to another host.
+        // Like `reqwest::Client::new`, this fails only when the TLS backend cannot start.
+        #[allow(clippy::expect_used)]
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("the HTTP client starts");
         OpenAiInvoker {
-            http: reqwest::Client::new(),
+            http,
             defaults,
+            limits: ResponseLimits::default(),
         }
+    }
+
+    /// The same invoker with other size limits on answers.
+    pub fn with_limits(mut self, limits: ResponseLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The size limits on answers.
+    pub fn limits(&self) -> ResponseLimits {
+        self.limits
     }
 
     /// The request `invoke` would send for `request`.
     pub fn prepare(&self, request: &ChatRequest) -> Result<PreparedRequest, InvokeError> {
         PreparedRequest::build(request, &self.defaults)
     }
-}
 
-impl OpenAiInvoker {
-    fn client(&self, prepared: &PreparedRequest) -> Client<BaseUrl> {
-        Client::build(
-            self.http.clone(),
-            BaseUrl {
-                api_base: prepared.api_base.clone(),
-                no_key: SecretString::from(String::new()),
-            },
-        )
-        .with_http_service(HttpService {
-            client: self.http.clone(),
-        })
+    /// Sends `prepared` and hands the answer to `read`, all within the request's timeout; every
+    /// error comes back with the request's secrets redacted.
+    async fn exchange<T>(
+        &self,
+        request: &ChatRequest,
+        prepared: PreparedRequest,
+        read: impl AsyncFnOnce(reqwest::Response, &Secrets, &str) -> Result<T, InvokeError>,
+    ) -> Result<T, InvokeError> {
+        let secrets = Secrets::of_request(&prepared.headers, &prepared.url);
+        let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let attempt = async {
+            let headers = header_map(&prepared.headers)?;
+            let body = serde_json::to_vec(&prepared.body).map_err(|e| InvokeError::Request {
+                problem: e.to_string(),
+            })?;
+            let response = send(
+                &self.http,
+                &prepared.url,
+                headers,
+                body,
+                &self.limits,
+                &secrets,
+            )
+            .await?;
+            read(response, &secrets, &prepared.url).await
+        };
+        tokio::time::timeout(limit, attempt)
+            .await
+            .unwrap_or(Err(InvokeError::Timeout(limit)))
+            .map_err(|e| e.redacted(&secrets))
     }
 }
 
@@ -74,15 +110,12 @@ impl OpenAiInvoker {
 impl Invoker for OpenAiInvoker {
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
         let prepared = self.prepare(request)?;
-        let headers = header_map(&prepared.headers)?;
-        let response: WireResponse = self
-            .client(&prepared)
-            .chat()
-            .headers(headers)
-            .create_byot(prepared.body)
-            .await
-            .map_err(|e| invoke_error(e, &prepared.url))?;
-        response.into_response()
+        let max = self.limits.max_answer_bytes;
+        self.exchange(request, prepared, async |response, secrets, url| {
+            let body = read_limited(response, max, url).await?;
+            parse_completion(&body, secrets)
+        })
+        .await
     }
 
     async fn invoke_stream(
@@ -91,46 +124,33 @@ impl Invoker for OpenAiInvoker {
         on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
     ) -> Result<ChatResponse, InvokeError> {
         let prepared = PreparedRequest::build_streaming(request, &self.defaults)?;
-        let headers = header_map(&prepared.headers)?;
-        let url = prepared.url.clone();
-        let mut chunks = self
-            .client(&prepared)
-            .chat()
-            .headers(headers)
-            .create_stream_byot::<_, WireChunk>(prepared.body)
-            .await
-            .map_err(|e| invoke_error(e, &url))?;
-        let mut answer = StreamAccumulator::default();
-        while let Some(chunk) = chunks.next().await {
-            answer.push(chunk.map_err(|e| invoke_error(e, &url))?, on_delta)?;
-        }
-        answer.finish(&url)
-    }
-}
-
-/// async-openai configuration that only supplies the base URL: every header, credentials included, is
-/// set per request from [`PreparedRequest`], so no `Authorization` is sent without a key.
-#[derive(Debug)]
-struct BaseUrl {
-    api_base: String,
-    no_key: SecretString,
-}
-
-impl Config for BaseUrl {
-    fn headers(&self) -> HeaderMap {
-        HeaderMap::new()
-    }
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.api_base)
-    }
-    fn query(&self) -> Vec<(&str, &str)> {
-        Vec::new()
-    }
-    fn api_base(&self) -> &str {
-        &self.api_base
-    }
-    fn api_key(&self) -> &SecretString {
-        &self.no_key
+        let limits = self.limits;
+        self.exchange(request, prepared, async |mut response, secrets, url| {
+            if !is_event_stream(&response) {
+                // A server that ignores `stream: true` answers with one body.
+                let body = read_limited(response, limits.max_answer_bytes, url).await?;
+                let answer = parse_completion(&body, secrets)?;
+                if let Some(reasoning) = answer.message.reasoning.as_deref() {
+                    on_delta(Delta::Reasoning(reasoning));
+                }
+                if let Some(text) = answer.message.content.as_deref() {
+                    on_delta(Delta::Text(text));
+                }
+                return Ok(answer);
+            }
+            let mut answer = SseAnswer::new(&limits, secrets.clone());
+            while let Some(bytes) = response
+                .chunk()
+                .await
+                .map_err(|e| super::service::connection_error(url, e))?
+            {
+                if answer.feed(&bytes, on_delta)? {
+                    break;
+                }
+            }
+            answer.finish(url)
+        })
+        .await
     }
 }
 
@@ -140,47 +160,10 @@ fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, InvokeError> {
         let invalid = || InvokeError::InvalidHeader { name: name.clone() };
         let header = HeaderName::from_str(name).map_err(|_| invalid())?;
         let mut value = HeaderValue::from_str(value).map_err(|_| invalid())?;
-        if name.eq_ignore_ascii_case("authorization") {
+        if is_secret_header(name) {
             value.set_sensitive(true);
         }
         map.insert(header, value);
     }
     Ok(map)
-}
-
-fn invoke_error(error: OpenAIError, url: &str) -> InvokeError {
-    match error {
-        OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
-            Ok(failure) => InvokeError::Http {
-                status: failure.status,
-                message: failure.message,
-                retry_after: failure.retry_after,
-            },
-            Err(other) => InvokeError::Connection {
-                url: redact_url(url),
-                message: full_message(other.as_ref()),
-            },
-        },
-        // The URL is given once, credentials redacted; reqwest's message would repeat it in clear.
-        OpenAIError::Reqwest(e) => InvokeError::Connection {
-            url: redact_url(url),
-            message: full_message(&e.without_url()),
-        },
-        OpenAIError::ApiError(api) => InvokeError::Http {
-            status: api.status_code.as_u16(),
-            message: api.api_error.message,
-            retry_after: None,
-        },
-        OpenAIError::JSONDeserialize(e, _) => InvokeError::InvalidResponse {
-            problem: e.to_string(),
-        },
-        // A broken event stream is almost always a broken connection.
-        OpenAIError::StreamError(e) => InvokeError::Connection {
-            url: redact_url(url),
-            message: e.to_string(),
-        },
-        other => InvokeError::Request {
-            problem: other.to_string(),
-        },
-    }
 }

@@ -3,16 +3,29 @@
 use lllm_core::{Message, Role, ToolCall};
 use serde::Deserialize;
 
+use super::error::{printable, Secrets, EXCERPT_CHARS};
+use super::json::{parse_json, ErrorField, FirstOnly, ToolCallList};
+use super::service::{ResponseLimits, SseDecoder, SseEvent, MAX_TOOL_CALLS};
 use super::wire::WireUsage;
 use super::{ChatResponse, Delta, InvokeError};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireChunk {
     id: Option<String>,
-    choices: Option<Vec<ChunkChoice>>,
+    choices: Option<FirstOnly<ChunkChoice>>,
     usage: Option<WireUsage>,
     /// Some servers (vLLM) report a failure inside the stream.
-    error: Option<serde_json::Value>,
+    error: Option<ErrorField>,
+}
+
+impl WireChunk {
+    /// Parses the data of one event; what is not a chunk is an [`InvokeError::InvalidResponse`] that
+    /// names the field at fault or shows a short excerpt.
+    pub(crate) fn parse(data: &str, secrets: &Secrets) -> Result<Self, InvokeError> {
+        parse_json(data.as_bytes(), secrets).map_err(|problem| InvokeError::InvalidResponse {
+            problem: format!("an event of the stream is not a chunk: {problem}"),
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -26,7 +39,7 @@ struct ChunkDelta {
     content: Option<String>,
     reasoning_content: Option<String>,
     reasoning: Option<String>,
-    tool_calls: Option<Vec<ChunkToolCall>>,
+    tool_calls: Option<ToolCallList<ChunkToolCall>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,6 +61,60 @@ struct PartialCall {
     id: Option<String>,
     name: String,
     arguments: String,
+    /// Where the arguments stand as JSON, updated as they grow (so telling whether they are
+    /// complete costs nothing, however many pieces arrive).
+    scan: JsonScan,
+}
+
+/// Tracks, one piece at a time, whether a text is one complete JSON object or array.
+#[derive(Debug, Default, Clone, Copy)]
+struct JsonScan {
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    opened: bool,
+    closed: bool,
+    broken: bool,
+}
+
+impl JsonScan {
+    fn feed(&mut self, text: &str) {
+        for byte in text.bytes() {
+            if self.in_string {
+                match (self.escaped, byte) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            if self.closed {
+                self.broken |= !byte.is_ascii_whitespace();
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => {
+                    self.opened = true;
+                    self.depth = self.depth.saturating_add(1);
+                }
+                b'}' | b']' => match self.depth {
+                    0 => self.broken = true,
+                    1 => {
+                        self.depth = 0;
+                        self.closed = true;
+                    }
+                    _ => self.depth -= 1,
+                },
+                _ => self.broken |= !self.opened && !byte.is_ascii_whitespace(),
+            }
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.opened && self.closed && !self.broken && !self.in_string
+    }
 }
 
 /// Collects the chunks of one streamed answer.
@@ -59,9 +126,17 @@ pub(crate) struct StreamAccumulator {
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
     usage: Option<lllm_core::Usage>,
+    /// Usage came with or after the finish reason: nothing is left to come.
+    complete: bool,
 }
 
 impl StreamAccumulator {
+    /// Whether the answer is whole (finish reason and usage came): a server that goes on sending
+    /// instead of ending the stream is not waited for.
+    pub(crate) fn is_complete(&self) -> bool {
+        self.complete
+    }
+
     /// Adds one chunk, reporting its text to `on_delta`; a chunk carrying an error ends the stream.
     pub(crate) fn push(
         &mut self,
@@ -69,25 +144,27 @@ impl StreamAccumulator {
         on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
     ) -> Result<(), InvokeError> {
         if let Some(error) = chunk.error {
-            let message = error
-                .get("message")
-                .and_then(serde_json::Value::as_str)
-                .map_or_else(|| error.to_string(), str::to_owned);
             return Err(InvokeError::InvalidResponse {
-                problem: format!("the server reported an error in the stream: {message}"),
+                problem: format!(
+                    "the server reported an error in the stream: {}",
+                    printable(&error.0, EXCERPT_CHARS, false)
+                ),
             });
         }
         if self.id.is_none() {
             self.id = chunk.id;
         }
+        let has_usage = chunk.usage.is_some();
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage.into_usage());
         }
-        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
+        self.complete |= has_usage && self.finish_reason.is_some();
+        let Some(choice) = chunk.choices.and_then(|c| c.0) else {
             return Ok(());
         };
         if choice.finish_reason.is_some() {
             self.finish_reason = choice.finish_reason;
+            self.complete |= has_usage;
         }
         let Some(delta) = choice.delta else {
             return Ok(());
@@ -107,8 +184,8 @@ impl StreamAccumulator {
             }
             self.content.get_or_insert_with(String::new).push_str(&text);
         }
-        for call in delta.tool_calls.unwrap_or_default() {
-            let slot = self.call_slot(&call);
+        for call in delta.tool_calls.map(|c| c.0).unwrap_or_default() {
+            let slot = self.call_slot(&call)?;
             if slot.id.is_none() {
                 slot.id = call.id;
             }
@@ -118,6 +195,7 @@ impl StreamAccumulator {
                     slot.name = name;
                 }
                 if let Some(arguments) = function.arguments {
+                    slot.scan.feed(&arguments);
                     slot.arguments.push_str(&arguments);
                 }
             }
@@ -128,7 +206,8 @@ impl StreamAccumulator {
     /// The call a tool-call delta continues. With an `index`, the call of that index. Without one (some
     /// servers omit it), a delta starts a new call when it has a new id, or when it names a tool while
     /// the last call already has a name and complete arguments; otherwise it continues the last call.
-    fn call_slot(&mut self, delta: &ChunkToolCall) -> &mut PartialCall {
+    /// More than [`MAX_TOOL_CALLS`] calls in one answer is an error.
+    fn call_slot(&mut self, delta: &ChunkToolCall) -> Result<&mut PartialCall, InvokeError> {
         let position = match delta.index {
             Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
             None => self.calls.last().and_then(|last| {
@@ -138,20 +217,27 @@ impl StreamAccumulator {
                     .as_ref()
                     .and_then(|f| f.name.as_deref())
                     .is_some_and(|n| !n.is_empty());
-                let last_complete = !last.name.is_empty()
-                    && serde_json::from_str::<serde_json::Value>(&last.arguments).is_ok();
+                let last_complete = !last.name.is_empty() && last.scan.complete();
                 let starts_new = new_id || (delta.id.is_none() && names_a_tool && last_complete);
                 (!starts_new).then_some(self.calls.len() - 1)
             }),
         };
-        let position = position.unwrap_or_else(|| {
-            self.calls.push(PartialCall {
-                index: delta.index,
-                ..PartialCall::default()
-            });
-            self.calls.len() - 1
-        });
-        &mut self.calls[position]
+        let position = match position {
+            Some(position) => position,
+            None if self.calls.len() >= MAX_TOOL_CALLS => {
+                return Err(InvokeError::InvalidResponse {
+                    problem: format!("more than {MAX_TOOL_CALLS} tool calls in one answer"),
+                })
+            }
+            None => {
+                self.calls.push(PartialCall {
+                    index: delta.index,
+                    ..PartialCall::default()
+                });
+                self.calls.len() - 1
+            }
+        };
+        Ok(&mut self.calls[position])
     }
 
     /// The whole answer. A stream that ended without a finish reason was cut off.
@@ -187,6 +273,64 @@ impl StreamAccumulator {
     }
 }
 
+/// A streamed answer as bytes arrive: events decoded within the limits, chunks parsed and collected.
+#[derive(Debug)]
+pub(crate) struct SseAnswer {
+    decoder: SseDecoder,
+    answer: StreamAccumulator,
+    events: Vec<SseEvent>,
+    secrets: Secrets,
+    done: bool,
+}
+
+impl SseAnswer {
+    pub(crate) fn new(limits: &ResponseLimits, secrets: Secrets) -> Self {
+        SseAnswer {
+            decoder: SseDecoder::new(limits),
+            answer: StreamAccumulator::default(),
+            events: Vec::new(),
+            secrets,
+            done: false,
+        }
+    }
+
+    /// Feeds bytes of the stream, reporting text to `on_delta`. Returns whether the answer is done
+    /// (`[DONE]`, or finish reason and usage came): what the server sends after it is not read.
+    pub(crate) fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
+    ) -> Result<bool, InvokeError> {
+        if self.done {
+            return Ok(true);
+        }
+        self.decoder.feed(bytes, &mut self.events)?;
+        for event in self.events.drain(..) {
+            if event.data == "[DONE]" {
+                self.done = true;
+                break;
+            }
+            if matches!(event.event.as_str(), "keepalive" | "ping") {
+                continue;
+            }
+            let chunk = WireChunk::parse(&event.data, &self.secrets)?;
+            self.answer.push(chunk, on_delta)?;
+            if self.answer.is_complete() {
+                self.done = true;
+                break;
+            }
+        }
+        self.events.clear();
+        Ok(self.done)
+    }
+
+    /// The whole answer, once the stream ended.
+    pub(crate) fn finish(mut self, url: &str) -> Result<ChatResponse, InvokeError> {
+        self.decoder.finish();
+        self.answer.finish(url)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,7 +340,7 @@ mod tests {
         let mut acc = StreamAccumulator::default();
         let mut text = String::new();
         for chunk in chunks {
-            let chunk: WireChunk = serde_json::from_value(chunk.clone()).expect("chunk");
+            let chunk = WireChunk::parse(&chunk.to_string(), &Secrets::default()).expect("chunk");
             let pushed = acc.push(chunk, &mut |d| {
                 if let Delta::Text(t) = d {
                     text.push_str(t)
@@ -267,8 +411,9 @@ mod tests {
     fn empty_pieces_are_not_reported_and_errors_in_the_stream_are() {
         let mut reported = 0;
         let mut acc = StreamAccumulator::default();
-        let empty: WireChunk = serde_json::from_value(
-            json!({"choices": [{"delta": {"role": "assistant", "content": ""}}]}),
+        let empty = WireChunk::parse(
+            r#"{"choices": [{"delta": {"role": "assistant", "content": ""}}]}"#,
+            &Secrets::default(),
         )
         .expect("chunk");
         acc.push(empty, &mut |_| reported += 1).expect("fine");

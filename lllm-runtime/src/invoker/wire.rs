@@ -16,6 +16,8 @@ use lllm_core::{strip_provider_prefix, Message, Role, Secret, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::error::{excerpt, printable, Secrets, EXCERPT_CHARS};
+use super::json::{parse_json, Arguments, Content, ErrorField, FirstOnly, ToolCallList};
 use super::{ChatRequest, ChatResponse, InvokeError};
 
 /// Where requests go when `model_args` does not say.
@@ -258,13 +260,16 @@ fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
     }
 }
 
-// Lenient response types: every field optional, unknown fields ignored, any finish reason kept.
+// Lenient response types: every field optional, unknown fields ignored, any finish reason kept; but a
+// field of the wrong type is an error that names it, and memory stays proportional to what is kept.
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireResponse {
     id: Option<String>,
-    choices: Option<Vec<WireChoice>>,
+    choices: Option<FirstOnly<WireChoice>>,
     usage: Option<WireUsage>,
+    /// Some servers answer 200 with an error object.
+    error: Option<ErrorField>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -275,10 +280,10 @@ struct WireChoice {
 
 #[derive(Debug, Deserialize)]
 struct WireMessage {
-    content: Option<Value>,
+    content: Option<Content>,
     reasoning_content: Option<String>,
     reasoning: Option<String>,
-    tool_calls: Option<Vec<WireToolCall>>,
+    tool_calls: Option<ToolCallList<WireToolCall>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -290,7 +295,7 @@ struct WireToolCall {
 #[derive(Debug, Deserialize)]
 struct WireFunction {
     name: Option<String>,
-    arguments: Option<Value>,
+    arguments: Option<Arguments>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -306,29 +311,38 @@ struct WireUsageDetails {
 }
 
 /// Parses a chat completion body leniently: `content: null`, unknown finish reasons, reasoning fields,
-/// content given as a list of parts, tool calls without ids.
-#[cfg(test)]
-fn parse_response(body: Value) -> Result<ChatResponse, InvokeError> {
+/// content given as a list of parts, tool calls without ids. What is not a chat completion is an
+/// [`InvokeError::InvalidResponse`] with a short excerpt (secrets redacted) or the field at fault.
+pub(crate) fn parse_completion(
+    body: &[u8],
+    secrets: &Secrets,
+) -> Result<ChatResponse, InvokeError> {
     let wire: WireResponse =
-        serde_json::from_value(body).map_err(|e| InvokeError::InvalidResponse {
-            problem: e.to_string(),
-        })?;
-    wire.into_response()
+        parse_json(body, secrets).map_err(|problem| InvokeError::InvalidResponse { problem })?;
+    wire.into_response(body, secrets)
 }
 
 impl WireResponse {
-    pub(crate) fn into_response(self) -> Result<ChatResponse, InvokeError> {
-        let choice = self
-            .choices
-            .and_then(|c| c.into_iter().next())
-            .ok_or_else(|| InvokeError::InvalidResponse {
-                problem: "it has no choices".into(),
-            })?;
-        let wire = choice.message.ok_or_else(|| InvokeError::InvalidResponse {
-            problem: "its first choice has no message".into(),
-        })?;
+    fn into_response(self, body: &[u8], secrets: &Secrets) -> Result<ChatResponse, InvokeError> {
+        let invalid = |problem: String| InvokeError::InvalidResponse { problem };
+        let Some(choice) = self.choices.and_then(|c| c.0) else {
+            return Err(invalid(match self.error {
+                Some(error) => format!(
+                    "the server reported an error: {}",
+                    printable(&secrets.redact(&error.0), EXCERPT_CHARS, false)
+                ),
+                None => format!(
+                    "it has no choices: {}",
+                    excerpt(body.trim_ascii(), EXCERPT_CHARS, secrets)
+                ),
+            }));
+        };
+        let wire = choice
+            .message
+            .ok_or_else(|| invalid("its first choice has no message".into()))?;
         let tool_calls = wire
             .tool_calls
+            .map(|c| c.0)
             .unwrap_or_default()
             .into_iter()
             .enumerate()
@@ -340,11 +354,7 @@ impl WireResponse {
                 ToolCall {
                     id: call.id.unwrap_or_else(|| format!("call_{i}")),
                     name: function.name.unwrap_or_default(),
-                    arguments: match function.arguments {
-                        Some(Value::String(s)) => s,
-                        Some(other) => other.to_string(),
-                        None => String::new(),
-                    },
+                    arguments: function.arguments.map(|a| a.0).unwrap_or_default(),
                 }
             })
             .collect();
@@ -353,7 +363,7 @@ impl WireResponse {
             id: self.id,
             message: Message {
                 role: Role::Assistant,
-                content: wire.content.and_then(content_text),
+                content: wire.content.map(|c| c.0),
                 reasoning: wire.reasoning_content.or(wire.reasoning),
                 tool_calls,
                 tool_call_id: None,
@@ -374,19 +384,6 @@ impl WireUsage {
     }
 }
 
-fn content_text(content: Value) -> Option<String> {
-    match content {
-        Value::String(s) => Some(s),
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<String>(),
-        ),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -394,6 +391,13 @@ mod tests {
     use lllm_core::{MessageLog, ModelArgs, RequestFields};
 
     use super::*;
+
+    fn parse_response(body: Value) -> Result<ChatResponse, InvokeError> {
+        parse_completion(
+            &serde_json::to_vec(&body).expect("json"),
+            &Secrets::default(),
+        )
+    }
 
     fn request(args: ModelArgs, hints: RequestFields) -> ChatRequest {
         ChatRequest::new(

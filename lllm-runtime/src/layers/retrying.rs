@@ -3,9 +3,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::time::Instant;
 
 use super::DeltaSink;
-use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
+use crate::invoker::{
+    ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit, DEFAULT_TIMEOUT,
+};
 use crate::retry::RetryPolicy;
 
 /// Sends a request again after a failure worth retrying, as the [`RetryPolicy`] allows. The same
@@ -34,13 +37,15 @@ impl<I: Invoker> Retrying<I> {
 
     /// Sends `request` until it is answered, a failure is not worth retrying, or retries run out.
     /// With `on_delta`, streams; a stream that already delivered text is not retried, since what was
-    /// shown cannot be taken back.
+    /// shown cannot be taken back. A server that asks (`Retry-After`) for a longer wait than the
+    /// request may take fails the call at once with [`InvokeError::RetryAfterTooLong`].
     pub(crate) async fn call(
         &self,
         request: &ChatRequest,
         mut on_delta: Option<&mut DeltaSink<'_>>,
     ) -> Result<ChatResponse, Exhausted> {
         let mut retry = 0;
+        let started = Instant::now();
         loop {
             let mut streamed = false;
             let result = match on_delta.as_deref_mut() {
@@ -68,6 +73,12 @@ impl<I: Invoker> Retrying<I> {
                     error,
                 });
             };
+            if let Some(error) = self.refuse_retry_after(request, &error, started) {
+                return Err(Exhausted {
+                    attempts: retry + 1,
+                    error,
+                });
+            }
             tracing::warn!(
                 attempt = retry + 1,
                 wait_ms = millis(wait),
@@ -77,6 +88,46 @@ impl<I: Invoker> Retrying<I> {
             tokio::time::sleep(wait).await;
             retry += 1;
         }
+    }
+}
+
+impl<I> Retrying<I> {
+    /// The error to end the call with when the server asks for a longer wait than allowed: by the
+    /// policy's `max_retry_after`, by the request's timeout (a server that needs longer will not
+    /// answer in time either), or by what is left of the respond's deadline.
+    fn refuse_retry_after(
+        &self,
+        request: &ChatRequest,
+        error: &InvokeError,
+        started: Instant,
+    ) -> Option<InvokeError> {
+        let InvokeError::Http {
+            status,
+            message,
+            retry_after: Some(asked),
+        } = error
+        else {
+            return None;
+        };
+        let args = &request.model_args;
+        let mut limits = vec![
+            (self.policy.max_retry_after, WaitLimit::Policy),
+            (args.timeout.unwrap_or(DEFAULT_TIMEOUT), WaitLimit::Timeout),
+        ];
+        if let Some(deadline) = args.deadline {
+            limits.push((
+                deadline.saturating_sub(started.elapsed()),
+                WaitLimit::Deadline,
+            ));
+        }
+        let (allowed, limited_by) = limits.into_iter().min_by_key(|(d, _)| *d)?;
+        (*asked > allowed).then(|| InvokeError::RetryAfterTooLong {
+            status: *status,
+            message: message.as_str().into(),
+            asked: *asked,
+            allowed,
+            limited_by,
+        })
     }
 }
 

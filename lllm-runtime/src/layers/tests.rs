@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use lllm_core::{Dialog, InferenceHints, Message, ModelArgs, Profile};
 
 use super::{Retrying, TimeLimited};
-use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
+use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit};
 use crate::retry::RetryPolicy;
 use crate::testing::ScriptedInvoker;
 
@@ -136,4 +136,60 @@ async fn the_request_timeout_bounds_each_attempt() {
     let args = ModelArgs::new().timeout(Duration::from_millis(20));
     let err = limited.invoke(&request(args)).await.expect_err("timed out");
     assert_eq!(err, InvokeError::Timeout(Duration::from_millis(20)));
+}
+
+#[tokio::test]
+async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
+    let asks = |secs: u64| InvokeError::Http {
+        status: 429,
+        message: "slow down".into(),
+        retry_after: Some(Duration::from_secs(secs)),
+    };
+    let policy = RetryPolicy {
+        max_retry_after: Duration::from_secs(60),
+        ..fast(3)
+    };
+    let cases = [
+        (
+            ModelArgs::new().timeout(Duration::from_secs(5)),
+            WaitLimit::Timeout,
+            5,
+        ),
+        (
+            ModelArgs::new().deadline(Duration::from_secs(2)),
+            WaitLimit::Deadline,
+            2,
+        ),
+        (ModelArgs::new(), WaitLimit::Policy, 60),
+    ];
+    for (args, limited_by, allowed) in cases {
+        let invoker = Arc::new(ScriptedInvoker::new().fail(asks(3600)).reply("late"));
+        let failed = Retrying::new(invoker.clone(), policy)
+            .call(&request(args), None)
+            .await
+            .expect_err("not waited for");
+        assert_eq!(invoker.calls().len(), 1, "{limited_by:?}");
+        assert_eq!(failed.attempts, 1);
+        let InvokeError::RetryAfterTooLong {
+            asked,
+            allowed: granted,
+            limited_by: by,
+            status,
+            ..
+        } = &failed.error
+        else {
+            panic!("unexpected {:?}", failed.error);
+        };
+        assert_eq!(
+            (*status, *asked, *by),
+            (429, Duration::from_secs(3600), limited_by)
+        );
+        assert!(*granted <= Duration::from_secs(allowed), "{granted:?}");
+        let shown = failed.error.to_string();
+        assert!(
+            shown.contains("asked to wait 3600s") && shown.contains("slow down"),
+            "{shown}"
+        );
+        assert!(!failed.error.is_retryable());
+    }
 }
