@@ -18,7 +18,9 @@ mod harness {
 
     #[test]
     fn the_bounded_runner_reports_codes_and_messages() {
-        lllm(&["--version"]).run_blocking().assert_clean(0, &[]);
+        let version = lllm(&["--version"]).run_blocking();
+        version.assert_clean(0, &[]);
+        assert!(version.peak_rss_mib > 0, "the memory reading works");
         let usage = lllm(&["no-such-command"]).run_blocking();
         usage.assert_clean(2, &["no-such-command"]);
     }

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::resource::{getrusage, UsageWho};
 
 /// How long a case may run before it counts as a hang (generous: CI machines are slow and shared).
 pub(crate) const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
@@ -78,8 +77,8 @@ pub(crate) struct Outcome {
     pub(crate) elapsed: Duration,
     /// Whether it was killed for running past its time limit.
     pub(crate) timed_out: bool,
-    /// Peak resident memory (MiB) of the largest child this test process has waited for so far:
-    /// an upper bound for this invocation.
+    /// Peak resident memory (MiB): the largest high-water mark (`VmHWM`) seen while it ran, read
+    /// every few milliseconds.
     pub(crate) peak_rss_mib: u64,
 }
 
@@ -176,6 +175,17 @@ pub(crate) struct Running {
     time_limit: Duration,
 }
 
+/// `VmHWM` of a running process, in KiB (0 once it has ended).
+fn high_water_mark_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
 fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
@@ -199,7 +209,11 @@ impl Running {
     /// Waits for its end, killing it at the time limit.
     pub(crate) fn wait(mut self) -> Outcome {
         let mut timed_out = false;
+        let mut peak_kib = 0;
         let status = loop {
+            // The high-water mark only grows, so the last reading before the exit is the peak
+            // (but for what it allocated in its last few milliseconds).
+            peak_kib = peak_kib.max(high_water_mark_kib(self.child.id()));
             if let Some(status) = self.child.try_wait().expect("wait") {
                 break status;
             }
@@ -216,10 +230,6 @@ impl Running {
                 .map(|h| h.join().expect("reader thread"))
                 .unwrap_or_default()
         };
-        // Linux reports ru_maxrss in KiB.
-        let peak_kib = getrusage(UsageWho::RUSAGE_CHILDREN)
-            .map(|u| u.max_rss())
-            .unwrap_or(0);
         use std::os::unix::process::ExitStatusExt;
         Outcome {
             code: status.code(),
@@ -228,7 +238,7 @@ impl Running {
             stderr: String::from_utf8_lossy(&join(self.stderr.take())).into_owned(),
             elapsed,
             timed_out,
-            peak_rss_mib: u64::try_from(peak_kib).unwrap_or(0) / 1024,
+            peak_rss_mib: peak_kib / 1024,
         }
     }
 }
