@@ -14,14 +14,34 @@ mod tools;
 
 /// The harness itself: exit codes and messages come through as they are.
 mod harness {
-    use super::support::lllm;
+    use std::time::Duration;
+
+    use lllm_runtime::testing::{StubReply, StubServer};
+
+    use super::support::{arg, lllm, TempDir};
 
     #[test]
     fn the_bounded_runner_reports_codes_and_messages() {
-        let version = lllm(&["--version"]).run_blocking();
-        version.assert_clean(0, &[]);
-        assert!(version.peak_rss_mib > 0, "the memory reading works");
+        lllm(&["--version"]).run_blocking().assert_clean(0, &[]);
         let usage = lllm(&["no-such-command"]).run_blocking();
         usage.assert_clean(2, &["no-such-command"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_bounded_runner_reads_the_peak_memory() {
+        // A run that waits half a second for its answer is surely sampled while alive.
+        let server = StubServer::start().await.expect("server");
+        server.push(StubReply::text("late").delay(Duration::from_millis(500)));
+        let dir = TempDir::new("harness");
+        let file = dir.write(
+            "t.yaml",
+            format!(
+                "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{}\"}}\n    system_prompt: s\n",
+                server.base_url()
+            ),
+        );
+        let outcome = lllm(&["run", arg(&file), "--input", "x"]).run().await;
+        outcome.assert_clean(0, &[]);
+        assert!(outcome.peak_rss_mib > 0, "no memory reading");
     }
 }

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 /// How long a case may run before it counts as a hang (generous: CI machines are slow and shared).
 pub(crate) const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
 /// Peak resident memory a case may reach. lllm itself needs a few tens of MiB.
