@@ -244,12 +244,13 @@ fn is_header(text: &str) -> Result<bool, String> {
         Ok(probe) => Ok(probe.format.is_some()),
         Err(e) => Err(match serde_json::from_str::<Value>(text) {
             Err(_) => format!(
-                "not valid JSON ({}); a trace starts with {{\"format\": \"{TRACE_FORMAT}\", ...}} \
+                "not a trace header or row: not valid JSON ({}); a trace starts with {{\"format\": \"{TRACE_FORMAT}\", ...}} \
                  or a row",
                 plain_in(&e, text)
             ),
             Ok(value) => format!(
-                "a trace line must be a JSON object, not {}; a trace starts with {{\"format\": \
+                "not a trace header or row: a trace line must be a JSON object, not {}; a trace \
+                 starts with {{\"format\": \
                  \"{TRACE_FORMAT}\", ...}} or a row",
                 kind(&value)
             ),
