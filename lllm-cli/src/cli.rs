@@ -67,8 +67,8 @@ pub(crate) struct RunArgs {
 pub(crate) struct ReplayArgs {
     /// The trace file.
     pub(crate) trace: std::path::PathBuf,
-    /// The server's API base, such as http://127.0.0.1:8000/v1.
-    #[arg(long)]
+    /// The server's API base, an http or https URL such as http://127.0.0.1:8000/v1.
+    #[arg(long, value_name = "URL")]
     pub(crate) api_base: String,
     /// The model to ask.
     #[arg(long)]
@@ -79,15 +79,32 @@ pub(crate) struct ReplayArgs {
     /// Send no session identity.
     #[arg(long)]
     pub(crate) no_session: bool,
-    /// Time factor: 2 replays twice as fast.
-    #[arg(long, default_value_t = 1.0)]
+    /// Time factor: 2 replays twice as fast (from 0.001 to 1000000).
+    #[arg(long, value_name = "X", default_value_t = 1.0, allow_hyphen_values = true, value_parser = parse_speed)]
     pub(crate) speed: f64,
     /// Also print every request as a JSON line (session, response id, tokens, latency, error).
     #[arg(long)]
     pub(crate) json: bool,
     /// Tokens per block, for a trace written without its header (`--trace-rows-only`).
-    #[arg(long, default_value_t = 64)]
-    pub(crate) block_size: usize,
+    #[arg(long, value_name = "TOKENS", default_value_t = 64, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub(crate) block_size: u32,
+}
+
+/// `--speed`: a number within the replay's limits, refused while the arguments are parsed.
+fn parse_speed(text: &str) -> Result<f64, String> {
+    let speed: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number; use a number from 0.001 to 1000000"))?;
+    lllm_runtime::check_speed(speed)
+        .map(|()| speed)
+        .map_err(|_| {
+            format!(
+                "{text} is out of range; use a number from {} to {} (2 replays twice as fast)",
+                lllm_runtime::replay_limits::MIN_SPEED,
+                lllm_runtime::replay_limits::MAX_SPEED
+            )
+        })
 }
 
 #[derive(Debug, Args)]

@@ -4,15 +4,14 @@ use std::io::Write;
 
 use anyhow::{anyhow, Context};
 use lllm_runtime::Profile;
-use lllm_runtime::{replay as run_replay, ReplayOptions};
+use lllm_runtime::{check_api_base, replay_trace, ReplayOptions, Trace};
 
 use crate::cli::ReplayArgs;
-use crate::exit::{failed, usage, Failure};
+use crate::exit::{failed, stdout_failed, usage, Failure};
 
 pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(&args.trace)
-        .with_context(|| format!("cannot read {}", args.trace.display()))
-        .map_err(usage)?;
+    // The arguments first (the URL's credentials redacted in any message), then the trace.
+    check_api_base(&args.api_base).map_err(usage)?;
     let profile: Profile = serde_json::from_value(serde_json::Value::from(args.profile.as_str()))
         .map_err(|_| {
         usage(anyhow!(
@@ -20,25 +19,27 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
             args.profile
         ))
     })?;
-    if !(args.speed.is_finite() && args.speed > 0.0) {
-        return Err(usage(anyhow!("--speed must be a positive number")));
-    }
     let options = ReplayOptions {
         api_base: args.api_base.clone(),
         model: args.model.clone(),
         profile,
         session: !args.no_session,
         speed: args.speed,
-        block_size: args.block_size.max(1),
+        block_size: usize::try_from(args.block_size).unwrap_or(usize::MAX),
     };
+    options.check().map_err(usage)?;
+    let trace = Trace::open(&args.trace, options.block_size).map_err(|e| match e {
+        lllm_runtime::ReplayError::File { .. } => usage(e),
+        other => usage(anyhow!("{}: {other}", args.trace.display())),
+    })?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")
         .map_err(failed)?;
     let report = runtime
-        .block_on(run_replay(&text, &options))
-        .map_err(|e| usage(anyhow!("{}: {e}", args.trace.display())))?;
+        .block_on(replay_trace(&trace, &options))
+        .map_err(usage)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         for r in &report.requests {
@@ -50,10 +51,11 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
                 "latency_ms": r.latency.as_secs_f64() * 1000.0,
                 "error": r.error,
             });
-            writeln!(out, "{line}").map_err(failed)?;
+            writeln!(out, "{line}").map_err(stdout_failed)?;
         }
     }
-    out.write_all(report.summary().as_bytes()).map_err(failed)?;
+    out.write_all(report.summary().as_bytes())
+        .map_err(stdout_failed)?;
     let errors = report.requests.iter().filter(|r| r.error.is_some()).count();
     if errors > 0 {
         return Err(failed(anyhow!(

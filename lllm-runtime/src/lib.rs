@@ -77,7 +77,10 @@ pub use lllm_core::{
     ModelArgsError, NamedDialog, Profile, Prompt, PromptError, PromptVars, RequestFields, Role,
     Secret, TacticSpec, ToolCall, ToolSpec, Usage,
 };
-pub use replay::{replay, ReplayError, ReplayOptions, ReplayReport, Replayed};
+pub use replay::{
+    check_api_base, check_speed, limits as replay_limits, replay, replay_trace, ReplayError,
+    ReplayOptions, ReplayReport, Replayed, Trace,
+};
 pub use retry::RetryPolicy;
 pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,

@@ -5,15 +5,21 @@
 //! were recorded share it again; each session sends its requests one after the other with the
 //! recorded delays (scaled by the speed), and sessions run concurrently from their recorded start.
 
-use std::collections::BTreeMap;
+pub mod limits;
+mod read;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::future::join_all;
+use futures::stream::{FuturesUnordered, StreamExt};
+use lllm_core::internal::redact_url;
 use lllm_core::{HintField, InferenceHints, Message, MessageLog, ModelArgs, Profile};
-use lllm_core::{TraceHeader, TraceRow, TRACE_FORMAT};
 
 use crate::invoker::{ChatRequest, Invoker, OpenAiInvoker, ServerDefaults};
+use read::Request;
+pub use read::Trace;
 
 /// Words synthetic prompts are made of: common short English words, about one token each in most
 /// tokenizers, so a block of N tokens becomes about N tokens again.
@@ -35,23 +41,37 @@ pub struct ReplayOptions {
     pub profile: Profile,
     /// Send session identity (the recorded session ids and parents).
     pub session: bool,
-    /// Time factor: 2.0 replays twice as fast.
+    /// Time factor: 2.0 replays twice as fast; from [`limits::MIN_SPEED`] to [`limits::MAX_SPEED`].
     pub speed: f64,
-    /// Tokens per block for a trace written without a header.
+    /// Tokens per block for a trace written without a header, from 1 to
+    /// [`limits::MAX_BLOCK_TOKENS`].
     pub block_size: usize,
 }
 
 /// A trace cannot be replayed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplayError {
-    /// A line is not what the format says.
+    /// A line is not what the format says, or a value is beyond its [`limits`].
     #[error("line {line}: {message}")]
     Format {
         /// 1-based line number.
         line: usize,
-        /// What is wrong.
+        /// What is wrong, the field, and what is allowed.
         message: String,
     },
+    /// The trace file cannot be read: missing, not a regular file, or too large.
+    #[error("{message}")]
+    File {
+        /// What is wrong and what to do.
+        message: String,
+        /// The system's error, when there is one.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+    /// An option is out of range (see [`ReplayOptions::check`]).
+    #[error("{0}")]
+    Options(String),
 }
 
 /// One replayed request.
@@ -123,135 +143,221 @@ impl ReplayReport {
     }
 }
 
-/// Reads a trace: its header and rows. A trace written without a header (rows only) is read with
-/// blocks of `default_block` tokens.
-pub(crate) fn parse_trace(
-    text: &str,
-    default_block: usize,
-) -> Result<(TraceHeader, Vec<TraceRow>), ReplayError> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .peekable();
-    let (_, first) = *lines.peek().ok_or(ReplayError::Format {
-        line: 1,
-        message: "the trace is empty".into(),
-    })?;
-    let header: TraceHeader = match serde_json::from_str(first) {
-        Ok(header) => {
-            lines.next();
-            header
-        }
-        Err(e) if serde_json::from_str::<TraceRow>(first).is_err() => {
-            return Err(ReplayError::Format {
-                line: 1,
-                message: format!(
-                    "not a trace header or row ({e}); a trace starts with {{\"format\": \"{TRACE_FORMAT}\", ...}}"
-                ),
-            })
-        }
-        Err(_) => TraceHeader {
-            format: TRACE_FORMAT.to_owned(),
-            block_size: default_block,
-            blocks: "unknown".into(),
-        },
+/// Whether `url` can be an API base: an `http` or `https` URL with a host. The error shows the URL
+/// with any user name, password and query redacted.
+pub fn check_api_base(url: &str) -> Result<(), ReplayError> {
+    let problem = match reqwest::Url::parse(url) {
+        Err(e) => Some(e.to_string()),
+        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => Some(format!(
+            "the scheme is `{}`, not http or https",
+            parsed.scheme()
+        )),
+        Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => Some("it has no host".into()),
+        Ok(_) => None,
     };
-    if header.format != TRACE_FORMAT {
-        return Err(ReplayError::Format {
-            line: 1,
-            message: format!("format `{}` is not `{TRACE_FORMAT}`", header.format),
-        });
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(ReplayError::Options(format!(
+            "--api-base `{}` is not a server URL ({problem}); write it like \
+             http://127.0.0.1:8000/v1",
+            redact_url(url)
+        ))),
     }
-    let rows = lines
-        .map(|(i, line)| {
-            serde_json::from_str(line).map_err(|e| ReplayError::Format {
-                line: i + 1,
-                message: e.to_string(),
-            })
-        })
-        .collect::<Result<Vec<TraceRow>, _>>()?;
-    Ok((header, rows))
 }
 
-/// The same text for the same block id, every time: about `tokens` tokens of it.
-fn block_text(id: u64, tokens: usize) -> String {
-    let mut rng = fastrand::Rng::with_seed(id);
-    let words = tokens.max(1);
-    (0..words)
-        .map(|_| WORDS[rng.usize(..WORDS.len())])
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Replays `text` (a trace) as `options` say.
-pub async fn replay(text: &str, options: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
-    let (header, rows) = parse_trace(text, options.block_size)?;
-    let mut sessions: BTreeMap<String, Vec<TraceRow>> = BTreeMap::new();
-    for row in rows {
-        sessions
-            .entry(row.session_id.clone())
-            .or_default()
-            .push(row);
-    }
-    let invoker = Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()));
-    let started = Instant::now();
-    let speed = if options.speed > 0.0 {
-        options.speed
+/// Whether `speed` is a replay speed: a number from [`limits::MIN_SPEED`] to [`limits::MAX_SPEED`].
+pub fn check_speed(speed: f64) -> Result<(), ReplayError> {
+    if (limits::MIN_SPEED..=limits::MAX_SPEED).contains(&speed) {
+        Ok(())
     } else {
-        1.0
-    };
-    let runs = sessions.into_values().map(|rows| {
-        let invoker = invoker.clone();
-        let block = header.block_size;
-        async move {
-            let mut done = Vec::with_capacity(rows.len());
-            for (i, row) in rows.iter().enumerate() {
-                // The first request at its recorded time; later ones after the recorded pause.
-                let wait = if i == 0 {
-                    Duration::from_millis(row.timestamp)
-                        .div_f64(speed)
-                        .saturating_sub(started.elapsed())
-                } else {
-                    Duration::from_millis(row.delay).div_f64(speed)
-                };
-                tokio::time::sleep(wait).await;
-                done.push(send(invoker.as_ref(), row, block, options).await);
-            }
-            done
+        Err(ReplayError::Options(format!(
+            "--speed {speed} is out of range; use a number from {} to {} (2 replays twice as \
+             fast, 0.5 half as fast)",
+            limits::MIN_SPEED,
+            limits::MAX_SPEED
+        )))
+    }
+}
+
+impl ReplayOptions {
+    /// Checks every option: the API base, the model, the speed and the block size.
+    pub fn check(&self) -> Result<(), ReplayError> {
+        check_api_base(&self.api_base)?;
+        if self.model.trim().is_empty() {
+            return Err(ReplayError::Options(
+                "--model is empty; name the model to ask".into(),
+            ));
         }
-    });
-    let requests = join_all(runs).await.into_iter().flatten().collect();
+        check_speed(self.speed)?;
+        if !(1..=limits::MAX_BLOCK_TOKENS).contains(&self.block_size) {
+            return Err(ReplayError::Options(format!(
+                "--block-size {} is out of range; use a whole number of tokens from 1 to {}",
+                self.block_size,
+                limits::MAX_BLOCK_TOKENS
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `ms` of the recording at `speed`, without overflow: `ms` and `speed` are within their limits, and
+/// anything beyond a year and a day is cut there.
+fn scaled(ms: u64, speed: f64) -> Duration {
+    const CEILING: Duration = Duration::from_secs(366 * 24 * 60 * 60);
+    let secs = ms as f64 / 1000.0 / speed;
+    Duration::try_from_secs_f64(secs).map_or(CEILING, |d| d.min(CEILING))
+}
+
+/// An upper bound of the bytes of a synthetic prompt: the longest word and its separator per token.
+fn prompt_bytes(request: &Request, block: usize) -> u64 {
+    let longest = WORDS.iter().map(|w| w.len()).max().unwrap_or(0) as u64 + 1;
+    (request.hash_ids.len() as u64)
+        .saturating_mul(block as u64)
+        .saturating_mul(longest)
+}
+
+/// Appends the text of block `id`: the same text for the same id, every time, `tokens` words long.
+fn push_block(out: &mut String, id: u64, tokens: usize) {
+    let mut rng = fastrand::Rng::with_seed(id);
+    for i in 0..tokens.max(1) {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(WORDS[rng.usize(..WORDS.len())]);
+    }
+}
+
+/// The synthetic prompt of a request: its blocks' texts, one a line.
+fn prompt(request: &Request, block: usize) -> String {
+    // The capacity is bounded: hash_ids × block ≤ MAX_PROMPT_TOKENS, checked when read.
+    let bound = usize::try_from(prompt_bytes(request, block)).unwrap_or(0);
+    let mut out = String::with_capacity(bound.min(8 * 1024 * 1024));
+    for (i, id) in request.hash_ids.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        push_block(&mut out, *id, block);
+    }
+    out
+}
+
+/// Replays `text` (a trace) as `options` say: see [`Trace::read`] for what a trace may hold.
+pub async fn replay(text: &str, options: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
+    options.check()?;
+    let trace = Trace::parse(text, options.block_size)?;
+    replay_trace(&trace, options).await
+}
+
+/// Replays a trace that was read: each session's first request at its recorded time, each next one
+/// its recorded delay after the previous answer (times divided by the speed). At most
+/// [`limits::MAX_IN_FLIGHT`] requests and [`limits::MAX_IN_FLIGHT_PROMPT_BYTES`] of prompt text are
+/// in flight at once; a request beyond that waits for an answer, and its latency counts from when it
+/// is sent.
+pub async fn replay_trace(
+    trace: &Trace,
+    options: &ReplayOptions,
+) -> Result<ReplayReport, ReplayError> {
+    options.check()?;
+    let invoker = OpenAiInvoker::with_defaults(ServerDefaults::none());
+    let block = trace.block_size;
+    // Where each session's requests go in the report: grouped by session, in trace order.
+    let mut offsets = Vec::with_capacity(trace.sessions.len());
+    let mut total = 0usize;
+    for session in &trace.sessions {
+        offsets.push(total);
+        total += session.requests.len();
+    }
+    let mut results: Vec<Option<Replayed>> = Vec::new();
+    results.resize_with(total, || None);
+    // What is due next: (time from the start, session, request), earliest first.
+    let mut due: BinaryHeap<Reverse<(Duration, usize, usize)>> = trace
+        .sessions
+        .iter()
+        .enumerate()
+        .filter_map(|(s, session)| {
+            let first = session.requests.first()?;
+            Some(Reverse((scaled(first.timestamp, options.speed), s, 0)))
+        })
+        .collect();
+    let started = Instant::now();
+    let mut running = FuturesUnordered::new();
+    let mut bytes_in_flight = 0u64;
+    loop {
+        let next = due.peek().map(|Reverse(entry)| *entry);
+        let startable = next.filter(|(_, s, r)| {
+            let bytes = prompt_bytes(&trace.sessions[*s].requests[*r], block);
+            running.is_empty()
+                || (running.len() < limits::MAX_IN_FLIGHT
+                    && bytes_in_flight.saturating_add(bytes) <= limits::MAX_IN_FLIGHT_PROMPT_BYTES)
+        });
+        if next.is_none() && running.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some::<(usize, usize, u64, Replayed)>((s, r, bytes, replayed)) = running.next(), if !running.is_empty() => {
+                bytes_in_flight -= bytes;
+                if let Some(slot) = results.get_mut(offsets[s] + r) {
+                    *slot = Some(replayed);
+                }
+                let session = &trace.sessions[s];
+                if let Some(following) = session.requests.get(r + 1) {
+                    let at = started.elapsed().saturating_add(scaled(following.delay, options.speed));
+                    due.push(Reverse((at, s, r + 1)));
+                }
+            }
+            () = tokio::time::sleep(
+                startable.map_or(Duration::ZERO, |(at, _, _)| at.saturating_sub(started.elapsed()))
+            ), if startable.is_some() => {
+                due.pop();
+                let Some((_, s, r)) = startable else { continue };
+                let session = &trace.sessions[s];
+                let request = &session.requests[r];
+                let bytes = prompt_bytes(request, block);
+                bytes_in_flight += bytes;
+                let invoker = &invoker;
+                running.push(async move {
+                    (s, r, bytes, send(invoker, &session.id, request, block, options).await)
+                });
+            }
+        }
+    }
     Ok(ReplayReport {
-        requests,
+        requests: results.into_iter().flatten().collect(),
         elapsed: started.elapsed(),
     })
 }
 
 async fn send(
     invoker: &dyn Invoker,
-    row: &TraceRow,
+    session_id: &str,
+    request: &Request,
     block: usize,
     options: &ReplayOptions,
 ) -> Replayed {
-    let prompt: String = row
-        .hash_ids
-        .iter()
-        .map(|id| block_text(*id, block))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let messages: MessageLog = [Message::user(prompt)].into_iter().collect();
+    let messages: MessageLog = [Message::user(prompt(request, block))]
+        .into_iter()
+        .collect();
     let args = ModelArgs::new()
         .api_base(options.api_base.clone())
-        .param("max_tokens", row.output_length.max(1));
-    let hints = hints_for(row, options);
-    let fields = hints
-        .request_fields(
-            options.session.then_some(row.session_id.as_str()),
-            row.parent_session_id.as_deref().filter(|_| options.session),
-            &args,
-        )
-        .unwrap_or_default();
+        .param("max_tokens", request.output_length.max(1));
+    let hints = hints_for(request, options);
+    let fields = hints.request_fields(
+        options.session.then_some(session_id),
+        request.parent.as_deref().filter(|_| options.session),
+        &args,
+    );
+    let failed = |error: String, latency: Duration| Replayed {
+        session_id: session_id.to_owned(),
+        response_id: None,
+        prompt_tokens: 0,
+        cached_tokens: 0,
+        latency,
+        error: Some(error),
+    };
+    let fields = match fields {
+        Ok(fields) => fields,
+        Err(error) => return failed(error.to_string(), Duration::ZERO),
+    };
     let request = ChatRequest::new(options.model.clone(), messages, Arc::new(args), fields);
     let sent = Instant::now();
     let result = invoker.invoke(&request).await;
@@ -260,7 +366,7 @@ async fn send(
         Ok(response) => {
             let usage = response.message.usage.unwrap_or_default();
             Replayed {
-                session_id: row.session_id.clone(),
+                session_id: session_id.to_owned(),
                 response_id: response.id,
                 prompt_tokens: usage.prompt_tokens,
                 cached_tokens: usage.cached_tokens.unwrap_or(0),
@@ -268,33 +374,22 @@ async fn send(
                 error: None,
             }
         }
-        Err(error) => Replayed {
-            session_id: row.session_id.clone(),
-            response_id: None,
-            prompt_tokens: 0,
-            cached_tokens: 0,
-            latency,
-            error: Some(error.to_string()),
-        },
+        Err(error) => failed(error.to_string(), latency),
     }
 }
 
 /// The recorded priority and osl, as far as the profile can send them.
-fn hints_for(row: &TraceRow, options: &ReplayOptions) -> InferenceHints {
+fn hints_for(request: &Request, options: &ReplayOptions) -> InferenceHints {
     let profile = options.profile;
     let mut builder = InferenceHints::builder()
         .profile(profile)
         .session(options.session);
-    if let Some(p) = row.priority.and_then(|p| i32::try_from(p).ok()) {
+    if let Some(p) = request.priority {
         if profile.sends(HintField::Priority) {
             builder = builder.priority(p);
         }
     }
-    if let Some(osl) = row
-        .osl
-        .and_then(|o| u32::try_from(o).ok())
-        .filter(|o| *o > 0)
-    {
+    if let Some(osl) = request.osl {
         if profile.sends(HintField::Osl) {
             builder = builder.osl(osl);
         }
@@ -305,27 +400,4 @@ fn hints_for(row: &TraceRow, options: &ReplayOptions) -> InferenceHints {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn block_texts_are_stable_and_distinct() {
-        assert_eq!(block_text(7, 64), block_text(7, 64));
-        assert_ne!(block_text(7, 64), block_text(8, 64));
-        assert_eq!(block_text(1, 64).split(' ').count(), 64);
-    }
-
-    #[test]
-    fn traces_are_checked_line_by_line() {
-        assert!(parse_trace("", 64).is_err());
-        let other = r#"{"format": "other", "block_size": 1, "blocks": "x"}"#;
-        let err = parse_trace(other, 64).expect_err("format");
-        assert!(err.to_string().contains("is not `lllm-trace/1`"));
-        let bad_row = "{\"format\": \"lllm-trace/1\", \"block_size\": 4, \"blocks\": \"chars/4\"}\n{\"oops\": 1}";
-        let err = parse_trace(bad_row, 64).expect_err("row");
-        assert!(err.to_string().starts_with("line 2:"), "{err}");
-        let row = r#"{"session_id": "s", "agent": "a", "timestamp": 0, "delay": 0, "tool_wait_ms": 0, "input_length": 3, "output_length": 2, "hash_ids": [1], "latency_ms": 1}"#;
-        let (header, rows) = parse_trace(row, 32).expect("rows only");
-        assert_eq!((header.block_size, rows.len()), (32, 1));
-    }
-}
+mod tests;

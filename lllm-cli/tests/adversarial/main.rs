@@ -6,6 +6,7 @@
 
 mod http;
 mod paths;
+mod replay;
 mod secrets;
 mod signals;
 mod support;
