@@ -4,6 +4,7 @@
 //!
 //! Cases are grouped by class, one module each; `support` holds the bounded runner and fixtures.
 
+mod files;
 mod support;
 
 /// The harness itself: exit codes and messages come through as they are.

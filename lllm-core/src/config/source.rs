@@ -93,20 +93,31 @@ pub(crate) fn with_bases(
             .parent()
             .unwrap_or_else(|| Path::new("."))
             .join(&base.value);
+        let outside = |resolved: PathBuf| {
+            at(ConfigErrorKind::Outside {
+                what: "the base",
+                resolved,
+                root: root
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| PathBuf::from("the tactic's folder")),
+            })
+        };
+        // As written first (`/dev/stdin` or `../x` need not exist to be outside), then with links
+        // followed.
+        let folder = base
+            .origin
+            .file()
+            .parent()
+            .unwrap_or_else(|| Path::new("."));
+        let written = lexically_absolute(folder, &base.value);
+        if !root.is_some_and(|root| written.as_ref().is_some_and(|w| w.starts_with(root))) {
+            return Err(outside(written.unwrap_or(base_path)));
+        }
         let canonical = base_path
             .canonicalize()
             .map_err(|e| at(ConfigErrorKind::Read(e)))?;
-        match root {
-            Some(root) if canonical.starts_with(root) => {}
-            _ => {
-                return Err(at(ConfigErrorKind::Outside {
-                    what: "the base",
-                    resolved: canonical,
-                    root: root
-                        .map(Path::to_path_buf)
-                        .unwrap_or_else(|| PathBuf::from("the tactic's folder")),
-                }))
-            }
+        if !root.is_some_and(|root| canonical.starts_with(root)) {
+            return Err(outside(canonical));
         }
         if chain.contains(&canonical) {
             let mut files: Vec<String> = chain.iter().map(|p| p.display().to_string()).collect();
@@ -128,6 +139,30 @@ pub(crate) fn with_bases(
         raw = upper.over(raw);
     }
     Ok(raw)
+}
+
+/// Where `written` (a path as written in a file in `dir`) says it leads: `dir` with its links
+/// resolved, then `written`'s parts applied as written (`..` taken out), without following the links
+/// of those parts.
+fn lexically_absolute(dir: &Path, written: &str) -> Option<PathBuf> {
+    use std::path::Component;
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut out = dir.canonicalize().ok()?;
+    for part in Path::new(written).components() {
+        match part {
+            Component::Prefix(_) | Component::RootDir => out = PathBuf::from(part.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    Some(out)
 }
 
 /// The parser's error, at its position, with a suggestion for a misspelt key or value.
