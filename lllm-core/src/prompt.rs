@@ -49,19 +49,19 @@ pub enum PromptError {
     #[error("prompt `{name}` resolves to {}, outside {}: a prompt must stay inside prompts/ (a symbolic link may not lead out of it)", resolved.display(), root.display())]
     LeavesPrompts {
         /// The path as configured.
-        name: String,
+        name: Box<str>,
         /// Where it leads.
-        resolved: PathBuf,
+        resolved: Box<Path>,
         /// The folder it must stay in.
-        root: PathBuf,
+        root: Box<Path>,
     },
     /// A prompt path names something other than a regular file.
     #[error("prompt `{name}`: {} is {what}, not a regular file", path.display())]
     NotAFile {
         /// The path as configured.
-        name: String,
+        name: Box<str>,
         /// The file.
-        path: PathBuf,
+        path: Box<Path>,
         /// What it is.
         what: &'static str,
     },
@@ -69,9 +69,9 @@ pub enum PromptError {
     #[error("prompt `{name}`: {} has more than {limit} bytes (the limit of a tactic's files; raise it with LLLM_MAX_FILE_BYTES)", path.display())]
     TooLarge {
         /// The path as configured.
-        name: String,
+        name: Box<str>,
         /// The file.
-        path: PathBuf,
+        path: Box<Path>,
         /// The limit in bytes.
         limit: u64,
     },
@@ -206,9 +206,9 @@ impl Prompt {
             let holder = holder.canonicalize().map_err(|e| read(holder, e))?;
             if !root.starts_with(&holder) || !root.is_dir() {
                 return Err(PromptError::LeavesPrompts {
-                    name: name.to_owned(),
-                    resolved: root,
-                    root: holder,
+                    name: name.into(),
+                    resolved: root.into(),
+                    root: holder.into(),
                 });
             }
             for candidate in candidates(dir, name) {
@@ -223,9 +223,9 @@ impl Prompt {
                 let resolved = candidate.canonicalize().map_err(|e| read(&candidate, e))?;
                 if !resolved.starts_with(&root) {
                     return Err(PromptError::LeavesPrompts {
-                        name: name.to_owned(),
-                        resolved,
-                        root,
+                        name: name.into(),
+                        resolved: resolved.into(),
+                        root: root.into(),
                     });
                 }
                 return Ok(resolved);
@@ -401,13 +401,13 @@ pub(crate) fn read_prompt(name: &str, path: &Path, limit: u64) -> Result<String,
             source,
         },
         ReadProblem::NotAFile(what) => PromptError::NotAFile {
-            name: name.to_owned(),
-            path: path.to_owned(),
+            name: name.into(),
+            path: path.into(),
             what,
         },
         ReadProblem::TooLarge(limit) => PromptError::TooLarge {
-            name: name.to_owned(),
-            path: path.to_owned(),
+            name: name.into(),
+            path: path.into(),
             limit,
         },
     })?;

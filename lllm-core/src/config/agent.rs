@@ -190,8 +190,8 @@ impl AgentContext<'_> {
         let text: Arc<str> = read_prompt(name, &path, self.shared.limits.per_file)?.into();
         if !self.shared.limits.within_total(text.len()) {
             return Err(PromptError::TooLarge {
-                name: name.to_owned(),
-                path,
+                name: name.into(),
+                path: path.into(),
                 limit: self.shared.limits.total(),
             });
         }
@@ -356,7 +356,7 @@ impl AgentContext<'_> {
         };
         config
             .validate()
-            .and_then(|()| config.check_program())
+            .and_then(|()| self.check_program(&config))
             .map_err(|e: ToolConfigError| {
                 let key = e.field.split(['.', '[']).next().unwrap_or("");
                 let origin = origins
@@ -368,6 +368,29 @@ impl AgentContext<'_> {
                 ConfigError::new(origin, e).in_field(field)
             })?;
         Ok(config)
+    }
+
+    /// [`CommandToolConfig::check_program`], once per program and folder in a load (many agents
+    /// often share their tools).
+    fn check_program(&self, config: &CommandToolConfig) -> Result<(), ToolConfigError> {
+        let key = (
+            config.command.first().cloned().unwrap_or_default(),
+            config.working_dir.clone(),
+        );
+        if let Some(problem) = self.shared.programs.borrow().get(&key) {
+            return match problem {
+                None => Ok(()),
+                Some(problem) => Err(ToolConfigError {
+                    tool: config.name.clone(),
+                    field: "command[0]".into(),
+                    problem: problem.clone(),
+                }),
+            };
+        }
+        let result = config.check_program();
+        let problem = result.as_ref().err().map(|e| e.problem.clone());
+        self.shared.programs.borrow_mut().insert(key, problem);
+        result
     }
 
     fn output_schema(&self, raw: Option<At<Value>>) -> Result<Option<Schema>, ConfigError> {

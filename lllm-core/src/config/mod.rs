@@ -286,6 +286,9 @@ impl Limits {
     }
 }
 
+/// A command tool's program and the folder it runs in.
+pub(crate) type ProgramKey = (String, Option<PathBuf>);
+
 /// What the checks of one load share: its limits, the prompt files read (each read once), and the
 /// templates whose rendering was already tried.
 pub(crate) struct Shared<'a> {
@@ -294,6 +297,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) probed: RefCell<HashSet<Arc<str>>>,
     /// `model_args` keys whose names were checked (global's keys reach every agent).
     pub(crate) model_arg_names: RefCell<HashSet<String>>,
+    /// Command tool programs looked up (program, working folder), with the problem found if any.
+    pub(crate) programs: RefCell<HashMap<ProgramKey, Option<String>>>,
 }
 
 /// Parses `bytes` given in memory, held to the same limits as a file.
@@ -350,6 +355,7 @@ fn parse_with(
         prompt_files: RefCell::default(),
         probed: RefCell::default(),
         model_arg_names: RefCell::default(),
+        programs: RefCell::default(),
     };
     Loader {
         path,

@@ -307,8 +307,8 @@ fn an_api_key_that_cannot_be_sent_is_refused_without_showing_it() {
     }
     // From the environment too, and a malformed reference does not quote it.
     let yaml = format!("{AGENT}    system_prompt: hi\n    model_args: {{api_key: \"${{KEY}}\"}}\n");
-    let error = parse_tactic(yaml.as_bytes(), Path::new("t.yaml"), &|_| {
-        Some("hunter2\r\n".into())
+    let error = parse_tactic(yaml.as_bytes(), Path::new("t.yaml"), &|name| {
+        (name == "KEY").then(|| "hunter2\r\n".into())
     })
     .expect_err("control character");
     assert!(!crate::full_message(&error).contains("hunter2"));
