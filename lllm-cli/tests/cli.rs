@@ -127,7 +127,7 @@ async fn unreadable_non_utf8_and_invalid_files_exit_2_without_panicking() {
         (&missing, "cannot read"),
         (&binary, "binary.yaml:2:11: the file is not valid UTF-8"),
         (&broken, "broken.yaml:"),
-        (&folder, "cannot read"),
+        (&folder, "a directory, not a regular file"),
     ] {
         for command in ["check", "run"] {
             let out = run(

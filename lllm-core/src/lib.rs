@@ -29,6 +29,7 @@
 
 mod config;
 mod dialog;
+mod files;
 mod hints;
 mod merge;
 mod message;
@@ -44,11 +45,12 @@ mod trace;
 
 pub use config::{
     is_variable_name, load_tactic, parse_tactic, tactic_schema, AgentSpec, Branch, ConfigError,
-    ConfigErrorKind, EnvError, Origin, Position, Step, StepsError, TacticSpec, Turn, CHAT_TACTIC,
-    DEFAULT_DIALOG, DEFAULT_MAX_ANSWER_RETRIES, DEFAULT_MAX_CALL_RETRIES, DEFAULT_MAX_TOOL_ROUNDS,
-    STEPS_TACTIC,
+    ConfigErrorKind, EnvError, Origin, Position, Step, StepsError, TacticLoader, TacticSpec, Turn,
+    CHAT_TACTIC, DEFAULT_DIALOG, DEFAULT_MAX_ANSWER_RETRIES, DEFAULT_MAX_CALL_RETRIES,
+    DEFAULT_MAX_TOOL_ROUNDS, MAX_BASE_DEPTH, MAX_FILE_BYTES_VAR, STEPS_TACTIC,
 };
 pub use dialog::{Dialog, DialogId, DialogTree, InvalidDialogId, MessageLog, NamedDialog};
+pub use files::{DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR};
 pub use hints::{
     ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder, Profile,
     RequestFields, SessionIds,
@@ -56,7 +58,9 @@ pub use hints::{
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;
 pub use model_args::{ModelArgs, ModelArgsError};
-pub use prompt::{Prompt, PromptError, PromptVars};
+pub use prompt::{
+    Prompt, PromptError, PromptVars, DEFAULT_RENDER_FUEL, MAX_RENDERED_BYTES, MAX_RENDER_RECURSION,
+};
 pub use report::full_message;
 pub use schema::{Schema, SchemaError, SchemaViolations};
 pub use secret::Secret;

@@ -201,6 +201,15 @@ impl ModelArgs {
 
     /// Reads arguments from a JSON object as written in a tactic file.
     pub fn from_json(map: Map<String, Value>) -> Result<Self, ModelArgsError> {
+        Self::from_json_checking(map, &mut std::collections::HashSet::new())
+    }
+
+    /// [`from_json`](Self::from_json), skipping the name check of keys in `names_ok` (already checked
+    /// in the same load: `global`'s keys are given to every agent) and adding the keys it checks.
+    pub(crate) fn from_json_checking(
+        map: Map<String, Value>,
+        names_ok: &mut std::collections::HashSet<String>,
+    ) -> Result<Self, ModelArgsError> {
         let mut args = ModelArgs::default();
         for (key, value) in map {
             match key.as_str() {
@@ -224,20 +233,37 @@ impl ModelArgs {
                 }
             }
         }
-        args.validate()?;
+        args.validate_checking(names_ok)?;
         Ok(args)
     }
 
     /// Checks every argument: header names and values, limits, and parameter names that are misspelt or
     /// reserved.
     pub fn validate(&self) -> Result<(), ModelArgsError> {
+        self.validate_checking(&mut std::collections::HashSet::new())
+    }
+
+    fn validate_checking(
+        &self,
+        names_ok: &mut std::collections::HashSet<String>,
+    ) -> Result<(), ModelArgsError> {
         if let Some(base) = &self.api_base {
-            if !(base.starts_with("http://") || base.starts_with("https://")) {
+            // The message never shows the URL: it may hold a password or a key.
+            if let Some(problem) = api_base_problem(base) {
                 return Err(ModelArgsError::new(
                     "api_base",
                     format!(
-                        "`{base}` is not an http(s) URL; write it like http://127.0.0.1:8000/v1"
+                        "is not a usable http(s) URL ({problem}); write it like http://127.0.0.1:8000/v1"
                     ),
+                ));
+            }
+        }
+        if let Some(key) = &self.api_key {
+            // Sent as `authorization: Bearer <key>`; the message never shows the key.
+            if http::HeaderValue::from_str(&format!("Bearer {}", key.expose())).is_err() {
+                return Err(ModelArgsError::new(
+                    "api_key",
+                    "contains a control character (such as a newline) or a character that cannot be sent in a header",
                 ));
             }
         }
@@ -250,9 +276,27 @@ impl ModelArgs {
             check_header(name, value)?;
         }
         for (key, value) in &self.params {
-            check_param(key, value)?;
+            if !names_ok.contains(key) {
+                check_key(key)?;
+                names_ok.insert(key.clone());
+            }
+            check_value(key, value)?;
         }
         Ok(())
+    }
+}
+
+/// Why `base` cannot be the base URL of requests, if it cannot: it must parse as an absolute http or
+/// https URL with a host, as the HTTP client will parse it. The reason never quotes the URL.
+fn api_base_problem(base: &str) -> Option<String> {
+    match url::Url::parse(base) {
+        Err(e) => Some(e.to_string()),
+        Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+            Some("the scheme must be http or https".into())
+        }
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => Some("it has no host".into()),
+        Ok(url) if url.fragment().is_some() => Some("it may not have a #fragment".into()),
+        Ok(_) => None,
     }
 }
 
@@ -338,8 +382,7 @@ fn check_header(name: &str, value: &str) -> Result<(), ModelArgsError> {
     Ok(())
 }
 
-fn check_param(key: &str, value: &Value) -> Result<(), ModelArgsError> {
-    check_key(key)?;
+fn check_value(key: &str, value: &Value) -> Result<(), ModelArgsError> {
     if matches!(key, "max_tokens" | "max_completion_tokens")
         && !value
             .as_u64()

@@ -2,8 +2,19 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use minijinja::{Environment, UndefinedBehavior};
+
+use crate::files::{read_bounded, ReadProblem};
+
+/// Work one render of a template may do, in minijinja instructions ("fuel"): far above what any prompt
+/// needs (a loop of 10,000 items costs about 50,000), and it stops a template that would loop for hours.
+pub const DEFAULT_RENDER_FUEL: u64 = 2_000_000;
+/// Most bytes a rendered template may have.
+pub const MAX_RENDERED_BYTES: usize = 16 * 1024 * 1024;
+/// Deepest nesting of macro calls, loops and conditions while rendering.
+pub const MAX_RENDER_RECURSION: usize = 100;
 
 /// Extensions tried, in this order, when a prompt path has none.
 pub(crate) const PROMPT_EXTENSIONS: [&str; 3] = ["md", "j2", "txt"];
@@ -16,6 +27,7 @@ pub type PromptVars = BTreeMap<String, serde_json::Value>;
 
 /// A prompt could not be found, parsed or rendered.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PromptError {
     /// No file matched a prompt path.
     #[error("prompt `{name}` not found: tried {}", tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
@@ -32,6 +44,52 @@ pub enum PromptError {
     OutsidePrompts {
         /// The path as configured.
         name: String,
+    },
+    /// A prompt path resolves (through a symbolic link) outside the folder it must stay in.
+    #[error("prompt `{name}` resolves to {}, outside {}: a prompt must stay inside prompts/ (a symbolic link may not lead out of it)", resolved.display(), root.display())]
+    LeavesPrompts {
+        /// The path as configured.
+        name: Box<str>,
+        /// Where it leads.
+        resolved: Box<Path>,
+        /// The folder it must stay in.
+        root: Box<Path>,
+    },
+    /// A prompt path names something other than a regular file.
+    #[error("prompt `{name}`: {} is {what}, not a regular file", path.display())]
+    NotAFile {
+        /// The path as configured.
+        name: Box<str>,
+        /// The file.
+        path: Box<Path>,
+        /// What it is.
+        what: &'static str,
+    },
+    /// A prompt file is larger than the limit.
+    #[error("prompt `{name}`: {} has more than {limit} bytes (the limit of a tactic's files; raise it with LLLM_MAX_FILE_BYTES)", path.display())]
+    TooLarge {
+        /// The path as configured.
+        name: Box<str>,
+        /// The file.
+        path: Box<Path>,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// Rendering took more work than allowed: a loop too long, or nested loops.
+    #[error("prompt `{name}` takes too much work to render (more than {fuel} template instructions): shorten its loops")]
+    TooMuchWork {
+        /// The prompt's name.
+        name: String,
+        /// The instructions allowed.
+        fuel: u64,
+    },
+    /// The rendered text is larger than allowed.
+    #[error("prompt `{name}` renders to more than {limit} bytes")]
+    TooLong {
+        /// The prompt's name.
+        name: String,
+        /// The limit in bytes.
+        limit: usize,
     },
     /// A prompt file exists but could not be read.
     #[error("cannot read prompt file {}", path.display())]
@@ -71,7 +129,8 @@ pub enum PromptError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
     name: String,
-    template: String,
+    /// Shared: a prompt given to many agents (through `global`) is held once.
+    template: Arc<str>,
 }
 
 impl Prompt {
@@ -79,7 +138,7 @@ impl Prompt {
     pub fn inline(template: impl Into<String>) -> Self {
         Prompt {
             name: "inline".to_owned(),
-            template: template.into(),
+            template: Arc::from(template.into()),
         }
     }
 
@@ -87,38 +146,89 @@ impl Prompt {
     pub fn named(name: impl Into<String>, template: impl Into<String>) -> Self {
         Prompt {
             name: name.into(),
-            template: template.into(),
+            template: Arc::from(template.into()),
+        }
+    }
+
+    /// A named template whose text is shared.
+    pub(crate) fn shared(name: impl Into<String>, template: Arc<str>) -> Self {
+        Prompt {
+            name: name.into(),
+            template,
         }
     }
 
     /// Loads `name` (such as `planner/system`) from the first of `dirs` that has it, trying the name as
-    /// written and then with `.md`, `.j2`, `.txt`.
+    /// written and then with `.md`, `.j2`, `.txt`. The file must be a regular file of at most
+    /// [`DEFAULT_MAX_FILE_BYTES`](crate::DEFAULT_MAX_FILE_BYTES) bytes that stays inside its
+    /// `prompts/` folder once symbolic links are followed (see [`Prompt::find`]).
     pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Self, PromptError> {
+        let path = Self::find(name, dirs)?;
+        let template = read_prompt(name, &path, crate::files::DEFAULT_MAX_FILE_BYTES)?;
+        Ok(Prompt {
+            name: name.to_owned(),
+            template: template.into(),
+        })
+    }
+
+    /// The file `name` names: the first candidate (the name as written when it has an extension, then
+    /// with `.md`, `.j2`, `.txt`) that exists in the first of `dirs` that has one, with symbolic links
+    /// resolved. It must stay inside the folder it was found in, that folder must stay inside the
+    /// folder that holds it (a `prompts` link to `/etc` is refused), and it must be a regular file.
+    pub fn find(name: &str, dirs: &[PathBuf]) -> Result<PathBuf, PromptError> {
         // A tactic shared with you must not be able to send your other files to a model server.
         let inside = Path::new(name)
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)));
-        if !inside || name.is_empty() {
+        if !inside || name.is_empty() || name.contains('\0') {
             return Err(PromptError::OutsidePrompts {
                 name: name.to_owned(),
             });
         }
         let mut tried = Vec::new();
         for dir in dirs {
+            let read = |path: &Path, source| PromptError::Read {
+                path: path.to_owned(),
+                source,
+            };
+            let root = match dir.canonicalize() {
+                Ok(root) => root,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    tried.extend(candidates(dir, name));
+                    continue;
+                }
+                Err(e) => return Err(read(dir, e)),
+            };
+            let holder = dir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or_else(|| Path::new("."));
+            let holder = holder.canonicalize().map_err(|e| read(holder, e))?;
+            if !root.starts_with(&holder) || !root.is_dir() {
+                return Err(PromptError::LeavesPrompts {
+                    name: name.into(),
+                    resolved: root.into(),
+                    root: holder.into(),
+                });
+            }
             for candidate in candidates(dir, name) {
-                if candidate.is_file() {
-                    let template = std::fs::read_to_string(&candidate).map_err(|source| {
-                        PromptError::Read {
-                            path: candidate.clone(),
-                            source,
-                        }
-                    })?;
-                    return Ok(Prompt {
-                        name: name.to_owned(),
-                        template,
+                match std::fs::metadata(&candidate) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        tried.push(candidate);
+                        continue;
+                    }
+                    Err(e) => return Err(read(&candidate, e)),
+                }
+                let resolved = candidate.canonicalize().map_err(|e| read(&candidate, e))?;
+                if !resolved.starts_with(&root) {
+                    return Err(PromptError::LeavesPrompts {
+                        name: name.into(),
+                        resolved: resolved.into(),
+                        root: root.into(),
                     });
                 }
-                tried.push(candidate);
+                return Ok(resolved);
             }
         }
         Err(PromptError::NotFound {
@@ -139,44 +249,98 @@ impl Prompt {
 
     /// Checks that the template parses.
     pub fn validate(&self) -> Result<(), PromptError> {
-        let env = environment();
+        let env = environment(UndefinedBehavior::Strict);
         env.template_from_str(&self.template)
             .map(|_| ())
             .map_err(|e| self.syntax_error(&e))
     }
 
     /// Renders the template with `vars`. A variable the template uses but `vars` lacks is an error that
-    /// names it.
+    /// names it. Rendering stops after [`DEFAULT_RENDER_FUEL`] instructions, [`MAX_RENDER_RECURSION`]
+    /// levels of nesting or [`MAX_RENDERED_BYTES`] of output.
     pub fn render(&self, vars: &PromptVars) -> Result<String, PromptError> {
-        let env = environment();
+        let env = environment(UndefinedBehavior::Strict);
         let template = env
             .template_from_str(&self.template)
             .map_err(|e| self.syntax_error(&e))?;
-        template.render(vars).map_err(|e| {
-            if e.kind() != minijinja::ErrorKind::UndefinedError {
-                return PromptError::Render {
-                    name: self.name.clone(),
-                    message: describe(&e),
-                };
+        let mut out = BoundedWriter::default();
+        match template.render_captured_to(vars, &mut out).map(|_| ()) {
+            Ok(_) => {}
+            Err(e) => {
+                if let Some(bound) = self.bound_error(&e, &out) {
+                    return Err(bound);
+                }
+                if e.kind() != minijinja::ErrorKind::UndefinedError {
+                    return Err(PromptError::Render {
+                        name: self.name.clone(),
+                        message: describe(&e),
+                    });
+                }
+                // minijinja does not say which name was undefined; the template's free variables that
+                // were not given are the candidates (a name only tested with `is defined` renders fine).
+                let mut missing: Vec<String> = template
+                    .undeclared_variables(false)
+                    .into_iter()
+                    .filter(|v| !vars.contains_key(v) && !BUILTIN_GLOBALS.contains(&v.as_str()))
+                    .collect();
+                missing.sort();
+                return Err(match missing.len() {
+                    0 => PromptError::Render {
+                        name: self.name.clone(),
+                        message: describe(&e),
+                    },
+                    _ => PromptError::MissingVariable {
+                        name: self.name.clone(),
+                        variables: missing,
+                    },
+                });
             }
-            // minijinja does not say which name was undefined; the template's free variables that were
-            // not given are the candidates (a name only tested with `is defined` renders fine).
-            let mut missing: Vec<String> = template
-                .undeclared_variables(false)
-                .into_iter()
-                .filter(|v| !vars.contains_key(v) && !BUILTIN_GLOBALS.contains(&v.as_str()))
-                .collect();
-            missing.sort();
-            match missing.len() {
-                0 => PromptError::Render {
-                    name: self.name.clone(),
-                    message: describe(&e),
-                },
-                _ => PromptError::MissingVariable {
-                    name: self.name.clone(),
-                    variables: missing,
-                },
-            }
+        }
+        String::from_utf8(out.bytes).map_err(|_| PromptError::Render {
+            name: self.name.clone(),
+            message: "the output is not UTF-8".into(),
+        })
+    }
+
+    /// Renders the template once with `vars`, any variable it lacks standing in as empty, and reports
+    /// only what no value given at run time could change much: a render that takes too much work, nests
+    /// too deeply or writes too much. Other failures (a filter given an empty value, say) are left to
+    /// the render with the real values.
+    pub fn check_bounds(&self, vars: &PromptVars) -> Result<(), PromptError> {
+        let env = environment(UndefinedBehavior::Chainable);
+        let Ok(template) = env.template_from_str(&self.template) else {
+            return Ok(()); // `validate` reports it
+        };
+        let mut out = BoundedWriter::default();
+        match template.render_captured_to(vars, &mut out).map(|_| ()) {
+            Ok(_) => Ok(()),
+            Err(e) => self.bound_error(&e, &out).map_or(Ok(()), Err),
+        }
+    }
+
+    /// The error of a render stopped by one of the bounds, if it was.
+    fn bound_error(&self, error: &minijinja::Error, out: &BoundedWriter) -> Option<PromptError> {
+        if out.overflowed {
+            return Some(PromptError::TooLong {
+                name: self.name.clone(),
+                limit: MAX_RENDERED_BYTES,
+            });
+        }
+        if error.kind() == minijinja::ErrorKind::OutOfFuel {
+            return Some(PromptError::TooMuchWork {
+                name: self.name.clone(),
+                fuel: DEFAULT_RENDER_FUEL,
+            });
+        }
+        let recursion = error.kind() == minijinja::ErrorKind::InvalidOperation
+            && error
+                .detail()
+                .is_some_and(|d| d.contains("recursion limit"));
+        recursion.then(|| PromptError::Render {
+            name: self.name.clone(),
+            message: format!(
+                "it nests more than {MAX_RENDER_RECURSION} levels deep (macros calling themselves?)"
+            ),
         })
     }
 
@@ -196,12 +360,64 @@ fn missing_list(variables: &[String]) -> String {
     }
 }
 
-fn environment() -> Environment<'static> {
+fn environment(undefined: UndefinedBehavior) -> Environment<'static> {
     let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_undefined_behavior(undefined);
     // Prompts are plain text: keep a trailing newline the author wrote.
     env.set_keep_trailing_newline(true);
+    env.set_fuel(Some(DEFAULT_RENDER_FUEL));
+    env.set_recursion_limit(MAX_RENDER_RECURSION);
     env
+}
+
+/// Collects rendered output up to [`MAX_RENDERED_BYTES`]; past that every write fails.
+#[derive(Default)]
+struct BoundedWriter {
+    bytes: Vec<u8>,
+    overflowed: bool,
+}
+
+impl std::io::Write for BoundedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > MAX_RENDERED_BYTES {
+            self.overflowed = true;
+            return Err(std::io::Error::other("the rendered text is too long"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads the prompt file at `path` (already found by [`Prompt::find`]) as text of at most `limit`
+/// bytes.
+pub(crate) fn read_prompt(name: &str, path: &Path, limit: u64) -> Result<String, PromptError> {
+    let bytes = read_bounded(path, limit, false).map_err(|problem| match problem {
+        ReadProblem::Io(source) => PromptError::Read {
+            path: path.to_owned(),
+            source,
+        },
+        ReadProblem::NotAFile(what) => PromptError::NotAFile {
+            name: name.into(),
+            path: path.into(),
+            what,
+        },
+        ReadProblem::TooLarge(limit) => PromptError::TooLarge {
+            name: name.into(),
+            path: path.into(),
+            limit,
+        },
+    })?;
+    String::from_utf8(bytes).map_err(|_| PromptError::Read {
+        path: path.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the file is not valid UTF-8; save it as UTF-8",
+        ),
+    })
 }
 
 fn describe(error: &minijinja::Error) -> String {

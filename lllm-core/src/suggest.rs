@@ -1,10 +1,17 @@
 //! "Did you mean" suggestions for misspelt names.
 
+/// Longest word a suggestion is looked for.
+const MAX_WORD_LEN: usize = 64;
+
 /// The candidate closest to `word`, when one is close enough to be a likely typo.
 pub(crate) fn closest<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    // Names are short: a long word is no typo of one (and comparing it would cost its length squared).
+    if word.len() > MAX_WORD_LEN {
+        return None;
+    }
     let word_lower = word.to_ascii_lowercase();
     candidates
         .into_iter()

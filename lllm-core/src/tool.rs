@@ -172,6 +172,47 @@ impl CommandToolConfig {
         self.check_templates()
     }
 
+    /// Checks that the program can be started as the tool would start it: a name without `/` must be an
+    /// executable file in a folder of `PATH`; a path with `/` must be an executable file, relative to
+    /// the tool's working folder. A tactic loader calls it; it reads the file system.
+    pub fn check_program(&self) -> Result<(), ToolConfigError> {
+        let Some(program) = self.command.first() else {
+            return Ok(()); // `validate` reports it
+        };
+        let fail = |problem: String| {
+            Err(ToolConfigError {
+                tool: self.name.clone(),
+                field: "command[0]".into(),
+                problem,
+            })
+        };
+        if program.contains('\0') {
+            return fail("contains a NUL character".into());
+        }
+        if program.contains('/') {
+            let path = std::path::Path::new(program);
+            let path = match &self.working_dir {
+                Some(dir) if path.is_relative() && !dir.as_os_str().is_empty() => dir.join(path),
+                _ => path.to_path_buf(),
+            };
+            return match executable(&path) {
+                Ok(()) => Ok(()),
+                Err(why) => fail(format!("`{}` {why}", path.display())),
+            };
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let found = std::env::split_paths(&path)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .any(|dir| executable(&dir.join(program)).is_ok());
+        if found {
+            Ok(())
+        } else {
+            fail(format!(
+                "`{program}` is not an executable program in any folder of PATH"
+            ))
+        }
+    }
+
     /// Each argv item must parse and use only declared arguments.
     fn check_templates(&self) -> Result<(), ToolConfigError> {
         let declared: Vec<&str> = self
@@ -201,6 +242,26 @@ impl CommandToolConfig {
         }
         Ok(())
     }
+}
+
+/// Whether `path` is an executable regular file (symbolic links followed), and why not.
+fn executable(path: &std::path::Path) -> Result<(), &'static str> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "does not exist",
+        std::io::ErrorKind::PermissionDenied => "cannot be reached (permission denied)",
+        _ => "cannot be read",
+    })?;
+    if !meta.is_file() {
+        return Err("is not a regular file");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err("is not executable (no x permission)");
+        }
+    }
+    Ok(())
 }
 
 /// A command tool's declaration is invalid.

@@ -1,6 +1,7 @@
 //! One agent: its raw settings (with `global` under them) checked into an [`AgentSpec`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -8,9 +9,10 @@ use super::env;
 use super::error::{ConfigError, ConfigErrorKind, Origin};
 use super::raw::{RawAgent, RawHints, RawModelArgs, RawTool};
 use super::span::At;
+use super::Shared;
 use crate::hints::{HintsError, InferenceHints, InferenceHintsBuilder};
 use crate::model_args::ModelArgs;
-use crate::prompt::Prompt;
+use crate::prompt::{read_prompt, Prompt, PromptError};
 use crate::schema::Schema;
 use crate::tool::{output_schema_problem, CommandToolConfig, ToolConfigError};
 
@@ -81,6 +83,8 @@ impl AgentSpec {
 
 /// What an agent's checks need besides its settings.
 pub(crate) struct AgentContext<'a> {
+    /// What the checks of the whole load share (limits, prompt files read).
+    pub(crate) shared: &'a Shared<'a>,
     /// The tactic file (its folder holds `prompts/`).
     pub(crate) tactic: &'a Path,
     /// `agent_configs[1] (critic)`, for messages.
@@ -141,21 +145,23 @@ impl AgentContext<'_> {
     fn prompt(
         &self,
         name: &str,
-        inline: Option<At<String>>,
+        inline: Option<At<Arc<str>>>,
         path: Option<At<String>>,
     ) -> Result<Prompt, ConfigError> {
         let prompt = match (inline, path) {
             (Some(text), None) => {
-                let prompt = Prompt::named(format!("{name}.system_prompt"), text.value);
+                let prompt = Prompt::shared(format!("{name}.system_prompt"), text.value);
                 prompt
                     .validate()
+                    .and_then(|()| self.shared.probe(prompt.name(), prompt.template()))
                     .map_err(|e| self.fail(Some(&text.origin), "system_prompt", e))?;
                 prompt
             }
             (None, Some(path)) => {
                 let dirs = prompt_dirs(path.origin.file(), self.tactic);
-                Prompt::load(&path.value, &dirs)
+                self.load_prompt(&path.value, &dirs)
                     .and_then(|p| p.validate().map(|()| p))
+                    .and_then(|p| self.shared.probe(p.name(), p.template()).map(|()| p))
                     .map_err(|e| self.fail(Some(&path.origin), "system_prompt_path", e))?
             }
             (Some(_), Some(path)) => {
@@ -175,6 +181,27 @@ impl AgentContext<'_> {
         Ok(prompt)
     }
 
+    /// Finds and reads a prompt file, each file once per load, within the load's size limits.
+    fn load_prompt(&self, name: &str, dirs: &[PathBuf]) -> Result<Prompt, PromptError> {
+        let path = Prompt::find(name, dirs)?;
+        if let Some(text) = self.shared.prompt_files.borrow().get(&path) {
+            return Ok(Prompt::shared(name, text.clone()));
+        }
+        let text: Arc<str> = read_prompt(name, &path, self.shared.limits.per_file)?.into();
+        if !self.shared.limits.within_total(text.len()) {
+            return Err(PromptError::TooLarge {
+                name: name.into(),
+                path: path.into(),
+                limit: self.shared.limits.total(),
+            });
+        }
+        self.shared
+            .prompt_files
+            .borrow_mut()
+            .insert(path, text.clone());
+        Ok(Prompt::shared(name, text))
+    }
+
     pub(crate) fn model_args(&self, raw: At<RawModelArgs>) -> Result<ModelArgs, ConfigError> {
         let origin_of = |field: &str| {
             let key = field.split(['.', '[']).next().unwrap_or(field);
@@ -191,7 +218,8 @@ impl AgentContext<'_> {
             .iter()
             .map(|(k, v)| (k.value.clone(), v.value.clone()))
             .collect();
-        ModelArgs::from_json(map).map_err(|e| {
+        let mut names_ok = self.shared.model_arg_names.borrow_mut();
+        ModelArgs::from_json_checking(map, &mut names_ok).map_err(|e| {
             let origin = origin_of(&e.field);
             let field = format!("model_args.{}", e.field);
             self.fail(Some(&origin), &field, e)
@@ -276,10 +304,11 @@ impl AgentContext<'_> {
         let Some(raw) = raw else {
             return Ok(Vec::new());
         };
-        let mut tools: Vec<(CommandToolConfig, Origin)> = Vec::with_capacity(raw.value.len());
+        let mut tools: Vec<CommandToolConfig> = Vec::with_capacity(raw.value.len());
+        let mut seen: std::collections::HashMap<String, Origin> = std::collections::HashMap::new();
         for (i, tool) in raw.value.into_iter().enumerate() {
             let name_origin = tool.value.name.origin.clone();
-            if let Some((_, first)) = tools.iter().find(|(t, _)| t.name == tool.value.name.value) {
+            if let Some(first) = seen.get(&tool.value.name.value) {
                 let kind = ConfigErrorKind::Duplicate {
                     name: tool.value.name.value.clone(),
                     first: first.clone(),
@@ -288,9 +317,10 @@ impl AgentContext<'_> {
                 return Err(self.fail(Some(&name_origin), &format!("tools[{i}].name"), kind));
             }
             let config = self.tool(tool.value, &format!("tools[{i}]"))?;
-            tools.push((config, name_origin));
+            seen.insert(config.name.clone(), name_origin);
+            tools.push(config);
         }
-        Ok(tools.into_iter().map(|(t, _)| t).collect())
+        Ok(tools)
     }
 
     fn tool(&self, raw: RawTool, label: &str) -> Result<CommandToolConfig, ConfigError> {
@@ -324,17 +354,43 @@ impl AgentContext<'_> {
             env: raw.env.map(|e| e.value).unwrap_or_default(),
             working_dir: dir,
         };
-        config.validate().map_err(|e: ToolConfigError| {
-            let key = e.field.split(['.', '[']).next().unwrap_or("");
-            let origin = origins
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, o)| o.clone());
-            let origin = origin.unwrap_or_else(|| self.origin.clone());
-            let field = format!("{}.{label}.{}", self.label, e.field);
-            ConfigError::new(origin, e).in_field(field)
-        })?;
+        config
+            .validate()
+            .and_then(|()| self.check_program(&config))
+            .map_err(|e: ToolConfigError| {
+                let key = e.field.split(['.', '[']).next().unwrap_or("");
+                let origin = origins
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, o)| o.clone());
+                let origin = origin.unwrap_or_else(|| self.origin.clone());
+                let field = format!("{}.{label}.{}", self.label, e.field);
+                ConfigError::new(origin, e).in_field(field)
+            })?;
         Ok(config)
+    }
+
+    /// [`CommandToolConfig::check_program`], once per program and folder in a load (many agents
+    /// often share their tools).
+    fn check_program(&self, config: &CommandToolConfig) -> Result<(), ToolConfigError> {
+        let key = (
+            config.command.first().cloned().unwrap_or_default(),
+            config.working_dir.clone(),
+        );
+        if let Some(problem) = self.shared.programs.borrow().get(&key) {
+            return match problem {
+                None => Ok(()),
+                Some(problem) => Err(ToolConfigError {
+                    tool: config.name.clone(),
+                    field: "command[0]".into(),
+                    problem: problem.clone(),
+                }),
+            };
+        }
+        let result = config.check_program();
+        let problem = result.as_ref().err().map(|e| e.problem.clone());
+        self.shared.programs.borrow_mut().insert(key, problem);
+        result
     }
 
     fn output_schema(&self, raw: Option<At<Value>>) -> Result<Option<Schema>, ConfigError> {
@@ -389,7 +445,6 @@ impl RawAgent {
         };
         for (field, value) in [
             ("model_name", self.model_name.as_mut()),
-            ("system_prompt", self.system_prompt.as_mut()),
             ("system_prompt_path", self.system_prompt_path.as_mut()),
             ("inference_hints.session_prefix", prefix),
             ("inference_hints.cache_salt", salt),
@@ -397,6 +452,13 @@ impl RawAgent {
             if let Some(value) = value {
                 value.value =
                     env::expand(&value.value, lookup).map_err(|e| fail(&value.origin, field, e))?;
+            }
+        }
+        if let Some(prompt) = self.system_prompt.as_mut() {
+            if prompt.value.contains("${") {
+                let expanded = env::expand(&prompt.value, lookup)
+                    .map_err(|e| fail(&prompt.origin, "system_prompt", e))?;
+                prompt.value = expanded.into();
             }
         }
         for (key, value) in self

@@ -11,11 +11,53 @@ pub(crate) type PathError = (String, StepsError);
 /// A dialog of an agent.
 type DialogKey = (String, String);
 
-/// What exists at a point of the run.
-#[derive(Debug, Clone, Default)]
+/// What exists at a point of the run. Parallel branches each start from the scope before the
+/// `parallel` step: what a branch adds is logged and taken out again before the next branch (instead
+/// of copying the scope for each branch, which costs the scope's size times the branches).
+#[derive(Debug, Default)]
 struct Scope {
     dialogs: HashSet<DialogKey>,
     saved: HashSet<String>,
+    added: Vec<Added>,
+}
+
+/// Something a step added to the scope.
+#[derive(Debug)]
+enum Added {
+    Dialog(DialogKey),
+    Saved(String),
+}
+
+impl Scope {
+    fn add(&mut self, added: Added) {
+        let new = match &added {
+            Added::Dialog(key) => self.dialogs.insert(key.clone()),
+            Added::Saved(name) => self.saved.insert(name.clone()),
+        };
+        if new {
+            self.added.push(added);
+        }
+    }
+
+    /// Takes out what was added since `mark`, and returns it.
+    fn undo_to(&mut self, mark: usize) -> Vec<Added> {
+        let added: Vec<Added> = self.added.drain(mark..).collect();
+        for item in &added {
+            match item {
+                Added::Dialog(key) => self.dialogs.remove(key),
+                Added::Saved(name) => self.saved.remove(name),
+            };
+        }
+        added
+    }
+}
+
+/// Every dialog the earlier branches of a `parallel` step write or read, with the first step that
+/// does.
+#[derive(Debug, Default)]
+struct Earlier {
+    writes: HashMap<DialogKey, String>,
+    reads: HashMap<DialogKey, String>,
 }
 
 /// What a branch of a `parallel` step does: the dialogs it writes and the ones it forks from.
@@ -86,28 +128,36 @@ impl Checker<'_> {
         match step {
             Step::Turn(turn) => self.turn(turn, scope, footprint),
             Step::Parallel { branches, .. } => {
-                let mut done: Vec<(Scope, Footprint)> = Vec::with_capacity(branches.len());
+                let mut earlier = Earlier::default();
+                let mut added: Vec<Added> = Vec::new();
                 for branch in branches {
-                    let mut branch_scope = scope.clone();
+                    let mark = scope.added.len();
                     let mut branch_print = Footprint::default();
                     match branch {
-                        Branch::Step(step) => {
-                            self.step(step, &mut branch_scope, &mut branch_print)?
-                        }
+                        Branch::Step(step) => self.step(step, scope, &mut branch_print)?,
                         Branch::Sequence { steps, .. } => {
-                            self.sequence(steps, &mut branch_scope, &mut branch_print)?
+                            self.sequence(steps, scope, &mut branch_print)?
                         }
                     }
-                    for (_, earlier_print) in &done {
-                        conflict(earlier_print, &branch_print)?;
+                    added.extend(scope.undo_to(mark));
+                    conflict(&earlier, &branch_print)?;
+                    for (key, at) in &branch_print.writes {
+                        earlier
+                            .writes
+                            .entry(key.clone())
+                            .or_insert_with(|| at.clone());
                     }
-                    done.push((branch_scope, branch_print));
-                }
-                for (branch_scope, branch_print) in done {
-                    scope.dialogs.extend(branch_scope.dialogs);
-                    scope.saved.extend(branch_scope.saved);
+                    for (key, at) in &branch_print.reads {
+                        earlier
+                            .reads
+                            .entry(key.clone())
+                            .or_insert_with(|| at.clone());
+                    }
                     footprint.writes.extend(branch_print.writes);
                     footprint.reads.extend(branch_print.reads);
+                }
+                for item in added {
+                    scope.add(item);
                 }
                 Ok(())
             }
@@ -162,9 +212,9 @@ impl Checker<'_> {
             self.template(template, &format!("{}.receive", turn.at), scope)?;
         }
         footprint.writes.push((key.clone(), turn.at.clone()));
-        scope.dialogs.insert(key);
+        scope.add(Added::Dialog(key));
         if let Some(name) = &turn.save {
-            scope.saved.insert(name.clone());
+            scope.add(Added::Saved(name.clone()));
         }
         Ok(())
     }
@@ -195,9 +245,9 @@ impl Checker<'_> {
 }
 
 /// Two parallel branches may not both use a dialog when either writes it.
-fn conflict(earlier: &Footprint, later: &Footprint) -> Result<(), PathError> {
-    let clash = |(key, at): &(DialogKey, String), others: &[(DialogKey, String)]| {
-        others.iter().find(|(k, _)| k == key).map(|(_, other_at)| {
+fn conflict(earlier: &Earlier, later: &Footprint) -> Result<(), PathError> {
+    let clash = |(key, at): &(DialogKey, String), others: &HashMap<DialogKey, String>| {
+        others.get(key).map(|other_at| {
             (
                 at.clone(),
                 StepsError::SharedDialog {

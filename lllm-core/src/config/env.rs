@@ -69,7 +69,16 @@ pub(crate) fn expand_model_arg(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), (String, EnvError)> {
     let typed = !STRING_KEYS.contains(&key);
-    expand_json(&format!("model_args.{key}"), value, typed, lookup)
+    expand_json(&format!("model_args.{key}"), value, typed, lookup).map_err(|(field, e)| {
+        // These may hold credentials (a key, a password in the URL, a token header): never quote them.
+        match e {
+            EnvError::Malformed(_) if !typed => (
+                field,
+                EnvError::Malformed(crate::secret::REDACTED.to_owned()),
+            ),
+            e => (field, e),
+        }
+    })
 }
 
 fn expand_json(

@@ -95,11 +95,50 @@ pub enum ConfigErrorKind {
     /// The file (or a file it names) cannot be read.
     #[error("cannot read the file")]
     Read(#[source] std::io::Error),
-    /// The file is larger than a tactic file may be.
-    #[error("the file has more than {limit} bytes; a tactic file may not be larger")]
+    /// The file is larger than a tactic's file may be, or the files read so far are together.
+    #[error("the file has more than {limit} bytes, the limit of a tactic's files (raise it with LLLM_MAX_FILE_BYTES)")]
     TooLarge {
         /// The limit in bytes.
         limit: u64,
+    },
+    /// The files a tactic reads (itself, its bases, its prompts) are together larger than allowed.
+    #[error("the tactic's files have more than {limit} bytes together (the limit is {factor} times LLLM_MAX_FILE_BYTES)")]
+    TooLargeTogether {
+        /// The limit in bytes.
+        limit: u64,
+        /// The limit as a multiple of the per-file limit.
+        factor: u64,
+    },
+    /// A file that must be a regular file is something else.
+    #[error("{what}, not a regular file: only regular files are read")]
+    NotAFile {
+        /// What it is (`a directory`, `a named pipe (FIFO)`, `a device`, ...).
+        what: &'static str,
+    },
+    /// A file a tactic names resolves (through `..` or a symbolic link) outside the folder it must
+    /// stay in.
+    #[error("{what} resolves to {}, outside {}: a tactic may only name files inside its own folder", resolved.display(), root.display())]
+    Outside {
+        /// What the file is (`the base`).
+        what: &'static str,
+        /// Where it leads.
+        resolved: std::path::PathBuf,
+        /// The folder it must stay in.
+        root: std::path::PathBuf,
+    },
+    /// A `base:` chain is longer than allowed.
+    #[error("the chain of base files is longer than {limit} files")]
+    BaseTooDeep {
+        /// The most files of a chain.
+        limit: usize,
+    },
+    /// A setting of the loader (such as `LLLM_MAX_FILE_BYTES`) cannot be used.
+    #[error("{name}: {problem}")]
+    Setting {
+        /// The setting.
+        name: &'static str,
+        /// What is wrong.
+        problem: String,
     },
     /// The file is not UTF-8.
     #[error("the file is not valid UTF-8; save it as UTF-8")]
@@ -113,8 +152,8 @@ pub enum ConfigErrorKind {
         /// The parser's explanation, without its position (the error's origin has it).
         message: String,
     },
-    /// A key the format does not have.
-    #[error("unknown key `{key}`, expected one of {}{}", backticked(.expected), did_you_mean(*.suggestion))]
+    /// A key the format does not have (shown shortened when it is long).
+    #[error("unknown key `{}`, expected one of {}{}", shorten(key), backticked(.expected), did_you_mean(*.suggestion))]
     UnknownKey {
         /// The key as written.
         key: String,
@@ -123,8 +162,8 @@ pub enum ConfigErrorKind {
         /// The allowed key closest to a likely typo.
         suggestion: Option<&'static str>,
     },
-    /// A value the format does not have (such as an unknown profile).
-    #[error("unknown value `{value}`, expected one of {}{}", backticked(.expected), did_you_mean(*.suggestion))]
+    /// A value the format does not have (such as an unknown profile; shown shortened when long).
+    #[error("unknown value `{}`, expected one of {}{}", shorten(value), backticked(.expected), did_you_mean(*.suggestion))]
     UnknownValue {
         /// The value as written.
         value: String,
@@ -203,6 +242,18 @@ pub enum ConfigErrorKind {
     Invalid(&'static str),
 }
 
+/// Text written in the file, cut to a length a message can show.
+pub(crate) fn shorten(text: &str) -> String {
+    const MAX_CHARS: usize = 80;
+    let mut chars = text.chars().filter(|c| !c.is_control());
+    let short: String = chars.by_ref().take(MAX_CHARS).collect();
+    if chars.next().is_some() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
 fn backticked(names: &[&str]) -> String {
     names
         .iter()
@@ -230,13 +281,6 @@ impl ConfigError {
     pub(crate) fn in_field(mut self, field: impl Into<String>) -> Self {
         self.0.field = Some(field.into());
         self
-    }
-
-    pub(crate) fn read(path: &Path, source: std::io::Error) -> Self {
-        ConfigError::new(
-            Origin::new(path.into(), None),
-            ConfigErrorKind::Read(source),
-        )
     }
 
     /// Where the error is: the file, with the line and column when known.

@@ -2,6 +2,8 @@
 //! (the upper layer wins); lists and values are replaced. Every value keeps the position of the file
 //! that wrote it, so errors found later still point there.
 
+use std::collections::HashMap;
+
 use super::raw::{RawAgent, RawHints, RawModelArgs, RawTactic};
 use serde_json::Value;
 
@@ -69,15 +71,24 @@ impl RawModelArgs {
     /// These arguments over `base`'s: object values merge deeply, others replace.
     fn over(self, base: RawModelArgs) -> RawModelArgs {
         let mut merged = base.0;
+        // Indexed by key: a large overlay must not cost its size squared.
+        let mut index: HashMap<String, usize> = merged
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k.value.clone(), i))
+            .collect();
         for (key, value) in self.0 {
-            match merged.iter_mut().find(|(k, _)| k.value == key.value) {
+            match index.get(&key.value).and_then(|&i| merged.get_mut(i)) {
                 Some((old_key, old_value)) => {
                     let mut upper = value;
                     fill_from(&mut upper.value, old_value.value.take());
                     *old_key = key;
                     *old_value = upper;
                 }
-                None => merged.push((key, value)),
+                None => {
+                    index.insert(key.value.clone(), merged.len());
+                    merged.push((key, value));
+                }
             }
         }
         RawModelArgs(merged)

@@ -21,8 +21,12 @@ mod tests;
 #[cfg(test)]
 mod tests_base;
 #[cfg(test)]
+mod tests_files;
+#[cfg(test)]
 mod tests_steps;
 
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -32,6 +36,7 @@ pub use agent::{
 pub use env::EnvError;
 pub use error::{ConfigError, ConfigErrorKind, Origin, Position};
 pub use schema::tactic_schema;
+pub use source::MAX_BASE_DEPTH;
 pub use steps::{is_variable_name, Branch, Step, StepsError, Turn, DEFAULT_DIALOG};
 
 use agent::AgentContext;
@@ -86,11 +91,10 @@ impl TacticSpec {
     }
 }
 
-/// Loads a tactic file, expanding `${ENV}` from the process environment.
+/// Loads a tactic file, expanding `${ENV}` from the process environment (which may also set
+/// `LLLM_MAX_FILE_BYTES`). The same as `TacticLoader::new().load(path)`.
 pub fn load_tactic(path: &Path) -> Result<TacticSpec, ConfigError> {
-    let bytes = source::read_file(path)?;
-    let lookup = |name: &str| std::env::var(name).ok();
-    parse_tactic(&bytes, path, &lookup)
+    TacticLoader::new().load(path)
 }
 
 /// Parses a tactic from `bytes` as if read from `path` (used for messages, and to find `prompts/` and
@@ -100,16 +104,271 @@ pub fn parse_tactic(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<TacticSpec, ConfigError> {
+    parse_checked(bytes, path, env, None, None)
+}
+
+/// The variable that sets the most bytes one file of a tactic may have (when a [`TacticLoader`] is
+/// not given a limit).
+pub const MAX_FILE_BYTES_VAR: &str = "LLLM_MAX_FILE_BYTES";
+
+/// Where `${ENV}` values come from.
+type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Loads tactic files with settings: where `${ENV}` values come from, and how large the files may be.
+///
+/// Setters never fail; a setting that cannot be used (a limit of 0, an `LLLM_MAX_FILE_BYTES` that is
+/// not a number) is an error of [`load`](Self::load) or [`parse`](Self::parse).
+///
+/// Limits: each file a tactic reads (the tactic, each `base:` file, each prompt) may have at most
+/// [`DEFAULT_MAX_FILE_BYTES`](crate::DEFAULT_MAX_FILE_BYTES) bytes (16 MiB) unless set here or with
+/// `LLLM_MAX_FILE_BYTES`; all of them together at most
+/// [`TOTAL_BYTES_FACTOR`](crate::TOTAL_BYTES_FACTOR) times that unless set here.
+///
+/// ```
+/// use lllm_core::TacticLoader;
+/// let loader = TacticLoader::new()
+///     .max_file_bytes(1024 * 1024)
+///     .env(|name| (name == "PORT").then(|| "8000".to_owned()));
+/// let yaml = b"agent_configs: [{name: a, model_name: m, system_prompt: hi}]";
+/// let spec = loader.parse(yaml, std::path::Path::new("t.yaml")).expect("valid");
+/// assert_eq!(spec.agents().len(), 1);
+/// ```
+#[derive(Clone)]
+pub struct TacticLoader {
+    max_file_bytes: Option<u64>,
+    max_total_bytes: Option<u64>,
+    env: EnvLookup,
+}
+
+impl std::fmt::Debug for TacticLoader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TacticLoader")
+            .field("max_file_bytes", &self.max_file_bytes)
+            .field("max_total_bytes", &self.max_total_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for TacticLoader {
+    fn default() -> Self {
+        TacticLoader {
+            max_file_bytes: None,
+            max_total_bytes: None,
+            env: Arc::new(|name: &str| std::env::var(name).ok()),
+        }
+    }
+}
+
+impl TacticLoader {
+    /// A loader with the default limits, reading `${ENV}` and `LLLM_MAX_FILE_BYTES` from the process
+    /// environment.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The most bytes one file (the tactic, a base, a prompt) may have; wins over
+    /// `LLLM_MAX_FILE_BYTES`. Must be at least 1.
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = Some(bytes);
+        self
+    }
+
+    /// The most bytes all the files of one load may have together (default: four times the per-file
+    /// limit). Must be at least 1.
+    pub fn max_total_bytes(mut self, bytes: u64) -> Self {
+        self.max_total_bytes = Some(bytes);
+        self
+    }
+
+    /// Where `${NAME}` references (and `LLLM_MAX_FILE_BYTES`) are looked up, instead of the process
+    /// environment.
+    pub fn env(mut self, lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.env = Arc::new(lookup);
+        self
+    }
+
+    /// Loads the tactic file at `path`.
+    pub fn load(&self, path: &Path) -> Result<TacticSpec, ConfigError> {
+        let env = |name: &str| (self.env)(name);
+        let limits = Self::limits_from(self.max_file_bytes, self.max_total_bytes, &env, path)?;
+        let bytes = source::read_tactic(path, &limits)?;
+        parse_with(&bytes, path, &env, &limits)
+    }
+
+    /// Parses a tactic from `bytes` as if read from `path` (for messages, and to find `prompts/` and
+    /// `base:` files).
+    pub fn parse(&self, bytes: &[u8], path: &Path) -> Result<TacticSpec, ConfigError> {
+        let env = |name: &str| (self.env)(name);
+        parse_checked(bytes, path, &env, self.max_file_bytes, self.max_total_bytes)
+    }
+
+    fn limits_from(
+        per_file: Option<u64>,
+        total: Option<u64>,
+        env: &dyn Fn(&str) -> Option<String>,
+        path: &Path,
+    ) -> Result<Limits, ConfigError> {
+        let fail = |name: &'static str, problem: String| {
+            ConfigError::new(
+                Origin::new(path.into(), None),
+                ConfigErrorKind::Setting { name, problem },
+            )
+        };
+        let per_file = match per_file {
+            Some(0) => return Err(fail("max_file_bytes", "must be at least 1".into())),
+            Some(n) => n,
+            None => match env(MAX_FILE_BYTES_VAR) {
+                None => crate::files::DEFAULT_MAX_FILE_BYTES,
+                Some(text) if text.trim().is_empty() => crate::files::DEFAULT_MAX_FILE_BYTES,
+                Some(text) => match text.trim().parse::<u64>() {
+                    Ok(n) if n > 0 => n,
+                    _ => {
+                        return Err(fail(
+                            MAX_FILE_BYTES_VAR,
+                            format!(
+                                "`{}` is not a number of bytes of 1 or more",
+                                error::shorten(&text)
+                            ),
+                        ))
+                    }
+                },
+            },
+        };
+        let total = match total {
+            Some(0) => return Err(fail("max_total_bytes", "must be at least 1".into())),
+            Some(n) => n,
+            None => per_file.saturating_mul(crate::files::TOTAL_BYTES_FACTOR),
+        };
+        Ok(Limits {
+            per_file,
+            total,
+            read: Cell::new(0),
+        })
+    }
+}
+
+/// The size limits of one load, and the bytes read so far.
+#[derive(Debug)]
+pub(crate) struct Limits {
+    /// Most bytes of one file.
+    pub(crate) per_file: u64,
+    /// Most bytes of all files together.
+    total: u64,
+    read: Cell<u64>,
+}
+
+impl Limits {
+    /// Counts `bytes` more read; false when that passes the total.
+    pub(crate) fn within_total(&self, bytes: usize) -> bool {
+        let read = self.read.get().saturating_add(bytes as u64);
+        self.read.set(read);
+        read <= self.total
+    }
+
+    /// Most bytes of all files together.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Counts `bytes` more read, failing at `origin` past the total.
+    pub(crate) fn spend(&self, bytes: usize, origin: &Origin) -> Result<(), ConfigError> {
+        let read = self.read.get().saturating_add(bytes as u64);
+        self.read.set(read);
+        if read > self.total {
+            let factor = self.total / self.per_file.max(1);
+            let kind = ConfigErrorKind::TooLargeTogether {
+                limit: self.total,
+                factor,
+            };
+            return Err(ConfigError::new(origin.clone(), kind));
+        }
+        Ok(())
+    }
+}
+
+/// A command tool's program and the folder it runs in.
+pub(crate) type ProgramKey = (String, Option<PathBuf>);
+
+/// What the checks of one load share: its limits, the prompt files read (each read once), and the
+/// templates whose rendering was already tried.
+pub(crate) struct Shared<'a> {
+    pub(crate) limits: &'a Limits,
+    pub(crate) prompt_files: RefCell<HashMap<PathBuf, Arc<str>>>,
+    pub(crate) probed: RefCell<HashSet<Arc<str>>>,
+    /// `model_args` keys whose names were checked (global's keys reach every agent).
+    pub(crate) model_arg_names: RefCell<HashSet<String>>,
+    /// Command tool programs looked up (program, working folder), with the problem found if any.
+    pub(crate) programs: RefCell<HashMap<ProgramKey, Option<String>>>,
+}
+
+/// Parses `bytes` given in memory, held to the same limits as a file.
+fn parse_checked(
+    bytes: &[u8],
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    per_file: Option<u64>,
+    total: Option<u64>,
+) -> Result<TacticSpec, ConfigError> {
+    let limits = TacticLoader::limits_from(per_file, total, env, path)?;
+    let origin = Origin::new(path.into(), None);
+    if bytes.len() as u64 > limits.per_file {
+        let kind = ConfigErrorKind::TooLarge {
+            limit: limits.per_file,
+        };
+        return Err(ConfigError::new(origin, kind));
+    }
+    limits.spend(bytes.len(), &origin)?;
+    parse_with(bytes, path, env, &limits)
+}
+
+impl Shared<'_> {
+    /// Renders `template` once (see [`crate::Prompt::check_bounds`]), unless the same text was
+    /// already tried in this load.
+    pub(crate) fn probe(&self, name: &str, template: &str) -> Result<(), crate::PromptError> {
+        if self.probed.borrow().contains(template) {
+            return Ok(());
+        }
+        crate::Prompt::named(name, template).check_bounds(&crate::PromptVars::new())?;
+        self.probed.borrow_mut().insert(Arc::from(template));
+        Ok(())
+    }
+}
+
+fn parse_with(
+    bytes: &[u8],
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    limits: &Limits,
+) -> Result<TacticSpec, ConfigError> {
     let file: Arc<Path> = path.into();
     let raw = source::parse_one(bytes, &file)?;
     let mut chain: Vec<PathBuf> = path.canonicalize().into_iter().collect();
-    let raw = source::with_bases(raw, &mut chain)?;
-    Loader { path, env }.load(raw, &file)
+    let root = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."))
+        .canonicalize()
+        .ok();
+    let raw = source::with_bases(raw, root.as_deref(), &mut chain, limits)?;
+    let shared = Shared {
+        limits,
+        prompt_files: RefCell::default(),
+        probed: RefCell::default(),
+        model_arg_names: RefCell::default(),
+        programs: RefCell::default(),
+    };
+    Loader {
+        path,
+        env,
+        shared: &shared,
+    }
+    .load(raw, &file)
 }
 
 struct Loader<'a> {
     path: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
+    shared: &'a Shared<'a>,
 }
 
 impl Loader<'_> {
@@ -130,6 +389,7 @@ impl Loader<'_> {
             }
             check::check_steps(&steps, &names, output.as_ref().map(|o| o.value.as_str()))
                 .map_err(|(path, problem)| origins.error(&path, problem, &top))?;
+            self.probe_steps(&steps, output.as_ref())?;
         }
         let tactic_type = tactic_type(raw.tactic_type, &steps, output.as_ref(), &top)?;
         Ok(TacticSpec {
@@ -140,6 +400,25 @@ impl Loader<'_> {
             output: output.map(|o| o.value),
             config: raw.config.unwrap_or(serde_json::Value::Null),
         })
+    }
+
+    /// Tries each step's `receive` and the `output` template once, so that a template that would take
+    /// too much work or write too much is refused before the run.
+    fn probe_steps(&self, steps: &[Step], output: Option<&At<String>>) -> Result<(), ConfigError> {
+        for turn in steps.iter().flat_map(Step::turns) {
+            if let Some(template) = &turn.receive {
+                let at = format!("{}.receive", turn.at);
+                self.shared
+                    .probe(&at, template)
+                    .map_err(|e| ConfigError::new(turn.origin.clone(), e).in_field(at))?;
+            }
+        }
+        if let Some(output) = output {
+            self.shared
+                .probe("output", &output.value)
+                .map_err(|e| ConfigError::new(output.origin.clone(), e).in_field("output"))?;
+        }
+        Ok(())
     }
 
     fn global(&self, global: Option<At<RawAgent>>) -> Result<RawAgent, ConfigError> {
@@ -162,6 +441,7 @@ impl Loader<'_> {
                 tactic: self.path,
                 label: "global".into(),
                 origin: args.origin.clone(),
+                shared: self.shared,
             };
             context.model_args(args.clone())?;
         }
@@ -185,7 +465,8 @@ impl Loader<'_> {
             };
             return Err(ConfigError::new(list.origin, kind).in_field("agent_configs"));
         }
-        let mut agents: Vec<(AgentSpec, Origin)> = Vec::with_capacity(list.value.len());
+        let mut agents: Vec<AgentSpec> = Vec::with_capacity(list.value.len());
+        let mut seen: HashMap<String, Origin> = HashMap::with_capacity(list.value.len());
         for (
             index,
             At {
@@ -196,7 +477,7 @@ impl Loader<'_> {
         {
             let section = format!("agent_configs[{index}]");
             let name = agent_name(agent.name.as_ref(), &origin, &section)?;
-            if let Some((_, first)) = agents.iter().find(|(a, _)| a.name() == name.value) {
+            if let Some(first) = seen.get(&name.value) {
                 let kind = ConfigErrorKind::Duplicate {
                     name: name.value.clone(),
                     first: first.clone(),
@@ -209,11 +490,13 @@ impl Loader<'_> {
                 tactic: self.path,
                 label: format!("{section} ({})", name.value),
                 origin,
+                shared: self.shared,
             };
-            let spec = context.agent(name.value, agent.over(global))?;
-            agents.push((spec, name.origin));
+            let spec = context.agent(name.value.clone(), agent.over(global))?;
+            seen.insert(name.value, name.origin);
+            agents.push(spec);
         }
-        Ok(agents.into_iter().map(|(a, _)| a).collect())
+        Ok(agents)
     }
 }
 

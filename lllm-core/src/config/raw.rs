@@ -45,7 +45,7 @@ pub(crate) struct RawAgent {
     /// Model name, `provider/model` (LiteLLM style); an OpenAI-compatible prefix is stripped.
     pub(crate) model_name: Option<At<String>>,
     /// Inline system prompt (a minijinja template).
-    pub(crate) system_prompt: Option<At<String>>,
+    pub(crate) system_prompt: Option<At<std::sync::Arc<str>>>,
     /// System prompt file under `prompts/` (`.md`, `.j2`, `.txt` tried in order).
     pub(crate) system_prompt_path: Option<At<String>>,
     /// Request parameters (`temperature`, `max_tokens`, ...) and client settings (`api_base`,

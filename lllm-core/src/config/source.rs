@@ -1,6 +1,5 @@
 //! Reading tactic files: bytes to located raw types, one parse per file, and the `base:` chain.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -9,27 +8,33 @@ use serde_saphyr::{DefaultMessageFormatter, Error as YamlError, MessageFormatter
 use super::error::{ConfigError, ConfigErrorKind, Origin, Position};
 use super::raw::RawTactic;
 use super::span::parsing_file;
+use super::Limits;
+use crate::files::{read_bounded, ReadProblem};
 use crate::suggest::closest;
 
-/// Largest tactic file read: far above any real tactic, and it keeps a wrong path (such as a device
-/// or a log) from being read whole.
-pub(crate) const MAX_TACTIC_BYTES: u64 = 16 * 1024 * 1024;
+/// Most files in a `base:` chain (the tactic itself not counted).
+pub const MAX_BASE_DEPTH: usize = 32;
 
-/// Reads a file of at most [`MAX_TACTIC_BYTES`].
-pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, ConfigError> {
-    let file = std::fs::File::open(path).map_err(|e| ConfigError::read(path, e))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_TACTIC_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ConfigError::read(path, e))?;
-    if bytes.len() as u64 > MAX_TACTIC_BYTES {
-        return Err(ConfigError::new(
-            Origin::new(path.into(), None),
-            ConfigErrorKind::TooLarge {
-                limit: MAX_TACTIC_BYTES,
-            },
-        ));
-    }
+/// Most YAML events aliases (`*name`) may replay in one file.
+pub(crate) const MAX_ALIAS_REPLAYED_EVENTS: usize = 250_000;
+
+/// The error of a file that could not be read, at `origin` (the key that names the file, or the file).
+pub(crate) fn read_error(origin: Origin, problem: ReadProblem) -> ConfigError {
+    let kind = match problem {
+        ReadProblem::Io(e) => ConfigErrorKind::Read(e),
+        ReadProblem::NotAFile(what) => ConfigErrorKind::NotAFile { what },
+        ReadProblem::TooLarge(limit) => ConfigErrorKind::TooLarge { limit },
+    };
+    ConfigError::new(origin, kind)
+}
+
+/// Reads the tactic file itself: a regular file (or a pipe, such as `<(...)` in a shell) within the
+/// size limits.
+pub(crate) fn read_tactic(path: &Path, limits: &Limits) -> Result<Vec<u8>, ConfigError> {
+    let origin = Origin::new(path.into(), None);
+    let bytes =
+        read_bounded(path, limits.per_file, true).map_err(|p| read_error(origin.clone(), p))?;
+    limits.spend(bytes.len(), &origin)?;
     Ok(bytes)
 }
 
@@ -54,51 +59,110 @@ pub(crate) fn parse_one(bytes: &[u8], file: &Arc<Path>) -> Result<RawTactic, Con
     let mut options = serde_saphyr::Options::default();
     options.strict_booleans = true;
     options.with_snippet = false;
+    // serde-saphyr's default budget bounds depth (64), nodes and events; aliases may replay fewer
+    // events than its default, so that an alias bomb stays far from the memory a run may use.
+    options.alias_limits.max_total_replayed_events = MAX_ALIAS_REPLAYED_EVENTS;
     parsing_file(file, || {
         serde_saphyr::from_str_with_options::<RawTactic>(text, options)
     })
     .map_err(|e| yaml_error(file, e.without_snippet()))
 }
 
-/// Reads `raw`'s `base:` chain and merges it under `raw`. `chain` holds the files being read, to catch
+/// Reads `raw`'s `base:` chain and merges it under `raw`. `root` is the folder of the top tactic file
+/// (canonical): every base must resolve inside it. `chain` holds the files being read, to catch
 /// cycles.
 pub(crate) fn with_bases(
     mut raw: RawTactic,
+    root: Option<&Path>,
     chain: &mut Vec<PathBuf>,
+    limits: &Limits,
 ) -> Result<RawTactic, ConfigError> {
-    let Some(base) = raw.base.take() else {
-        return Ok(raw);
+    // Read iteratively: each file's base, until a file has none; then merge from the bottom up.
+    let mut layers: Vec<RawTactic> = Vec::new();
+    while let Some(base) = raw.base.take() {
+        let at =
+            |kind: ConfigErrorKind| ConfigError::new(base.origin.clone(), kind).in_field("base");
+        if layers.len() >= MAX_BASE_DEPTH {
+            return Err(at(ConfigErrorKind::BaseTooDeep {
+                limit: MAX_BASE_DEPTH,
+            }));
+        }
+        let base_path = base
+            .origin
+            .file()
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join(&base.value);
+        let outside = |resolved: PathBuf| {
+            at(ConfigErrorKind::Outside {
+                what: "the base",
+                resolved,
+                root: root
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| PathBuf::from("the tactic's folder")),
+            })
+        };
+        // As written first (`/dev/stdin` or `../x` need not exist to be outside), then with links
+        // followed.
+        let folder = base
+            .origin
+            .file()
+            .parent()
+            .unwrap_or_else(|| Path::new("."));
+        let written = lexically_absolute(folder, &base.value);
+        if !root.is_some_and(|root| written.as_ref().is_some_and(|w| w.starts_with(root))) {
+            return Err(outside(written.unwrap_or(base_path)));
+        }
+        let canonical = base_path
+            .canonicalize()
+            .map_err(|e| at(ConfigErrorKind::Read(e)))?;
+        if !root.is_some_and(|root| canonical.starts_with(root)) {
+            return Err(outside(canonical));
+        }
+        if chain.contains(&canonical) {
+            let mut files: Vec<String> = chain.iter().map(|p| p.display().to_string()).collect();
+            files.push(canonical.display().to_string());
+            return Err(at(ConfigErrorKind::BaseCycle {
+                base: base.value,
+                chain: files.join(" → "),
+            }));
+        }
+        let bytes = read_bounded(&canonical, limits.per_file, false)
+            .map_err(|p| read_error(base.origin.clone(), p).in_field("base"))?;
+        limits.spend(bytes.len(), &base.origin)?;
+        let base_file: Arc<Path> = base_path.as_path().into();
+        let parent = parse_one(&bytes, &base_file)?;
+        chain.push(canonical);
+        layers.push(std::mem::replace(&mut raw, parent));
+    }
+    while let Some(upper) = layers.pop() {
+        raw = upper.over(raw);
+    }
+    Ok(raw)
+}
+
+/// Where `written` (a path as written in a file in `dir`) says it leads: `dir` with its links
+/// resolved, then `written`'s parts applied as written (`..` taken out), without following the links
+/// of those parts.
+fn lexically_absolute(dir: &Path, written: &str) -> Option<PathBuf> {
+    use std::path::Component;
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
     };
-    let at = |kind: ConfigErrorKind| ConfigError::new(base.origin.clone(), kind).in_field("base");
-    let base_path = base
-        .origin
-        .file()
-        .parent()
-        .unwrap_or_else(|| Path::new("."))
-        .join(&base.value);
-    let canonical = base_path
-        .canonicalize()
-        .map_err(|e| at(ConfigErrorKind::Read(e)))?;
-    if chain.contains(&canonical) {
-        let mut files: Vec<String> = chain.iter().map(|p| p.display().to_string()).collect();
-        files.push(canonical.display().to_string());
-        return Err(at(ConfigErrorKind::BaseCycle {
-            base: base.value,
-            chain: files.join(" → "),
-        }));
+    let mut out = dir.canonicalize().ok()?;
+    for part in Path::new(written).components() {
+        match part {
+            Component::Prefix(_) | Component::RootDir => out = PathBuf::from(part.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
     }
-    if !canonical.is_file() {
-        return Err(at(ConfigErrorKind::Invalid(
-            "a base must be a regular file (a tactic YAML file)",
-        )));
-    }
-    let bytes = read_file(&base_path)?;
-    let base_file: Arc<Path> = base_path.as_path().into();
-    let parent = parse_one(&bytes, &base_file)?;
-    chain.push(canonical);
-    let parent = with_bases(parent, chain)?;
-    chain.pop();
-    Ok(raw.over(parent))
+    Some(out)
 }
 
 /// The parser's error, at its position, with a suggestion for a misspelt key or value.

@@ -277,20 +277,20 @@ fn the_schema_accepts_the_examples_and_rejects_misspellings() {
 fn relative_paths_in_a_base_file_are_relative_to_that_file() {
     let dir = Dir::new("relative");
     std::fs::create_dir_all(dir.0.join("shared/prompts/lead")).expect("dir");
-    std::fs::create_dir_all(dir.0.join("team")).expect("dir");
     std::fs::write(dir.0.join("shared/prompts/lead/system.md"), "You lead.").expect("write");
     dir.write(
         "shared/base.yaml",
         "global:\n  model_name: m\n  system_prompt_path: lead/system\n  tools:\n    - {name: t, description: d, command: [python3, tool.py]}\nagent_configs:\n  - name: a\n",
     );
+    // A base stays inside the top tactic's folder: the top file sits above the shared one.
     let child = dir.write(
-        "team/child.yaml",
-        "base: ../shared/base.yaml\nglobal: {model_args: {max_tokens: 5}}\n",
+        "child.yaml",
+        "base: shared/base.yaml\nglobal: {model_args: {max_tokens: 5}}\n",
     );
     let spec = load(&child).expect("valid");
     assert_eq!(spec.agents()[0].system_prompt().template(), "You lead.");
     assert_eq!(
         spec.agents()[0].tools()[0].working_dir.as_deref(),
-        Some(dir.0.join("team/../shared").as_path())
+        Some(dir.0.join("shared").as_path())
     );
 }
