@@ -17,6 +17,10 @@ use super::{Tool, ToolError, ToolOutput};
 
 /// Most bytes of a failed program's standard error shown to the model.
 const STDERR_TAIL_BYTES: usize = 1_000;
+/// Work allowed to render one argv item (minijinja fuel): far more than inserting arguments takes.
+const ARGV_FUEL: u64 = 100_000;
+/// Longest argv item Linux accepts (`MAX_ARG_STRLEN`).
+const MAX_ARGV_ITEM_BYTES: usize = 128 * 1024;
 /// How long the pipes are still read after the program exited and its leftovers were killed.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 /// Variables a tool always gets; everything else in lllm's environment (API keys) stays out.
@@ -57,15 +61,24 @@ impl CommandTool {
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
         // Values go in as written: no HTML escaping, no shell quoting (there is no shell).
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        // An argv item is a template of the tactic's: a loop in it must not hang every call.
+        env.set_fuel(Some(ARGV_FUEL));
         self.config
             .command
             .iter()
             .map(|item| {
-                env.render_str(item, arguments).map_err(|e| {
+                let rendered = env.render_str(item, arguments).map_err(|e| {
                     ToolError::new(format!(
                         "cannot build the command line from the arguments: {e}"
                     ))
-                })
+                })?;
+                if rendered.len() > MAX_ARGV_ITEM_BYTES {
+                    return Err(ToolError::new(format!(
+                        "an argument of the command line would be {} bytes, more than the {MAX_ARGV_ITEM_BYTES} the system accepts; pass long values on standard input instead",
+                        rendered.len()
+                    )));
+                }
+                Ok(rendered)
             })
             .collect()
     }
@@ -480,6 +493,36 @@ mod tests {
         assert!(!output.contains("CARGO_MANIFEST_DIR="), "{output}");
         assert!(output.contains("CARGO_PKG_NAME=lllm-runtime"), "{output}");
         assert!(output.contains("PATH="), "{output}");
+    }
+
+    #[tokio::test]
+    async fn an_argv_template_is_bounded_in_work_and_size() {
+        // Quadratic in the model's argument: 10^10 steps for a 100 KB text.
+        let looping = tool(
+            &[
+                "echo",
+                "{% for a in text %}{% for b in text %}x{% endfor %}{% endfor %}",
+            ],
+            20.0,
+            1000,
+        );
+        let err = looping
+            .call(json!({"text": "y".repeat(100_000)}))
+            .await
+            .expect_err("out of fuel");
+        assert!(
+            err.message().starts_with("cannot build the command line"),
+            "{err}"
+        );
+        let long = tool(&["echo", "{{ text }}"], 20.0, 1000);
+        let err = long
+            .call(json!({"text": "x".repeat(200_000)}))
+            .await
+            .expect_err("too long");
+        assert!(
+            err.message().contains("pass long values on standard input"),
+            "{err}"
+        );
     }
 
     #[test]
