@@ -374,23 +374,11 @@ mod tests {
         let Ok(ToolOutput::Text(pid)) = spawner.call(json!({})).await else {
             panic!("the call waited for its background child");
         };
-        let stat = format!("/proc/{}/stat", pid.trim());
-        // Killed with its group when the call ended; it may still need a moment to be reaped, so
-        // look until it is gone or a zombie (bounded, and done as soon as it is).
-        let alive = || {
-            std::fs::read_to_string(&stat).is_ok_and(|s| {
-                s.rsplit(')')
-                    .next()
-                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
-            })
-        };
-        for _ in 0..500 {
-            if !alive() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(!alive(), "the background child {pid} outlived the call");
+        // Killed with its group when the call ended; it may still need a moment to be reaped.
+        assert!(
+            !still_running_after_a_while(&pid).await,
+            "the background child {pid} outlived the call"
+        );
     }
 
     /// Whether a process runs (a zombie counts as ended), waiting up to a few seconds for it to end.
