@@ -51,7 +51,8 @@ fn odd_kind(meta: &std::fs::Metadata, allow_pipe: bool) -> Option<&'static str> 
 
 /// Reads `path` (symbolic links followed) when it is a regular file (or, with `allow_pipe`, a pipe)
 /// of at most `limit` bytes. The type is checked before the file is opened (opening a FIFO blocks),
-/// and again on the open handle, in case the file was swapped in between.
+/// and again on the open handle, in case the file was swapped in between (the open does not block
+/// then).
 pub(crate) fn read_bounded(
     path: &Path,
     limit: u64,
@@ -64,7 +65,16 @@ pub(crate) fn read_bounded(
     if meta.is_file() && meta.len() > limit {
         return Err(ReadProblem::TooLarge(limit));
     }
-    let file = std::fs::File::open(path).map_err(ReadProblem::Io)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // A regular file opened without blocking reads as usual; a FIFO swapped in after the check
+    // above opens at once (instead of waiting for a writer) and is refused below.
+    #[cfg(unix)]
+    if meta.is_file() {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(ReadProblem::Io)?;
     let opened = file.metadata().map_err(ReadProblem::Io)?;
     if let Some(kind) = odd_kind(&opened, allow_pipe) {
         return Err(ReadProblem::NotAFile(kind));
