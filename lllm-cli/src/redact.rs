@@ -2,18 +2,17 @@
 //! the secret values it knows replaced by `[redacted]`, wherever they appear, even inside text a
 //! server echoed back.
 
-use std::borrow::Cow;
 use std::io::Write;
-use std::sync::RwLock;
+use std::sync::{LazyLock, RwLock};
 
-use lllm_core::internal::printable_header_value;
+use lllm_core::internal::{is_secret_header, Secrets};
 use lllm_runtime::TacticSpec;
 
-/// Shorter values are not hunted for: a header such as `X-Token: none` would blank every "none".
+/// Shorter values are not hunted for in everything printed: a header such as `X-Token: none` would
+/// blank every "none".
 const SHORTEST_SECRET: usize = 6;
-const REDACTED: &str = "[redacted]";
 
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+static SECRETS: LazyLock<RwLock<Secrets>> = LazyLock::new(RwLock::default);
 
 /// Remembers a value that must never be printed.
 pub(crate) fn remember(secret: &str) {
@@ -21,12 +20,10 @@ pub(crate) fn remember(secret: &str) {
     if secret.len() < SHORTEST_SECRET {
         return;
     }
-    let mut secrets = SECRETS.write().unwrap_or_else(|p| p.into_inner());
-    if !secrets.iter().any(|s| s == secret) {
-        secrets.push(secret.to_owned());
-        // Longest first, so that a secret containing another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    }
+    SECRETS
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .add([secret.to_owned()]);
 }
 
 /// Remembers the key from the environment that requests fall back to.
@@ -44,7 +41,7 @@ pub(crate) fn remember_tactic(spec: &TacticSpec) {
             remember(key.expose());
         }
         for (name, value) in &args.extra_headers {
-            if printable_header_value(name, value) != value {
+            if is_secret_header(name) {
                 remember(value);
             }
         }
@@ -52,15 +49,11 @@ pub(crate) fn remember_tactic(spec: &TacticSpec) {
 }
 
 /// `text` with every remembered secret replaced.
-pub(crate) fn redact(text: &str) -> Cow<'_, str> {
-    let secrets = SECRETS.read().unwrap_or_else(|p| p.into_inner());
-    let mut text = Cow::Borrowed(text);
-    for secret in secrets.iter() {
-        if text.contains(secret.as_str()) {
-            text = Cow::Owned(text.replace(secret.as_str(), REDACTED));
-        }
-    }
-    text
+pub(crate) fn redact(text: &str) -> String {
+    SECRETS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .redact(text)
 }
 
 /// Standard error through [`redact`], for the log: each log event arrives in one write.

@@ -72,7 +72,9 @@ pub use trace::{TraceHeader, TraceRow, TRACE_FORMAT};
 #[doc(hidden)]
 pub mod internal {
     pub use crate::merge::{deep_merge, find_header, merge_body, merge_headers, merge_under};
-    pub use crate::secret::{is_secret_header, printable_header_value, redact_url, REDACTED};
+    pub use crate::secret::{
+        is_secret_header, printable_header_value, redact_url, Secrets, REDACTED,
+    };
     pub use crate::tool::{
         object_schema_problem, output_schema_problem, tool_name_problem, DEFAULT_COMMAND_TIMEOUT_S,
         DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TOOL_NAME_LEN,

@@ -75,6 +75,82 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// Secrets shorter than this are not searched for in texts: replacing every "ab" in a message would
+/// garble it, and so short a credential protects nothing.
+const MIN_SECRET_CHARS: usize = 4;
+
+/// The credentials one request carries, to be replaced by `[redacted]` in any text shown.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets(Vec<String>);
+
+impl Secrets {
+    /// The values of every credential header (`authorization`, and any name that mentions a key,
+    /// token, secret, password or auth), the token of an `authorization` value without its scheme,
+    /// and the password and credential-looking query values (`?api_key=…`) of `url`.
+    pub fn of_request(headers: &[(String, String)], url: &str) -> Self {
+        let mut values = Vec::new();
+        for (name, value) in headers {
+            if !is_secret_header(name) {
+                continue;
+            }
+            values.push(value.trim().to_owned());
+            if let Some((_scheme, token)) = value.trim().split_once(' ') {
+                values.push(token.trim().to_owned());
+            }
+        }
+        if let Ok(url) = url::Url::parse(url) {
+            values.extend(url.password().map(str::to_owned));
+            values.extend(
+                url.query_pairs()
+                    .filter(|(name, _)| is_secret_header(name))
+                    .map(|(_, v)| v.into_owned()),
+            );
+        }
+        Self::from_values(values)
+    }
+
+    /// These values (short ones left out), longest first so that a secret containing another is
+    /// replaced whole.
+    pub fn from_values(values: impl IntoIterator<Item = String>) -> Self {
+        let mut secrets = Secrets::default();
+        secrets.add(values);
+        secrets
+    }
+
+    /// Adds these values (short ones left out), keeping the longest first.
+    pub fn add(&mut self, values: impl IntoIterator<Item = String>) {
+        self.0.extend(
+            values
+                .into_iter()
+                .filter(|v| v.chars().count() >= MIN_SECRET_CHARS),
+        );
+        self.0
+            .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        self.0.dedup();
+    }
+
+    /// Whether there is nothing to redact.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The longest secret, in characters.
+    pub fn longest_chars(&self) -> usize {
+        self.0.iter().map(|s| s.chars().count()).max().unwrap_or(0)
+    }
+
+    /// `text` with every secret replaced by `[redacted]`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for secret in &self.0 {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), REDACTED);
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lllm_core::internal::{is_secret_header, REDACTED};
+pub(crate) use lllm_core::internal::Secrets;
 
 /// A model call failed.
 ///
@@ -212,73 +212,6 @@ impl InvokeError {
             | InvokeError::Timeout(_)
             | InvokeError::InvalidHeader { .. }) => other,
         }
-    }
-}
-
-/// Secrets shorter than this are not searched for in texts: replacing every "ab" in a message would
-/// garble it, and so short a credential protects nothing.
-const MIN_SECRET_CHARS: usize = 4;
-
-/// The credentials one request carries, to be replaced by `[redacted]` in any text shown.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Secrets(Vec<String>);
-
-impl Secrets {
-    /// The values of every credential header (`authorization`, and any name that mentions a key,
-    /// token, secret, password or auth), the token of an `authorization` value without its scheme,
-    /// and the password and credential-looking query values (`?api_key=…`) of `url`.
-    pub(crate) fn of_request(headers: &[(String, String)], url: &str) -> Self {
-        let mut values = Vec::new();
-        for (name, value) in headers {
-            if !is_secret_header(name) {
-                continue;
-            }
-            values.push(value.trim().to_owned());
-            if let Some((_scheme, token)) = value.trim().split_once(' ') {
-                values.push(token.trim().to_owned());
-            }
-        }
-        if let Ok(url) = reqwest::Url::parse(url) {
-            values.extend(url.password().map(str::to_owned));
-            values.extend(
-                url.query_pairs()
-                    .filter(|(name, _)| is_secret_header(name))
-                    .map(|(_, v)| v.into_owned()),
-            );
-        }
-        Self::from_values(values)
-    }
-
-    /// These values (short ones left out), longest first so that a secret containing another is
-    /// replaced whole.
-    pub(crate) fn from_values(values: impl IntoIterator<Item = String>) -> Self {
-        let mut values: Vec<String> = values
-            .into_iter()
-            .filter(|v| v.chars().count() >= MIN_SECRET_CHARS)
-            .collect();
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-        values.dedup();
-        Secrets(values)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The longest secret, in characters.
-    fn longest_chars(&self) -> usize {
-        self.0.iter().map(|s| s.chars().count()).max().unwrap_or(0)
-    }
-
-    /// `text` with every secret replaced by `[redacted]`.
-    pub(crate) fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in &self.0 {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
-            }
-        }
-        out
     }
 }
 
