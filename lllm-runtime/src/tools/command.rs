@@ -1,6 +1,7 @@
 //! Command tools: run a program with the model's arguments, without a shell.
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -124,6 +125,7 @@ impl CommandTool {
         let leftovers = Leftovers {
             group: child.id(),
             marker,
+            swept: AtomicBool::new(false),
         };
         let input = child.stdin.take();
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
@@ -243,6 +245,9 @@ fn exit_error(program: &str, status: std::process::ExitStatus, stderr: &[u8]) ->
 struct Leftovers {
     group: Option<u32>,
     marker: String,
+    /// Set once the marked processes were swept after the program's exit: dropping then has only the
+    /// group left to kill, not another pass over `/proc`.
+    swept: AtomicBool,
 }
 
 impl Leftovers {
@@ -262,15 +267,21 @@ impl Leftovers {
     async fn kill_all(&self) {
         self.kill_group();
         let marker = self.marker.clone();
-        tokio::task::spawn_blocking(move || process::kill_call(&marker))
+        if tokio::task::spawn_blocking(move || process::kill_call(&marker))
             .await
-            .ok();
+            .is_ok()
+        {
+            self.swept.store(true, Ordering::Relaxed);
+        }
     }
 }
 
 impl Drop for Leftovers {
     fn drop(&mut self) {
         self.kill_group();
+        if *self.swept.get_mut() {
+            return;
+        }
         let marker = std::mem::take(&mut self.marker);
         // Cancelled calls end here; the sweep reads /proc and may wait a little, so off this thread.
         match tokio::runtime::Handle::try_current() {
