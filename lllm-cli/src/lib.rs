@@ -29,6 +29,8 @@ pub use lllm_runtime::TacticRegistry;
 
 /// Runs the `lllm` command line with these tactic types (see [`TacticRegistry::new`] for the built-in
 /// ones) and returns the exit code: 0 success, 1 the run failed, 2 bad usage or an invalid tactic file.
+/// A signal ends the process from a thread of its own, with 129 (SIGHUP), 130 (SIGINT) or 143
+/// (SIGTERM).
 pub fn main_with(registry: TacticRegistry) -> ExitCode {
     let cli = Cli::parse();
     redact::remember_environment();
