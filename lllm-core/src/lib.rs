@@ -31,6 +31,7 @@ mod config;
 mod dialog;
 mod files;
 mod hints;
+mod mcp;
 mod merge;
 mod message;
 mod model;
@@ -54,6 +55,10 @@ pub use files::{DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR};
 pub use hints::{
     ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder, Profile,
     RequestFields, SessionIds,
+};
+pub use mcp::{
+    ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter, DEFAULT_MCP_STARTUP_TIMEOUT_S,
+    DEFAULT_MCP_TIMEOUT_S, MCP_INHERITED_ENV,
 };
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;

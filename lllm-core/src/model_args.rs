@@ -288,7 +288,7 @@ impl ModelArgs {
 
 /// Why `base` cannot be the base URL of requests, if it cannot: it must parse as an absolute http or
 /// https URL with a host, as the HTTP client will parse it. The reason never quotes the URL.
-fn api_base_problem(base: &str) -> Option<String> {
+pub(crate) fn api_base_problem(base: &str) -> Option<String> {
     match url::Url::parse(base) {
         Err(e) => Some(e.to_string()),
         Ok(url) if !matches!(url.scheme(), "http" | "https") => {

@@ -91,6 +91,9 @@ pub struct CommandToolConfig {
     /// `TMPDIR` (the environment is otherwise cleared, so credentials do not reach tools).
     #[serde(default)]
     pub env: Vec<String>,
+    /// Ask the user before each call (see the runtime's confirmation callback).
+    #[serde(default)]
+    pub confirm: bool,
     /// Where the program runs: the tactic file's folder when loaded from one, else the current one.
     #[serde(skip)]
     pub working_dir: Option<std::path::PathBuf>,
@@ -179,37 +182,13 @@ impl CommandToolConfig {
         let Some(program) = self.command.first() else {
             return Ok(()); // `validate` reports it
         };
-        let fail = |problem: String| {
-            Err(ToolConfigError {
+        match program_problem(program, self.working_dir.as_deref()) {
+            None => Ok(()),
+            Some(problem) => Err(ToolConfigError {
                 tool: self.name.clone(),
                 field: "command[0]".into(),
                 problem,
-            })
-        };
-        if program.contains('\0') {
-            return fail("contains a NUL character".into());
-        }
-        if program.contains('/') {
-            let path = std::path::Path::new(program);
-            let path = match &self.working_dir {
-                Some(dir) if path.is_relative() && !dir.as_os_str().is_empty() => dir.join(path),
-                _ => path.to_path_buf(),
-            };
-            return match executable(&path) {
-                Ok(()) => Ok(()),
-                Err(why) => fail(format!("`{}` {why}", path.display())),
-            };
-        }
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let found = std::env::split_paths(&path)
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .any(|dir| executable(&dir.join(program)).is_ok());
-        if found {
-            Ok(())
-        } else {
-            fail(format!(
-                "`{program}` is not an executable program in any folder of PATH"
-            ))
+            }),
         }
     }
 
@@ -242,6 +221,32 @@ impl CommandToolConfig {
         }
         Ok(())
     }
+}
+
+/// Why `program` cannot be started from `working_dir`, if it cannot: a name without `/` must be an
+/// executable file in a folder of `PATH`; a path with `/` an executable file, relative to the folder.
+pub(crate) fn program_problem(
+    program: &str,
+    working_dir: Option<&std::path::Path>,
+) -> Option<String> {
+    if program.contains('\0') {
+        return Some("contains a NUL character".into());
+    }
+    if program.contains('/') {
+        let path = std::path::Path::new(program);
+        let path = match working_dir {
+            Some(dir) if path.is_relative() && !dir.as_os_str().is_empty() => dir.join(path),
+            _ => path.to_path_buf(),
+        };
+        return executable(&path)
+            .err()
+            .map(|why| format!("`{}` {why}", path.display()));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .any(|dir| executable(&dir.join(program)).is_ok());
+    (!found).then(|| format!("`{program}` is not an executable program in any folder of PATH"))
 }
 
 /// Whether `path` is an executable regular file (symbolic links followed), and why not.
@@ -300,6 +305,7 @@ mod tests {
             timeout_s: 5.0,
             max_output_bytes: 100,
             env: Vec::new(),
+            confirm: false,
             working_dir: None,
         }
     }

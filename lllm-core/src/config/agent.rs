@@ -11,6 +11,7 @@ use super::raw::{RawAgent, RawHints, RawModelArgs, RawTool};
 use super::span::At;
 use super::Shared;
 use crate::hints::{HintsError, InferenceHints, InferenceHintsBuilder};
+use crate::mcp::{McpServerConfig, McpUse};
 use crate::model_args::ModelArgs;
 use crate::prompt::{read_prompt, Prompt, PromptError};
 use crate::schema::Schema;
@@ -32,6 +33,7 @@ pub struct AgentSpec {
     model_args: ModelArgs,
     inference_hints: Option<InferenceHints>,
     tools: Vec<CommandToolConfig>,
+    mcp: Vec<McpUse>,
     output_schema: Option<Schema>,
     max_answer_retries: u32,
     max_tool_rounds: u32,
@@ -63,6 +65,10 @@ impl AgentSpec {
     pub fn tools(&self) -> &[CommandToolConfig] {
         &self.tools
     }
+    /// The MCP servers whose tools the agent may call (`mcp:`), each with its filter.
+    pub fn mcp(&self) -> &[McpUse] {
+        &self.mcp
+    }
     /// The JSON Schema every answer must match (`output_schema:`), when set, compiled.
     pub fn output_schema(&self) -> Option<&Schema> {
         self.output_schema.as_ref()
@@ -91,6 +97,8 @@ pub(crate) struct AgentContext<'a> {
     pub(crate) label: String,
     /// Where the agent is written.
     pub(crate) origin: Origin,
+    /// The tactic's MCP servers, which `mcp:` may name.
+    pub(crate) servers: &'a [McpServerConfig],
 }
 
 impl AgentContext<'_> {
@@ -133,6 +141,7 @@ impl AgentContext<'_> {
             model_args: self.model_args(model_args)?,
             inference_hints: hints.map(|h| self.hints(h)).transpose()?,
             tools: self.tools(raw.tools)?,
+            mcp: super::mcp::uses(raw.mcp, self.servers, &self.label)?,
             output_schema: self.output_schema(raw.output_schema)?,
             max_answer_retries: value_or(raw.max_answer_retries, DEFAULT_MAX_ANSWER_RETRIES),
             max_tool_rounds: value_or(raw.max_tool_rounds, DEFAULT_MAX_TOOL_ROUNDS),
@@ -352,6 +361,7 @@ impl AgentContext<'_> {
                 .max_output_bytes
                 .map_or(crate::tool::DEFAULT_MAX_OUTPUT_BYTES, |m| m.value),
             env: raw.env.map(|e| e.value).unwrap_or_default(),
+            confirm: raw.confirm.is_some_and(|c| c.value),
             working_dir: dir,
         };
         config

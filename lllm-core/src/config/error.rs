@@ -237,6 +237,9 @@ pub enum ConfigErrorKind {
     /// The steps would fail at run time.
     #[error(transparent)]
     Steps(#[from] super::steps::StepsError),
+    /// An MCP server's settings or an agent's `mcp:` are invalid (the error's field names which).
+    #[error("{0}")]
+    Mcp(String),
     /// Any other invalid value.
     #[error("{0}")]
     Invalid(&'static str),

@@ -25,6 +25,27 @@ impl RawTactic {
                 fill_from(&mut mine, base);
                 mine
             }),
+            // Server by server: a file's server replaces the base's server of the same name whole.
+            mcp_servers: layer(self.mcp_servers, base.mcp_servers, |mine, base| {
+                mine.map(|m| {
+                    let mut merged = base.value.0;
+                    let mut index: HashMap<String, usize> = merged
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (k, _))| (k.value.clone(), i))
+                        .collect();
+                    for (name, server) in m.0 {
+                        match index.get(&name.value).and_then(|&i| merged.get_mut(i)) {
+                            Some(slot) => *slot = (name, server),
+                            None => {
+                                index.insert(name.value.clone(), merged.len());
+                                merged.push((name, server));
+                            }
+                        }
+                    }
+                    super::raw::Entries(merged)
+                })
+            }),
         }
     }
 }
@@ -57,6 +78,7 @@ impl RawAgent {
                 |mine, base| mine.map(|m| m.over(base.value)),
             ),
             tools: mine.tools.or_else(|| global.tools.clone()),
+            mcp: mine.mcp.or_else(|| global.mcp.clone()),
             output_schema: mine.output_schema.or_else(|| global.output_schema.clone()),
             max_answer_retries: mine
                 .max_answer_retries

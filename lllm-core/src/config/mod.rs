@@ -9,6 +9,7 @@ mod agent;
 mod check;
 mod env;
 mod error;
+mod mcp;
 mod merge;
 mod raw;
 mod schema;
@@ -22,6 +23,8 @@ mod tests;
 mod tests_base;
 #[cfg(test)]
 mod tests_files;
+#[cfg(test)]
+mod tests_mcp;
 #[cfg(test)]
 mod tests_steps;
 
@@ -39,6 +42,7 @@ pub use schema::tactic_schema;
 pub use source::MAX_BASE_DEPTH;
 pub use steps::{is_variable_name, Branch, Step, StepsError, Turn, DEFAULT_DIALOG};
 
+use crate::mcp::McpServerConfig;
 use agent::AgentContext;
 use raw::{RawAgent, RawTactic};
 use span::At;
@@ -58,6 +62,7 @@ pub struct TacticSpec {
     steps: Vec<Step>,
     output: Option<String>,
     config: serde_json::Value,
+    mcp_servers: Vec<McpServerConfig>,
 }
 
 impl TacticSpec {
@@ -88,6 +93,18 @@ impl TacticSpec {
     /// Free-form settings for a tactic written in Rust (`config:`), `null` when absent.
     pub fn config(&self) -> &serde_json::Value {
         &self.config
+    }
+    /// The MCP servers declared under `mcp_servers:`, in file order.
+    pub fn mcp_servers(&self) -> &[McpServerConfig] {
+        &self.mcp_servers
+    }
+    /// The MCP servers at least one agent uses: those a run starts.
+    pub fn used_mcp_servers(&self) -> impl Iterator<Item = &McpServerConfig> {
+        self.mcp_servers.iter().filter(|server| {
+            self.agents
+                .iter()
+                .any(|a| a.mcp().iter().any(|u| u.server == server.name))
+        })
     }
 }
 
@@ -322,6 +339,17 @@ fn parse_checked(
 }
 
 impl Shared<'_> {
+    /// Why `program` cannot be started in `dir`, looked up once per load.
+    pub(crate) fn program_problem(&self, program: &str, dir: &Path) -> Option<String> {
+        let key = (program.to_owned(), Some(dir.to_path_buf()));
+        if let Some(problem) = self.programs.borrow().get(&key) {
+            return problem.clone();
+        }
+        let problem = crate::tool::program_problem(program, Some(dir));
+        self.programs.borrow_mut().insert(key, problem.clone());
+        problem
+    }
+
     /// Renders `template` once (see [`crate::Prompt::check_bounds`]), unless the same text was
     /// already tried in this load.
     pub(crate) fn probe(&self, name: &str, template: &str) -> Result<(), crate::PromptError> {
@@ -374,8 +402,11 @@ struct Loader<'a> {
 impl Loader<'_> {
     fn load(&self, raw: RawTactic, file: &Arc<Path>) -> Result<TacticSpec, ConfigError> {
         let top = Origin::new(file.clone(), None);
-        let global = self.global(raw.global)?;
-        let agents = self.agents(raw.agent_configs, &global, &top)?;
+        let servers = mcp::servers(raw.mcp_servers, self.env, &|program, dir| {
+            self.shared.program_problem(program, dir)
+        })?;
+        let global = self.global(raw.global, &servers)?;
+        let agents = self.agents(raw.agent_configs, &global, &top, &servers)?;
         let names: Vec<String> = agents.iter().map(|a| a.name().to_owned()).collect();
         let mut origins = StepOrigins::default();
         let steps = match raw.steps {
@@ -399,6 +430,7 @@ impl Loader<'_> {
             steps,
             output: output.map(|o| o.value),
             config: raw.config.unwrap_or(serde_json::Value::Null),
+            mcp_servers: servers,
         })
     }
 
@@ -421,7 +453,11 @@ impl Loader<'_> {
         Ok(())
     }
 
-    fn global(&self, global: Option<At<RawAgent>>) -> Result<RawAgent, ConfigError> {
+    fn global(
+        &self,
+        global: Option<At<RawAgent>>,
+        servers: &[McpServerConfig],
+    ) -> Result<RawAgent, ConfigError> {
         let Some(At {
             value: mut global, ..
         }) = global
@@ -442,6 +478,7 @@ impl Loader<'_> {
                 label: "global".into(),
                 origin: args.origin.clone(),
                 shared: self.shared,
+                servers,
             };
             context.model_args(args.clone())?;
         }
@@ -453,6 +490,7 @@ impl Loader<'_> {
         raw: Option<At<Vec<At<RawAgent>>>>,
         global: &RawAgent,
         top: &Origin,
+        servers: &[McpServerConfig],
     ) -> Result<Vec<AgentSpec>, ConfigError> {
         let list = raw.unwrap_or_else(|| At {
             value: Vec::new(),
@@ -491,6 +529,7 @@ impl Loader<'_> {
                 label: format!("{section} ({})", name.value),
                 origin,
                 shared: self.shared,
+                servers,
             };
             let spec = context.agent(name.value.clone(), agent.over(global))?;
             seen.insert(name.value, name.origin);

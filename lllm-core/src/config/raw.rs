@@ -33,6 +33,9 @@ pub(crate) struct RawTactic {
     pub(crate) output: Option<At<String>>,
     /// Free-form settings for a tactic written in Rust.
     pub(crate) config: Option<Value>,
+    /// MCP tool servers by name, started once per run and shared by the agents that name them in
+    /// `mcp:`.
+    pub(crate) mcp_servers: Option<At<RawMcpServers>>,
 }
 
 /// One agent (also the keys of `global`, which has no `name`).
@@ -55,6 +58,9 @@ pub(crate) struct RawAgent {
     pub(crate) inference_hints: Option<At<RawHints>>,
     /// Command tools the agent may call.
     pub(crate) tools: Option<At<Vec<At<RawTool>>>>,
+    /// MCP servers (of `mcp_servers:`) whose tools the agent may call: a list of names, or a mapping
+    /// of names to `{include: [...]}` or `{exclude: [...]}`.
+    pub(crate) mcp: Option<At<RawMcpUse>>,
     /// JSON Schema every answer must match.
     pub(crate) output_schema: Option<At<Value>>,
     /// Re-asks after an answer fails to parse or validate (default 3). Alias: `max_exception_retry`.
@@ -168,6 +174,8 @@ pub(crate) struct RawTool {
     pub(crate) max_output_bytes: Option<At<usize>>,
     /// Environment variables passed through besides PATH, HOME, LANG, LC_ALL, TZ and TMPDIR.
     pub(crate) env: Option<At<Vec<String>>>,
+    /// Ask the user before each call (default false).
+    pub(crate) confirm: Option<At<bool>>,
 }
 
 /// One step: a turn (`agent:`), parallel branches (`parallel:`), or inside a branch a sequence
@@ -190,4 +198,203 @@ pub(crate) struct RawStep {
     pub(crate) parallel: Option<At<Vec<At<RawStep>>>>,
     /// Inside a `parallel` branch only: steps run in order.
     pub(crate) steps: Option<At<Vec<At<RawStep>>>>,
+}
+
+/// A mapping read in file order, each key with its position (duplicate keys are refused by the
+/// parser).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Entries<V>(pub(crate) Vec<(At<String>, V)>);
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Entries<V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Visit<V> {
+            type Value = Entries<V>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_unit<E>(self) -> Result<Entries<V>, E> {
+                Ok(Entries(Vec::new()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<V>, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = map.next_key::<At<String>>()? {
+                    entries.push((key, map.next_value::<V>()?));
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_any(Visit(std::marker::PhantomData))
+    }
+}
+
+/// The servers under `mcp_servers:`.
+pub(crate) type RawMcpServers = Entries<At<RawMcpServer>>;
+
+impl JsonSchema for Entries<At<RawMcpServer>> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "McpServers".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let server = generator.subschema_for::<RawMcpServer>();
+        schemars::json_schema!({
+            "type": "object",
+            "description": "MCP servers by name (letters, digits, `_` and `-`).",
+            "propertyNames": {"pattern": "^[A-Za-z0-9_-]{1,64}$"},
+            "additionalProperties": server
+        })
+    }
+}
+
+/// One MCP server: a program speaking MCP on stdio (`command:`) or a streamable HTTP endpoint
+/// (`url:`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "McpServer")]
+pub(crate) struct RawMcpServer {
+    /// stdio: the program and its arguments; no shell is used.
+    pub(crate) command: Option<At<Vec<String>>>,
+    /// stdio: variables added to the inherited HOME, LOGNAME, PATH, SHELL, TERM and USER (nothing
+    /// else of lllm's environment reaches the server).
+    pub(crate) env: Option<At<Entries<At<String>>>>,
+    /// stdio: the folder the server runs in, relative to the tactic file (default: its folder).
+    pub(crate) cwd: Option<At<String>>,
+    /// Streamable HTTP: the endpoint, such as `http://127.0.0.1:3001/mcp`.
+    pub(crate) url: Option<At<String>>,
+    /// Streamable HTTP: headers sent with every request.
+    pub(crate) headers: Option<At<Entries<At<String>>>>,
+    /// Seconds one tool call may take (default 60).
+    pub(crate) timeout_s: Option<At<f64>>,
+    /// Seconds starting the server and listing its tools may take (default 30).
+    pub(crate) startup_timeout_s: Option<At<f64>>,
+    /// Put before each tool name the model sees: `fs_` offers `read_file` as `fs_read_file`.
+    pub(crate) prefix: Option<At<String>>,
+    /// Tools that ask the user before each call: `true` for all, or a list of the server's tool names.
+    pub(crate) confirm: Option<At<RawConfirm>>,
+    /// Most bytes of a tool result kept (default 65536); more is an error result.
+    pub(crate) max_output_bytes: Option<At<usize>>,
+}
+
+impl JsonSchema for Entries<At<String>> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StringMap".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "object", "additionalProperties": {"type": "string"}})
+    }
+}
+
+/// `confirm:` of a server: `true` / `false`, or a list of tool names.
+#[derive(Debug, Clone)]
+pub(crate) enum RawConfirm {
+    /// `true` or `false`.
+    All(bool),
+    /// The tools named.
+    Some(Vec<At<String>>),
+}
+
+impl<'de> Deserialize<'de> for RawConfirm {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = RawConfirm;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("true, false, or a list of tool names")
+            }
+            fn visit_bool<E>(self, all: bool) -> Result<RawConfirm, E> {
+                Ok(RawConfirm::All(all))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawConfirm, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = seq.next_element::<At<String>>()? {
+                    names.push(name);
+                }
+                Ok(RawConfirm::Some(names))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
+impl JsonSchema for RawConfirm {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "McpConfirm".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "true: every tool asks before it runs; a list: the tools named do.",
+            "oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]
+        })
+    }
+}
+
+/// An agent's `mcp:`: server names, or server names with a filter.
+#[derive(Debug, Clone)]
+pub(crate) struct RawMcpUse(pub(crate) Vec<(At<String>, Option<At<RawMcpFilter>>)>);
+
+/// Which tools of a server an agent takes.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "McpFilter")]
+pub(crate) struct RawMcpFilter {
+    /// Only these tools (the server's own names).
+    pub(crate) include: Option<At<Vec<At<String>>>>,
+    /// Every tool but these.
+    pub(crate) exclude: Option<At<Vec<At<String>>>>,
+}
+
+impl<'de> Deserialize<'de> for RawMcpUse {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = RawMcpUse;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of server names, or a mapping of server names to {include: [...]} or {exclude: [...]}")
+            }
+            fn visit_unit<E>(self) -> Result<RawMcpUse, E> {
+                Ok(RawMcpUse(Vec::new()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawMcpUse, A::Error> {
+                let mut uses = Vec::new();
+                while let Some(name) = seq.next_element::<At<String>>()? {
+                    uses.push((name, None));
+                }
+                Ok(RawMcpUse(uses))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawMcpUse, A::Error> {
+                let mut uses = Vec::new();
+                while let Some(name) = map.next_key::<At<String>>()? {
+                    uses.push((name, map.next_value::<Option<At<RawMcpFilter>>>()?));
+                }
+                Ok(RawMcpUse(uses))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
+impl JsonSchema for RawMcpUse {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "McpUse".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let filter = generator.subschema_for::<RawMcpFilter>();
+        schemars::json_schema!({
+            "description": "Servers of mcp_servers whose tools the agent may call: a list of names (every tool), or a mapping of names to a filter.",
+            "oneOf": [
+                {"type": "array", "items": {"type": "string"}},
+                {"type": "object", "additionalProperties": {"oneOf": [{"type": "null"}, filter]}}
+            ]
+        })
+    }
 }

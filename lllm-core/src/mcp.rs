@@ -1,0 +1,135 @@
+//! MCP tool servers as a tactic declares them (`mcp_servers:`), and which of their tools each agent
+//! takes (`mcp:`). Starting and talking to the servers is `lllm-runtime`'s job.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Seconds one MCP tool call may take unless the server's `timeout_s` says otherwise. Longer than a
+/// command tool's default: MCP tools often reach other services.
+pub const DEFAULT_MCP_TIMEOUT_S: f64 = 60.0;
+/// Seconds a server may take to start and list its tools unless `startup_timeout_s` says otherwise.
+/// `npx` and `uvx` may download the server first.
+pub const DEFAULT_MCP_STARTUP_TIMEOUT_S: f64 = 30.0;
+/// The variables a stdio server inherits from lllm's environment (the MCP SDKs' default set); the
+/// rest of lllm's environment, API keys included, stays with lllm.
+pub const MCP_INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// One MCP server under `mcp_servers:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServerConfig {
+    /// The key it is declared under; agents name it in `mcp:`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// Seconds one tool call may take.
+    pub timeout_s: f64,
+    /// Seconds starting the server and listing its tools may take.
+    pub startup_timeout_s: f64,
+    /// Put before each tool name the model sees (`fs_` offers `read_file` as `fs_read_file`).
+    pub prefix: Option<String>,
+    /// Which tools ask the user before they run.
+    pub confirm: ConfirmTools,
+    /// Most bytes of a result kept; more is an error result, as for command tools.
+    pub max_output_bytes: usize,
+}
+
+/// How an MCP server is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    /// A child process speaking JSON-RPC on its standard input and output.
+    Stdio {
+        /// The program and its arguments; no shell is used.
+        command: Vec<String>,
+        /// Variables added to [`MCP_INHERITED_ENV`].
+        env: BTreeMap<String, String>,
+        /// Where the server runs (the tactic file's folder unless `cwd:` says otherwise).
+        cwd: PathBuf,
+    },
+    /// Streamable HTTP at a URL.
+    Http {
+        /// The endpoint, such as `http://127.0.0.1:3001/mcp`.
+        url: String,
+        /// Headers sent with every request (credentials among them: never logged).
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// Which tools of a server need the user's confirmation before each call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ConfirmTools {
+    /// None (the default).
+    #[default]
+    None,
+    /// Every tool (`confirm: true`).
+    All,
+    /// The tools named, by the server's own names (`confirm: [write_file]`).
+    Some(Vec<String>),
+}
+
+impl ConfirmTools {
+    /// Whether the tool the server calls `name` needs confirmation.
+    pub fn covers(&self, name: &str) -> bool {
+        match self {
+            ConfirmTools::None => false,
+            ConfirmTools::All => true,
+            ConfirmTools::Some(names) => names.iter().any(|n| n == name),
+        }
+    }
+}
+
+/// Which tools of one server an agent takes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolFilter {
+    /// All of them.
+    #[default]
+    All,
+    /// Only these (by the server's own names).
+    Include(Vec<String>),
+    /// All but these.
+    Exclude(Vec<String>),
+}
+
+impl ToolFilter {
+    /// Whether the tool the server calls `name` is taken.
+    pub fn takes(&self, name: &str) -> bool {
+        match self {
+            ToolFilter::All => true,
+            ToolFilter::Include(names) => names.iter().any(|n| n == name),
+            ToolFilter::Exclude(names) => !names.iter().any(|n| n == name),
+        }
+    }
+
+    /// The names the filter lists (each must be a tool of the server).
+    pub fn named(&self) -> &[String] {
+        match self {
+            ToolFilter::All => &[],
+            ToolFilter::Include(names) | ToolFilter::Exclude(names) => names,
+        }
+    }
+}
+
+/// One server an agent uses, and which of its tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpUse {
+    /// The server's name under `mcp_servers:`.
+    pub server: String,
+    /// Its tools the agent takes.
+    pub filter: ToolFilter,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_and_confirmations_match_by_the_servers_names() {
+        let include = ToolFilter::Include(vec!["echo".into()]);
+        assert!(include.takes("echo") && !include.takes("add"));
+        let exclude = ToolFilter::Exclude(vec!["echo".into()]);
+        assert!(!exclude.takes("echo") && exclude.takes("add"));
+        assert!(ToolFilter::All.takes("anything"));
+        let some = ConfirmTools::Some(vec!["write_file".into()]);
+        assert!(some.covers("write_file") && !some.covers("read_file"));
+        assert!(ConfirmTools::All.covers("x") && !ConfirmTools::None.covers("x"));
+    }
+}
