@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, lints, docs, then the whole test suite (unit tests, wire tests
-# against a local recording HTTP server, the CLI end to end) with no Dynamo running, then the integration
+# against a local recording HTTP server, the CLI end to end, MCP servers from npm and PyPI) with no
+# Dynamo running, then the integration
 # suite against a real NVIDIA Dynamo router (started here on 127.0.0.1; installed from PyPI into a cache
 # on first use, about a minute), then the payoff benchmark and the trace replay on Dynamo, which print
 # their figures. Needs the Rust toolchain, Python 3 with pip, and nothing from the system's package
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 # This script decides whether the Dynamo suite runs and against what: ignore the caller's settings.
 unset LLLM_DYNAMO_URL LLLM_DYNAMO_LOG LLLM_REQUIRE_DYNAMO
+unset LLLM_MCP_EVERYTHING LLLM_MCP_TIME LLLM_MCP_PYTHON LLLM_REQUIRE_MCP
 skip_dynamo=${LLLM_SKIP_DYNAMO:-0}
 results=$(mktemp)   # the output of every cargo test, for the summary line
 failed=()           # the steps that failed
@@ -56,6 +58,17 @@ cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
 step "cargo doc (broken links and missing docs are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked --quiet
+
+# The MCP servers the MCP suite talks to, from npm and PyPI into the cache (about 20 s the first time):
+# with LLLM_REQUIRE_MCP=1 a missing server fails that suite instead of skipping it.
+step "installing the MCP test servers (server-everything, mcp-server-time, the Python MCP SDK)"
+if mcp_env=$(scripts/servers/mcp.sh install); then
+  eval "$mcp_env"
+  export LLLM_MCP_EVERYTHING LLLM_MCP_TIME LLLM_MCP_PYTHON
+else
+  failed+=("installing the MCP test servers")
+fi
+export LLLM_REQUIRE_MCP=1
 
 # No Dynamo yet: the Dynamo tests skip themselves here and run below, against a running one.
 run_tests "cargo test --workspace" cargo test --workspace --all-features --locked

@@ -19,6 +19,9 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Load and validate a tactic without running it.
     Check(CheckArgs),
+    /// List every agent's tools (command tools and the tools of its MCP servers, which are started
+    /// for this) with their parameter schemas.
+    Tools(ToolsArgs),
     /// Print the JSON Schema of the tactic format (for editors).
     Schema,
     /// Replay a trace written by `lllm run --trace` against a server, with synthetic prompts of the same
@@ -61,6 +64,20 @@ pub(crate) struct RunArgs {
     /// Print the answer as it arrives (the default when stdout is a terminal).
     #[arg(long, conflicts_with = "json")]
     pub(crate) stream: bool,
+    /// Approve every call of a tool that needs confirmation (`confirm:`) without asking. Without
+    /// it, lllm asks on the terminal, or declines such calls when there is no terminal.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ToolsArgs {
+    /// The tactic file.
+    pub(crate) tactic: PathBuf,
+    /// Print one JSON object: {"agents": [{"name", "tools": [{"name", "source", "description",
+    /// "confirm", "parameters"}]}]}.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

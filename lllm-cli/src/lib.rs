@@ -14,11 +14,13 @@
 
 mod check;
 mod cli;
+mod confirm;
 mod exit;
 mod redact;
 mod replay;
 mod run;
 mod signals;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -49,6 +51,11 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
             outcome
         }
         Command::Check(args) => check::check(&args, &registry),
+        Command::Tools(args) => {
+            let outcome = tools::tools(&args);
+            lllm_runtime::kill_tool_processes();
+            outcome
+        }
         Command::Schema => check::schema(),
         Command::Replay(args) => replay::replay(&args),
     };

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::{LazyLock, RwLock};
 
 use lllm_core::internal::{is_secret_header, Secrets};
-use lllm_runtime::TacticSpec;
+use lllm_runtime::{McpTransport, TacticSpec};
 
 /// Shorter values are not hunted for in everything printed: a header such as `X-Token: none` would
 /// blank every "none".
@@ -43,6 +43,27 @@ pub(crate) fn remember_tactic(spec: &TacticSpec) {
         for (name, value) in &args.extra_headers {
             if is_secret_header(name) {
                 remember(value);
+            }
+        }
+    }
+    for server in spec.mcp_servers() {
+        let values: Vec<&(String, String)> = match &server.transport {
+            McpTransport::Http { headers, .. } => headers.iter().collect(),
+            McpTransport::Stdio { .. } => Vec::new(),
+        };
+        for (name, value) in values {
+            if is_secret_header(name) {
+                remember(value);
+                if let Some((_scheme, token)) = value.trim().split_once(' ') {
+                    remember(token);
+                }
+            }
+        }
+        if let McpTransport::Stdio { env, .. } = &server.transport {
+            for (name, value) in env {
+                if is_secret_header(name) {
+                    remember(value);
+                }
             }
         }
     }

@@ -8,8 +8,8 @@ use lllm_core::full_message;
 use lllm_core::{is_variable_name, CHAT_TACTIC};
 use lllm_runtime::{
     load_tactic, preflight, Agent, AgentBuilder, AgentError, DialogTree, DryRunInvoker, Invoker,
-    Message, OpenAiInvoker, PreparedRequest, Progress, ProgressEvent, PromptVars, StreamEvent,
-    TacticError, TacticRegistry, TacticSpec, Team, TraceRecorder, Usage,
+    McpServers, Message, OpenAiInvoker, PreparedRequest, Progress, ProgressEvent, PromptVars,
+    StreamEvent, TacticError, TacticRegistry, TacticSpec, Team, TraceRecorder, Usage,
 };
 use serde_json::{json, Value};
 
@@ -106,13 +106,66 @@ fn run_with(
         .build()
         .context("cannot start the async runtime")
         .map_err(failed)?;
+    let servers = runtime.block_on(start_servers(spec))?;
+    // However the run ends, the servers are shut down (a signal kills their process groups).
+    let outcome = run_started(
+        &runtime, spec, registry, vars, input, args, trace, is_chat, &servers,
+    );
+    runtime.block_on(servers.shutdown());
+    outcome
+}
+
+/// Starts the MCP servers the tactic's agents use, all at once.
+#[allow(clippy::print_stderr)]
+pub(crate) async fn start_servers(spec: &TacticSpec) -> Result<McpServers, Failure> {
+    let names: Vec<&str> = spec.used_mcp_servers().map(|s| s.name.as_str()).collect();
+    if names.is_empty() {
+        return Ok(McpServers::new());
+    }
+    if std::io::stderr().is_terminal() {
+        eprintln!("lllm: starting MCP server(s): {}", names.join(", "));
+    }
+    McpServers::start(spec)
+        .await
+        .map_err(|e| if e.is_config() { usage(e) } else { failed(e) })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_started(
+    runtime: &tokio::runtime::Runtime,
+    spec: &TacticSpec,
+    registry: &TacticRegistry,
+    vars: PromptVars,
+    input: Option<String>,
+    args: &RunArgs,
+    trace: Option<Arc<TraceRecorder>>,
+    is_chat: bool,
+    servers: &McpServers,
+) -> Result<(), Failure> {
     let printed = DryRunLines::default();
+    let confirm = crate::confirm::confirmer(args.yes);
     if !is_chat {
-        runtime.block_on(run_tactic(spec, registry, &vars, args, trace, &printed))?;
+        let team = Team::builder(spec)
+            .invoker(invoker(args.dry_run, &printed))
+            .mcp(servers)
+            .confirm(confirm);
+        let team = match trace {
+            Some(trace) => team.trace(trace),
+            None => team,
+        };
+        let team = team.build().map_err(agent_failure)?;
+        runtime.block_on(run_tactic(spec, registry, &vars, args, team))?;
         return printed.result();
     }
     let agent_spec = &spec.agents()[0];
-    let mut builder = AgentBuilder::from_spec(agent_spec).invoker(invoker(args.dry_run, &printed));
+    let mcp_tools =
+        servers
+            .tools_for(agent_spec)
+            .map_err(|e| if e.is_config() { usage(e) } else { failed(e) })?;
+    let mut builder = AgentBuilder::from_spec(agent_spec)
+        .invoker(invoker(args.dry_run, &printed))
+        .tools(mcp_tools)
+        .confirm(confirm);
     if let Some(trace) = trace {
         builder = builder.trace(trace);
     }
@@ -142,11 +195,9 @@ async fn run_tactic(
     registry: &TacticRegistry,
     vars: &PromptVars,
     args: &RunArgs,
-    trace: Option<Arc<TraceRecorder>>,
-    printed: &DryRunLines,
+    mut team: Team,
 ) -> Result<(), Failure> {
     let tactic = registry.create(spec).map_err(usage)?;
-    let mut team = Team::traced(spec, invoker(args.dry_run, printed), trace).map_err(usage)?;
     if std::io::stderr().is_terminal() {
         let started = std::time::Instant::now();
         team = team.on_progress(move |p: Progress<'_>| show_progress(started, p));
@@ -171,6 +222,15 @@ async fn run_tactic(
         writeln!(out, "{answer}")
     };
     written.and_then(|()| out.flush()).map_err(stdout_failed)
+}
+
+/// A team that cannot be built: the tactic's fault (exit 2) unless a server's start is.
+fn agent_failure(error: AgentError) -> Failure {
+    if error.is_config() {
+        usage(error)
+    } else {
+        failed(error)
+    }
 }
 
 /// One line on stderr per step event, timed from the start of the run.

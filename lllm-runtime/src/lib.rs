@@ -44,7 +44,9 @@
 //! - **Model calls**: the [`Invoker`] trait and its OpenAI-compatible [`OpenAiInvoker`];
 //!   [`DryRunInvoker`] shows each [`PreparedRequest`] without sending it. An agent wraps its invoker in
 //!   retries ([`RetryPolicy`]), a per-request timeout and tracing, so an invoker makes one attempt.
-//! - **Tools**: the [`Tool`] trait, [`tool_fn`] for async closures, [`CommandTool`] for programs.
+//! - **Tools**: the [`Tool`] trait, [`tool_fn`] for async closures, [`CommandTool`] for programs,
+//!   [`McpServer`] for the tools of MCP servers ([`McpServers`] for a tactic's); a [`Confirm`]
+//!   decides about calls that need the user's approval.
 //! - **Tactics**: a [`Tactic`] runs a [`Team`] of agents; [`TacticRegistry`] names them for
 //!   `tactic_type:`; the built-ins are [`ChatTactic`] and [`StepsTactic`]. Tactic files load with
 //!   [`load_tactic`].
@@ -52,8 +54,10 @@
 //! - **Testing** (feature `testing`): a scripted invoker and a recording stub server in [`testing`].
 
 mod agent;
+mod halt;
 mod invoker;
 mod layers;
+pub mod mcp;
 mod replay;
 mod retry;
 mod tactic;
@@ -66,6 +70,7 @@ pub use agent::{
     Agent, AgentBuilder, AgentError, AgentErrorKind, EventSink, PromptArg, Respond,
     RespondStructured, StreamEvent,
 };
+pub use halt::halt;
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
     PreparedRequest, ResponseLimits, ServerDefaults, WaitLimit,
@@ -77,6 +82,8 @@ pub use lllm_core::{
     ModelArgsError, NamedDialog, Profile, Prompt, PromptError, PromptVars, RequestFields, Role,
     Secret, TacticSpec, ToolCall, ToolSpec, Usage,
 };
+pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
+pub use mcp::{McpError, McpServer, McpServerBuilder, McpServers};
 pub use replay::{
     check_api_base, check_speed, limits as replay_limits, replay, replay_trace, ReplayError,
     ReplayOptions, ReplayReport, Replayed, Trace,
@@ -84,11 +91,11 @@ pub use replay::{
 pub use retry::RetryPolicy;
 pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
-    TacticRegistry, Team,
+    TacticRegistry, Team, TeamBuilder,
 };
 pub use tools::{
-    contain_tool_processes, kill_tool_processes, tool_fn, CommandTool, Tool, ToolError, ToolOutput,
-    ToolsError,
+    contain_tool_processes, kill_tool_processes, tool_fn, ApproveAll, CommandTool, Confirm,
+    ConfirmRequest, Decision, DeclineAll, Tool, ToolError, ToolOutput, ToolsError,
 };
 pub use trace::{TokenizerError, TraceRecorder};
 

@@ -2,14 +2,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt, Usage};
+use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt, ToolFilter, Usage};
 use serde_json::Value;
 
 use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
 use crate::invoker::Invoker;
 use crate::layers;
+use crate::mcp::McpServer;
 use crate::retry::RetryPolicy;
-use crate::tools::{CommandTool, Tool, Toolbox};
+use crate::tools::{CommandTool, Confirm, Tool, Toolbox};
 use crate::trace::TraceRecorder;
 
 /// Builds an [`Agent`]. Setters never fail; [`build`](Self::build) reports what is missing or invalid.
@@ -24,6 +25,9 @@ pub struct AgentBuilder {
     retry: Option<RetryPolicy>,
     max_call_retries: Option<u32>,
     tools: Vec<Arc<dyn Tool>>,
+    /// MCP servers whose tools the agent takes, with the filter.
+    mcp: Vec<(McpServer, ToolFilter)>,
+    confirm: Option<Arc<dyn Confirm>>,
     output_schema: Option<Value>,
     /// The output schema as the loader compiled it, while `output_schema` is the spec's.
     compiled_output_schema: Option<lllm_core::Schema>,
@@ -100,6 +104,26 @@ impl AgentBuilder {
         self
     }
 
+    /// Offers every tool of a started MCP server (shared: the server keeps running for the other
+    /// agents that hold it).
+    pub fn mcp(self, server: &McpServer) -> Self {
+        self.mcp_filtered(server, ToolFilter::All)
+    }
+
+    /// Offers the tools of a started MCP server that `filter` takes. A tool the filter names that
+    /// the server does not have is an error of [`build`](Self::build).
+    pub fn mcp_filtered(mut self, server: &McpServer, filter: ToolFilter) -> Self {
+        self.mcp.push((server.clone(), filter));
+        self
+    }
+
+    /// Decides about calls of tools that need confirmation (`confirm:` in tactic files); without it
+    /// such calls are declined and the model is told so.
+    pub fn confirm(mut self, confirm: Arc<dyn Confirm>) -> Self {
+        self.confirm = Some(confirm);
+        self
+    }
+
     /// Every answer must be JSON matching this schema (re-asked up to
     /// [`max_answer_retries`](Self::max_answer_retries) times).
     pub fn output_schema(mut self, schema: Value) -> Self {
@@ -159,7 +183,15 @@ impl AgentBuilder {
         if !self.checked.system_prompt {
             system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
         }
-        let toolbox = Toolbox::new(self.tools).map_err(AgentErrorKind::Tools)?;
+        let mut tools = self.tools;
+        for (server, filter) in &self.mcp {
+            tools.extend(
+                server
+                    .tools(filter)
+                    .map_err(|e| AgentErrorKind::Mcp(Box::new(e)))?,
+            );
+        }
+        let toolbox = Toolbox::new(tools).map_err(AgentErrorKind::Tools)?;
         let schema_name = format!("{name}_answer");
         let output_schema = match (self.compiled_output_schema, self.output_schema) {
             (Some(compiled), _) => Some(OutputSchema::compiled(&schema_name, compiled)),
@@ -179,6 +211,7 @@ impl AgentBuilder {
             model_args: Arc::new(self.model_args),
             hints: self.inference_hints,
             toolbox,
+            confirm: self.confirm,
             output_schema,
             max_tool_rounds: self
                 .max_tool_rounds

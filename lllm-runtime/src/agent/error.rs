@@ -52,6 +52,10 @@ pub enum AgentErrorKind {
     /// The tools of the agent (or of one respond) are invalid.
     #[error("invalid tools")]
     Tools(#[source] ToolsError),
+    /// The agent's MCP servers cannot give it their tools as configured (a name clash, an unknown
+    /// tool in a filter).
+    #[error("MCP tools")]
+    Mcp(#[source] Box<crate::mcp::McpError>),
     /// A command tool of the tactic file is invalid.
     #[error("invalid command tool")]
     CommandTool(#[source] ToolConfigError),
@@ -143,7 +147,7 @@ impl AgentError {
         matches!(
             self.kind,
             Missing { .. } | ModelArgs(_) | Prompt(_) | Tools(_) | CommandTool(_) | OutputSchema(_)
-        )
+        ) || matches!(&self.kind, Mcp(e) if e.is_config())
     }
 
     /// Whether a time limit ended the respond: the respond deadline, or the per-request timeout on

@@ -25,7 +25,7 @@ pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
 
 use crate::layers::Stack;
 use crate::retry::RetryPolicy;
-use crate::tools::Toolbox;
+use crate::tools::{Confirm, Toolbox};
 
 /// An agent: it owns named dialogs (aliases such as `main`), answers them with its model, and sends the
 /// dialog's identity as inference hints with every call.
@@ -46,6 +46,8 @@ pub struct Agent {
     model_args: Arc<ModelArgs>,
     hints: Option<InferenceHints>,
     toolbox: Toolbox,
+    /// Approves the calls of tools that need confirmation; without it they are declined.
+    confirm: Option<Arc<dyn Confirm>>,
     output_schema: Option<OutputSchema>,
     max_tool_rounds: u32,
     max_answer_retries: u32,

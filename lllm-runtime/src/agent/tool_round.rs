@@ -6,7 +6,7 @@ use futures::StreamExt;
 use lllm_core::ToolCall;
 use serde_json::Value;
 
-use crate::tools::Toolbox;
+use crate::tools::{Confirm, ConfirmRequest, Decision, Toolbox, DECLINED};
 
 /// Most calls of one turn that run: a server asking for thousands must not start thousands of
 /// programs. The rest are answered with an error that says so.
@@ -42,13 +42,17 @@ impl CallLog {
 pub(crate) async fn run_tools(
     agent: &str,
     toolbox: &Toolbox,
+    confirm: Option<&dyn Confirm>,
     calls: &[ToolCall],
     log: &mut CallLog,
 ) -> Vec<ToolResult> {
     let runs: Vec<_> = calls
         .iter()
         .enumerate()
-        .map(|(i, call)| answer_call(agent, toolbox, call, i, log.repeated(call)))
+        .map(|(i, call)| {
+            let repeated = log.repeated(call);
+            answer_call(agent, toolbox, confirm, call, i, repeated)
+        })
         .collect();
     futures::stream::iter(runs)
         .buffered(MAX_CONCURRENT_CALLS)
@@ -60,6 +64,7 @@ pub(crate) async fn run_tools(
 async fn answer_call(
     agent: &str,
     toolbox: &Toolbox,
+    confirm: Option<&dyn Confirm>,
     call: &ToolCall,
     i: usize,
     repeated: bool,
@@ -70,13 +75,19 @@ async fn answer_call(
             is_error: true,
         };
     }
+    if crate::halt::halted() {
+        return ToolResult {
+            content: "error: not run: the run is stopping".to_owned(),
+            is_error: true,
+        };
+    }
     if repeated {
         return ToolResult {
             content: "note: this exact call was already made while answering this message; its result is above, so it was not run again".to_owned(),
             is_error: false,
         };
     }
-    match run_tool(agent, toolbox, call).await {
+    match run_tool(agent, toolbox, confirm, call).await {
         Ok(content) => ToolResult {
             content,
             is_error: false,
@@ -89,7 +100,12 @@ async fn answer_call(
 }
 
 /// Runs one call. The error is text for the model (what to fix), not for the caller.
-async fn run_tool(agent: &str, toolbox: &Toolbox, call: &ToolCall) -> Result<String, String> {
+async fn run_tool(
+    agent: &str,
+    toolbox: &Toolbox,
+    confirm: Option<&dyn Confirm>,
+    call: &ToolCall,
+) -> Result<String, String> {
     let Some((tool, schema)) = toolbox.get(&call.name) else {
         let name: String = call.name.chars().take(MAX_ECHOED_NAME_CHARS).collect();
         let cut = if name.len() < call.name.len() {
@@ -113,6 +129,23 @@ async fn run_tool(agent: &str, toolbox: &Toolbox, call: &ToolCall) -> Result<Str
     schema.check(&arguments).map_err(|problem| {
         format!("the arguments do not match the tool's parameters: {problem}")
     })?;
+    if tool.needs_confirmation() {
+        let source = tool.source();
+        let request = ConfirmRequest {
+            agent,
+            tool: &call.name,
+            source: &source,
+            arguments: &arguments,
+        };
+        let decision = match confirm {
+            Some(confirm) => confirm.confirm(request).await,
+            None => Decision::Decline,
+        };
+        if decision == Decision::Decline {
+            tracing::info!(agent, tool = %call.name, "the call was declined");
+            return Err(DECLINED.to_owned());
+        }
+    }
     tracing::debug!(agent, tool = %call.name, "calling tool");
     tool.call(arguments)
         .await

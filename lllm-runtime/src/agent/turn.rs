@@ -235,7 +235,15 @@ impl Turn<'_, '_> {
             }
         }
         let calls = &message.tool_calls;
-        let results = run_tools(&self.agent.name, self.toolbox, calls, &mut self.calls).await;
+        let confirm = self.agent.confirm.as_deref();
+        let results = run_tools(
+            &self.agent.name,
+            self.toolbox,
+            confirm,
+            calls,
+            &mut self.calls,
+        )
+        .await;
         for (call, result) in calls.iter().zip(results) {
             if let Some(sink) = self.sink.as_deref_mut() {
                 sink(StreamEvent::ToolResult {

@@ -89,6 +89,9 @@ pub enum InvokeError {
         /// What failed.
         problem: String,
     },
+    /// The process is stopping ([`halt`](crate::halt) was called): no request is sent any more.
+    #[error("not sent: the run is stopping")]
+    Halted,
 }
 
 /// The setting that bounds how long a retry may wait for a server's `Retry-After`.
@@ -137,7 +140,8 @@ impl InvokeError {
             | InvokeError::RetryAfterTooLong { .. }
             | InvokeError::InvalidResponse { .. }
             | InvokeError::InvalidHeader { .. }
-            | InvokeError::Request { .. } => false,
+            | InvokeError::Request { .. }
+            | InvokeError::Halted => false,
         }
     }
 
@@ -210,7 +214,8 @@ impl InvokeError {
             },
             other @ (InvokeError::TooLarge { .. }
             | InvokeError::Timeout(_)
-            | InvokeError::InvalidHeader { .. }) => other,
+            | InvokeError::InvalidHeader { .. }
+            | InvokeError::Halted) => other,
         }
     }
 }

@@ -20,6 +20,9 @@ impl<I> TimeLimited<I> {
 #[async_trait]
 impl<I: Invoker> Invoker for TimeLimited<I> {
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
+        if crate::halt::halted() {
+            return Err(InvokeError::Halted);
+        }
         let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
         tokio::time::timeout(limit, self.inner.invoke(request))
             .await
@@ -31,6 +34,9 @@ impl<I: Invoker> Invoker for TimeLimited<I> {
         request: &ChatRequest,
         on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
     ) -> Result<ChatResponse, InvokeError> {
+        if crate::halt::halted() {
+            return Err(InvokeError::Halted);
+        }
         let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
         tokio::time::timeout(limit, self.inner.invoke_stream(request, on_delta))
             .await

@@ -14,7 +14,7 @@ use lllm_core::{Step, Turn};
 pub use chat::ChatTactic;
 pub use registry::TacticRegistry;
 pub use steps::StepsTactic;
-pub use team::{Progress, ProgressEvent, Team};
+pub use team::{Progress, ProgressEvent, Team, TeamBuilder};
 
 use crate::agent::AgentError;
 

@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use lllm_core::{TacticSpec, Usage};
 
-use crate::agent::{AgentBuilder, AgentError};
+use crate::agent::{AgentBuilder, AgentError, AgentErrorKind};
 use crate::invoker::Invoker;
+use crate::mcp::McpServers;
+use crate::tools::Confirm;
 use crate::trace::TraceRecorder;
 use crate::Agent;
 
@@ -55,9 +57,10 @@ impl std::fmt::Debug for Team {
 }
 
 impl Team {
-    /// Builds every agent of `spec`, all sending through `invoker`.
+    /// Builds every agent of `spec`, all sending through `invoker`. A tactic whose agents use MCP
+    /// servers needs them started: use [`Team::builder`] with [`TeamBuilder::mcp`].
     pub fn from_spec(spec: &TacticSpec, invoker: Arc<dyn Invoker>) -> Result<Team, AgentError> {
-        Self::traced(spec, invoker, None)
+        Self::builder(spec).invoker(invoker).build()
     }
 
     /// Like [`from_spec`](Self::from_spec), every agent recording its calls in `trace`.
@@ -66,23 +69,24 @@ impl Team {
         invoker: Arc<dyn Invoker>,
         trace: Option<Arc<TraceRecorder>>,
     ) -> Result<Team, AgentError> {
-        let agents = spec
-            .agents()
-            .iter()
-            .map(|agent| {
-                let builder = AgentBuilder::from_spec(agent).invoker(invoker.clone());
-                match &trace {
-                    Some(trace) => builder.trace(trace.clone()),
-                    None => builder,
-                }
-                .build()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Team {
-            agents,
-            spec: spec.clone(),
-            progress: None,
-        })
+        let builder = Self::builder(spec).invoker(invoker);
+        match trace {
+            Some(trace) => builder.trace(trace),
+            None => builder,
+        }
+        .build()
+    }
+
+    /// A builder for the team of `spec`: add the invoker, and the trace, MCP servers and
+    /// confirmation callback it needs.
+    pub fn builder(spec: &TacticSpec) -> TeamBuilder<'_> {
+        TeamBuilder {
+            spec,
+            invoker: None,
+            trace: None,
+            mcp: None,
+            confirm: None,
+        }
     }
 
     /// Reports each step's progress to `sink` (for example to show it on a terminal).
@@ -119,5 +123,74 @@ impl Team {
         if let Some(sink) = &self.progress {
             sink(progress);
         }
+    }
+}
+
+/// Builds a [`Team`]. Setters never fail; [`build`](Self::build) reports what is missing or invalid.
+#[derive(Debug)]
+pub struct TeamBuilder<'a> {
+    spec: &'a TacticSpec,
+    invoker: Option<Arc<dyn Invoker>>,
+    trace: Option<Arc<TraceRecorder>>,
+    mcp: Option<&'a McpServers>,
+    confirm: Option<Arc<dyn Confirm>>,
+}
+
+impl<'a> TeamBuilder<'a> {
+    /// What sends every agent's model calls (required).
+    pub fn invoker(mut self, invoker: Arc<dyn Invoker>) -> Self {
+        self.invoker = Some(invoker);
+        self
+    }
+
+    /// Every agent records its calls in `trace`.
+    pub fn trace(mut self, trace: Arc<TraceRecorder>) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// The started MCP servers of the tactic ([`McpServers::start`]): each agent takes the tools
+    /// its `mcp:` names.
+    pub fn mcp(mut self, servers: &'a McpServers) -> Self {
+        self.mcp = Some(servers);
+        self
+    }
+
+    /// Decides about every agent's calls of tools that need confirmation.
+    pub fn confirm(mut self, confirm: Arc<dyn Confirm>) -> Self {
+        self.confirm = Some(confirm);
+        self
+    }
+
+    /// Builds every agent.
+    pub fn build(self) -> Result<Team, AgentError> {
+        let no_servers = McpServers::new();
+        let servers = self.mcp.unwrap_or(&no_servers);
+        let agents = self
+            .spec
+            .agents()
+            .iter()
+            .map(|agent| {
+                let mcp_tools = servers.tools_for(agent).map_err(|e| {
+                    AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e)))
+                })?;
+                let mut builder = AgentBuilder::from_spec(agent).tools(mcp_tools);
+                if let Some(invoker) = &self.invoker {
+                    builder = builder.invoker(invoker.clone());
+                }
+                if let Some(trace) = &self.trace {
+                    builder = builder.trace(trace.clone());
+                }
+                if let Some(confirm) = &self.confirm {
+                    builder = builder.confirm(confirm.clone());
+                }
+                builder.build()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Team {
+            agents,
+            spec: self.spec.clone(),
+            progress: None,
+        })
     }
 }

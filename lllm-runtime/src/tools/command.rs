@@ -299,6 +299,14 @@ impl Tool for CommandTool {
         &self.spec
     }
 
+    fn needs_confirmation(&self) -> bool {
+        self.config.confirm
+    }
+
+    fn source(&self) -> String {
+        "a command tool".to_owned()
+    }
+
     async fn call(&self, arguments: Value) -> Result<ToolOutput, ToolError> {
         let argv = self.argv(&arguments)?;
         let stdin = serde_json::to_vec(&arguments).unwrap_or_default();
@@ -328,6 +336,7 @@ mod tests {
             timeout_s,
             max_output_bytes,
             env: Vec::new(),
+            confirm: false,
             working_dir: None,
         }
     }

@@ -1,9 +1,10 @@
 //! Tools an agent can call: the [`Tool`] trait, tools from Rust closures, and command tools.
 
 mod command;
+mod confirm;
 mod error;
 mod function;
-mod process;
+pub(crate) mod process;
 mod toolbox;
 
 use async_trait::async_trait;
@@ -11,6 +12,8 @@ use lllm_core::ToolSpec;
 use serde_json::Value;
 
 pub use command::CommandTool;
+pub(crate) use confirm::DECLINED;
+pub use confirm::{ApproveAll, Confirm, ConfirmRequest, Decision, DeclineAll};
 pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
@@ -87,4 +90,15 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
 
     /// Runs the tool.
     async fn call(&self, arguments: Value) -> Result<ToolOutput, ToolError>;
+
+    /// Whether each call must be approved first (through the agent's [`Confirm`]); `false` unless
+    /// the tool says otherwise.
+    fn needs_confirmation(&self) -> bool {
+        false
+    }
+
+    /// Where the tool comes from, for people (`a Rust tool`, `a command tool`, ``MCP server `x` ``).
+    fn source(&self) -> String {
+        "a Rust tool".to_owned()
+    }
 }

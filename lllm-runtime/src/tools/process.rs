@@ -24,6 +24,8 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 static SUBREAPER: AtomicBool = AtomicBool::new(false);
 /// Tool programs started and not yet waited for: tokio reaps those, so the sweep must not.
 static LIVE: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+/// Process groups of running MCP servers: killed whole by [`kill_tool_processes`].
+static GROUPS: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
 
 /// The marker of one tool call: `<this process's id>.<call number>`.
 pub(crate) fn new_marker() -> String {
@@ -54,8 +56,69 @@ pub fn contain_tool_processes() -> std::io::Result<()> {
 /// [`contain_tool_processes`]) every descendant adopted since, then reaps them. Returns how many
 /// processes were signalled. Call it before exiting on a signal; it gives up after about two seconds.
 pub fn kill_tool_processes() -> usize {
+    let groups = kill_server_groups();
     let prefix = format!("{}.", std::process::id());
-    sweep(&Target::AllOf(&prefix), Duration::from_secs(2))
+    groups + sweep(&Target::AllOf(&prefix), Duration::from_secs(2))
+}
+
+/// Kills every registered server's process group; returns how many groups were signalled.
+fn kill_server_groups() -> usize {
+    let groups: Vec<u32> = groups().iter().flatten().copied().collect();
+    groups.iter().filter(|&&group| kill_group(group)).count()
+}
+
+/// Sends SIGKILL to the process group `group`; whether one was there to signal.
+pub(crate) fn kill_group(group: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{killpg, Signal};
+        i32::try_from(group)
+            .is_ok_and(|g| killpg(nix::unistd::Pid::from_raw(g), Signal::SIGKILL).is_ok())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = group;
+        false
+    }
+}
+
+/// Sends SIGTERM to the process group `group`.
+pub(crate) fn terminate_group(group: u32) {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{killpg, Signal};
+        if let Ok(g) = i32::try_from(group) {
+            killpg(nix::unistd::Pid::from_raw(g), Signal::SIGTERM).ok();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = group;
+}
+
+/// A server's process group, registered while the server runs so that a signal's
+/// [`kill_tool_processes`] kills it too.
+#[derive(Debug)]
+pub(crate) struct GroupRegistration(u32);
+
+impl GroupRegistration {
+    pub(crate) fn new(group: u32) -> Self {
+        groups().get_or_insert_with(HashSet::new).insert(group);
+        GroupRegistration(group)
+    }
+}
+
+impl Drop for GroupRegistration {
+    fn drop(&mut self) {
+        if let Some(set) = groups().as_mut() {
+            set.remove(&self.0);
+        }
+    }
+}
+
+fn groups() -> MutexGuard<'static, Option<HashSet<u32>>> {
+    GROUPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Kills what is left of one call: the processes carrying its marker. Waits (a bounded time) until

@@ -1,0 +1,98 @@
+//! `lllm tools`: every agent's tools as its model sees them, MCP servers started to list theirs.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::Context;
+use lllm_runtime::{load_tactic, CommandTool, McpServers, TacticSpec, Tool};
+use serde_json::{json, Value};
+
+use crate::cli::ToolsArgs;
+use crate::exit::{failed, stdout_failed, usage, Failure};
+
+pub(crate) fn tools(args: &ToolsArgs) -> Result<(), Failure> {
+    let spec = load_tactic(&args.tactic).map_err(usage)?;
+    crate::redact::remember_tactic(&spec);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+        .map_err(failed)?;
+    let servers = runtime.block_on(crate::run::start_servers(&spec))?;
+    let listing = listing(&spec, &servers);
+    runtime.block_on(servers.shutdown());
+    let listing = listing?;
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        writeln!(out, "{}", json!({ "agents": listing }))
+    } else {
+        write!(out, "{}", text(&listing))
+    };
+    written.and_then(|()| out.flush()).map_err(stdout_failed)
+}
+
+/// `[{"name", "tools": [...]}]`, one entry per agent.
+fn listing(spec: &TacticSpec, servers: &McpServers) -> Result<Vec<Value>, Failure> {
+    spec.agents()
+        .iter()
+        .map(|agent| {
+            let mut tools: Vec<Arc<dyn Tool>> = agent
+                .tools()
+                .iter()
+                .map(|config| {
+                    CommandTool::new(config.clone()).map(|t| Arc::new(t) as Arc<dyn Tool>)
+                })
+                .collect::<Result<_, _>>()
+                .map_err(usage)?;
+            tools.extend(servers.tools_for(agent).map_err(usage)?);
+            let tools: Vec<Value> = tools
+                .iter()
+                .map(|tool| {
+                    let spec = tool.spec();
+                    json!({
+                        "name": spec.name,
+                        "source": tool.source(),
+                        "description": spec.description,
+                        "confirm": tool.needs_confirmation(),
+                        "parameters": spec.parameters,
+                    })
+                })
+                .collect();
+            Ok(json!({"name": agent.name(), "tools": tools}))
+        })
+        .collect()
+}
+
+/// The listing for a person: each agent, then each tool with its source and its schema.
+fn text(listing: &[Value]) -> String {
+    let mut out = String::new();
+    for agent in listing {
+        let name = agent["name"].as_str().unwrap_or_default();
+        let tools = agent["tools"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        out.push_str(&format!("agent `{name}`: {} tool(s)\n", tools.len()));
+        for tool in tools {
+            let confirm = if tool["confirm"] == Value::Bool(true) {
+                ", asks before it runs"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "  {} ({}{confirm})\n",
+                tool["name"].as_str().unwrap_or_default(),
+                tool["source"].as_str().unwrap_or_default()
+            ));
+            let description = tool["description"].as_str().unwrap_or_default().trim();
+            for line in description.lines().filter(|l| !l.trim().is_empty()) {
+                out.push_str(&format!("    {}\n", line.trim()));
+            }
+            let schema = serde_json::to_string_pretty(&tool["parameters"]).unwrap_or_default();
+            out.push_str("    parameters: ");
+            out.push_str(&schema.replace('\n', "\n    "));
+            out.push('\n');
+        }
+    }
+    out
+}

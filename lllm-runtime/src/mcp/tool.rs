@@ -1,0 +1,89 @@
+//! One tool of an MCP server, as an agent offers it to its model.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lllm_core::ToolSpec;
+use rmcp::model::CallToolRequestParams;
+use serde_json::Value;
+
+use super::content::to_output;
+use super::server::Inner;
+use crate::tools::{Tool, ToolError, ToolOutput};
+
+/// A server's tool under the name the model sees.
+#[derive(Debug)]
+pub(crate) struct McpTool {
+    server: Arc<Inner>,
+    /// Its place in the server's list.
+    index: usize,
+    spec: ToolSpec,
+    confirm: bool,
+}
+
+impl McpTool {
+    pub(crate) fn new(server: Arc<Inner>, index: usize, offered: String, confirm: bool) -> Self {
+        let listed = server.tool(index);
+        let mut parameters = listed.schema.clone();
+        // Some chat servers refuse `$schema` in a tool's parameters; the schema is checked here, with
+        // its own draft, before a call anyway.
+        if let Some(map) = parameters.as_object_mut() {
+            map.remove("$schema");
+        }
+        let spec = ToolSpec {
+            name: offered,
+            description: listed.description.clone(),
+            parameters,
+        };
+        McpTool {
+            server,
+            index,
+            spec,
+            confirm,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn needs_confirmation(&self) -> bool {
+        self.confirm
+    }
+
+    fn source(&self) -> String {
+        format!("MCP server `{}`", self.server.name)
+    }
+
+    async fn call(&self, arguments: Value) -> Result<ToolOutput, ToolError> {
+        let listed = self.server.tool(self.index);
+        // The agent checked the arguments against this schema already; a Rust caller may not have.
+        listed.compiled.check(&arguments).map_err(|problem| {
+            ToolError::new(format!(
+                "the arguments do not match the tool's parameters: {problem}"
+            ))
+        })?;
+        let Value::Object(arguments) = arguments else {
+            return Err(ToolError::new("the arguments must be a JSON object"));
+        };
+        let params = CallToolRequestParams::new(listed.name.clone()).with_arguments(arguments);
+        let timeout = self.server.timeout;
+        // Dropping the call on a timeout tells the server to stop working on it.
+        match tokio::time::timeout(timeout, self.server.peer.call_tool(params)).await {
+            Err(_) => Err(ToolError::new(format!(
+                "the tool did not answer within {} s (timeout_s of MCP server `{}`); try a smaller request",
+                timeout.as_secs_f64(),
+                self.server.name
+            ))),
+            Ok(Err(error)) => Err(self.server.failed_call(&self.spec.name, error).await),
+            Ok(Ok(result)) => {
+                let result = serde_json::to_value(&result)
+                    .map_err(|e| ToolError::new(format!("the server's result cannot be read: {e}")))?;
+                to_output(&result, self.server.max_output_bytes)
+            }
+        }
+    }
+}

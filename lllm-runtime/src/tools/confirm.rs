@@ -1,0 +1,63 @@
+//! Asking a person before a tool runs: tools that say they need it ([`Tool::needs_confirmation`],
+//! `confirm:` in tactic files) run only when the agent's [`Confirm`] approves the call.
+//!
+//! [`Tool::needs_confirmation`]: super::Tool::needs_confirmation
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// One call waiting for approval.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfirmRequest<'a> {
+    /// The agent that wants to make the call.
+    pub agent: &'a str,
+    /// The tool, as the model named it.
+    pub tool: &'a str,
+    /// Where the tool comes from (`a command tool`, ``MCP server `files` ``).
+    pub source: &'a str,
+    /// The arguments, already checked against the tool's parameters.
+    pub arguments: &'a Value,
+}
+
+/// What the person decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Run the call.
+    Approve,
+    /// Do not run it; the model is told the user declined it.
+    Decline,
+}
+
+/// Decides whether a call that needs confirmation runs. An agent without one declines every such
+/// call, so that nothing marked `confirm` runs unseen.
+#[async_trait]
+pub trait Confirm: Send + Sync + std::fmt::Debug {
+    /// Asks about one call. Calls of one turn may ask concurrently: serialise the prompts if a person
+    /// answers them one at a time.
+    async fn confirm(&self, request: ConfirmRequest<'_>) -> Decision;
+}
+
+/// Approves every call (`lllm run --yes`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproveAll;
+
+#[async_trait]
+impl Confirm for ApproveAll {
+    async fn confirm(&self, _: ConfirmRequest<'_>) -> Decision {
+        Decision::Approve
+    }
+}
+
+/// Declines every call (no one is there to ask).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeclineAll;
+
+#[async_trait]
+impl Confirm for DeclineAll {
+    async fn confirm(&self, _: ConfirmRequest<'_>) -> Decision {
+        Decision::Decline
+    }
+}
+
+/// What the model reads when a call was declined.
+pub(crate) const DECLINED: &str = "the user declined this call, so it was not run. Do not make it again unless the user asks for it; answer with what you have, or say what you would need";
