@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, lints, docs, then the whole test suite (unit tests, wire tests
-# against a local recording HTTP server, the CLI end to end, MCP servers from npm and PyPI) with no
-# Dynamo running, then the integration
-# suite against a real NVIDIA Dynamo router (started here on 127.0.0.1; installed from PyPI into a cache
-# on first use, about a minute), then the payoff benchmark and the trace replay on Dynamo, which print
-# their figures. Needs the Rust toolchain, Python 3 with pip, and nothing from the system's package
-# manager. LLLM_SKIP_DYNAMO=1 leaves Dynamo out (its tests then say so and pass without checking).
+# The project's test command: formatting, lints, docs, then the whole test suite with no Dynamo running
+# (unit tests, wire tests against a local recording HTTP server, the CLI end to end, MCP servers from
+# npm and PyPI installed into a cache here), then what lllm adds to an MCP tool call, then the
+# integration suite against a real NVIDIA Dynamo router (started here on 127.0.0.1; installed from PyPI
+# into a cache on first use, about a minute), then the payoff benchmark and the trace replay on Dynamo.
+# The benchmarks print their figures. Needs the Rust toolchain, Python 3 with pip, and nothing from the
+# system's package manager (Node.js for the MCP reference server comes from PyPI when the machine has
+# none). LLLM_SKIP_DYNAMO=1 leaves Dynamo out (its tests then say so and pass without checking).
 # The last line printed is "N passed, M failed", the sum of every cargo test run here; the exit status is
 # non-zero if any step failed.
 set -euo pipefail
@@ -72,6 +73,9 @@ export LLLM_REQUIRE_MCP=1
 
 # No Dynamo yet: the Dynamo tests skip themselves here and run below, against a running one.
 run_tests "cargo test --workspace" cargo test --workspace --all-features --locked
+
+step "what lllm adds to an MCP tool call (about a minute)"
+scripts/bench_mcp.sh || failed+=("the MCP benchmark")
 
 if [ "$skip_dynamo" != 1 ]; then
   step "starting NVIDIA Dynamo for the integration suite (KV router with session affinity)"

@@ -52,6 +52,10 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         }
         Command::Check(args) => check::check(&args, &registry),
         Command::Tools(args) => {
+            // MCP servers started to list their tools: their orphans are adopted and killed too.
+            if let Err(e) = lllm_runtime::contain_tool_processes() {
+                tracing::debug!("cannot adopt orphaned tool processes: {e}");
+            }
             let outcome = tools::tools(&args);
             lllm_runtime::kill_tool_processes();
             outcome
@@ -73,9 +77,11 @@ fn colour_on_stderr() -> bool {
 }
 
 /// Diagnostics go to stderr; `LLLM_LOG` (for example `LLLM_LOG=debug`) sets the level, `warn` by default.
+/// The MCP SDK's own log is off by default: lllm reports what its failures mean (`LLLM_LOG=rmcp=debug`
+/// shows it).
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("LLLM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colour_on_stderr())

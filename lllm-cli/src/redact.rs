@@ -51,12 +51,11 @@ pub(crate) fn remember_tactic(spec: &TacticSpec) {
             McpTransport::Http { headers, .. } => headers.iter().collect(),
             McpTransport::Stdio { .. } => Vec::new(),
         };
-        for (name, value) in values {
-            if is_secret_header(name) {
-                remember(value);
-                if let Some((_scheme, token)) = value.trim().split_once(' ') {
-                    remember(token);
-                }
+        // Headers of an MCP server are there to authenticate, whatever their names.
+        for (_, value) in values {
+            remember(value);
+            if let Some((_scheme, token)) = value.trim().split_once(' ') {
+                remember(token);
             }
         }
         if let McpTransport::Stdio { env, .. } = &server.transport {

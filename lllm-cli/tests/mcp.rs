@@ -424,8 +424,24 @@ async fn name_clashes_and_unknown_tools_are_errors_naming_both_sides() {
     lllm(&["tools", arg(&unknown)]).run().await.assert_clean(
         2,
         &[
-            "MCP server `one` has no tool `write_file` (named in confirm)",
-            "echo",
+            "u.yaml:2:",
+            ": mcp_servers.one.confirm: MCP server `one` has no tool `write_file`; its tools are: echo",
+        ],
+    );
+    let include = dir.write(
+        "i.yaml",
+        tactic(
+            "http://127.0.0.1:9/v1",
+            &format!("  one: {}", s.fault(&[], "")),
+            "{one: {include: [echo, get_time]}}",
+            "",
+        ),
+    );
+    lllm(&["tools", arg(&include)]).run().await.assert_clean(
+        2,
+        &[
+            "i.yaml:10:26:",
+            ": agent_configs[0] (a).mcp.one.include: MCP server `one` has no tool `get_time`",
         ],
     );
 }
@@ -559,7 +575,7 @@ async fn a_server_that_dies_mid_call_is_an_error_result_and_the_run_goes_on() {
     );
     let later = tool_messages(&requests[2]);
     assert!(
-        later[1].starts_with("error: the MCP server `fault`"),
+        later[1].starts_with("error: not run: the MCP server `fault` stopped earlier in this run"),
         "{later:?}"
     );
     assert_eq!(
@@ -926,5 +942,43 @@ async fn a_dry_run_lists_mcp_tools_but_calls_none() {
     assert!(
         marked_processes(&mark).is_empty(),
         "shut down after the dry run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_time_example_calls_the_time_server() {
+    let Some(s) = servers("the mcp_time example") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[(
+        "c1",
+        "get_current_time",
+        r#"{"timezone": "Asia/Tokyo"}"#,
+    )]));
+    server.push(StubReply::text("It is late afternoon in Tokyo."));
+    let tactic = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mcp_time/tactic.yaml");
+    let outcome = lllm(&["run", arg(&tactic), "--input", "What time is it in Tokyo?"])
+        .env("LLLM_API_BASE", &server.base_url())
+        .env("LLLM_MCP_TIME", &s.time)
+        .run()
+        .await;
+    outcome.assert_clean(0, &[]);
+    assert_eq!(
+        outcome.stdout_text().trim(),
+        "It is late afternoon in Tokyo."
+    );
+    let requests = server.requests();
+    assert_eq!(
+        offered_tools(&requests[0]),
+        ["get_current_time", "convert_time"]
+    );
+    let time: Value = serde_json::from_str(&tool_messages(&requests[1])[0]).expect("JSON");
+    assert_eq!(time["timezone"], "Asia/Tokyo");
+    assert!(
+        time["datetime"]
+            .as_str()
+            .is_some_and(|t| t.contains("+09:00")),
+        "{time}"
     );
 }

@@ -31,6 +31,9 @@ pub struct McpServerConfig {
     pub confirm: ConfirmTools,
     /// Most bytes of a result kept; more is an error result, as for command tools.
     pub max_output_bytes: usize,
+    /// Where `confirm:` is written (`t.yaml:7:14: mcp_servers.files.confirm`), for errors found when
+    /// the server lists its tools.
+    pub confirm_at: Option<String>,
 }
 
 /// How an MCP server is reached.
@@ -115,6 +118,9 @@ pub struct McpUse {
     pub server: String,
     /// Its tools the agent takes.
     pub filter: ToolFilter,
+    /// Where the filter is written (`t.yaml:16:11: agent_configs[0] (a).mcp.files.include`), for
+    /// errors found when the server lists its tools.
+    pub at: Option<String>,
 }
 
 #[cfg(test)]

@@ -87,8 +87,8 @@ pub struct CommandToolConfig {
     /// Most bytes of output kept; more is an error result.
     #[serde(default = "default_max_output")]
     pub max_output_bytes: usize,
-    /// Environment variables passed to the program besides `PATH`, `HOME`, `LANG`, `LC_ALL`, `TZ` and
-    /// `TMPDIR` (the environment is otherwise cleared, so credentials do not reach tools).
+    /// Environment variables passed to the program besides `PATH`, `HOME`, `LANG`, `LC_ALL`, `LC_CTYPE`,
+    /// `TZ` and `TMPDIR` (the environment is otherwise cleared, so credentials do not reach tools).
     #[serde(default)]
     pub env: Vec<String>,
     /// Ask the user before each call (see the runtime's confirmation callback).

@@ -57,7 +57,7 @@ mod agent;
 mod halt;
 mod invoker;
 mod layers;
-pub mod mcp;
+mod mcp;
 mod replay;
 mod retry;
 mod tactic;
@@ -107,4 +107,6 @@ mod documentation {
     struct Readme;
     #[doc = include_str!("../../docs/tools.md")]
     struct Tools;
+    #[doc = include_str!("../../docs/mcp.md")]
+    struct Mcp;
 }

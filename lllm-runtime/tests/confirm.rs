@@ -20,7 +20,7 @@ struct Guarded {
 }
 
 impl Guarded {
-    fn new(runs: Arc<AtomicUsize>) -> Arc<dyn Tool> {
+    fn shared(runs: Arc<AtomicUsize>) -> Arc<dyn Tool> {
         Arc::new(Guarded {
             spec: ToolSpec {
                 name: "delete".into(),
@@ -113,7 +113,7 @@ fn agent(
         .system_prompt("You tidy up.")
         .model("m")
         .invoker(invoker)
-        .tool(Guarded::new(runs));
+        .tool(Guarded::shared(runs));
     match confirm {
         Some(confirm) => builder.confirm(confirm),
         None => builder,
@@ -164,7 +164,7 @@ async fn the_callback_decides_each_call_and_sees_what_it_decides_on() {
     );
     assert_eq!(results[2], "deleted /tmp/c");
     let mut asked = only_tmp.asked.lock().expect("lock").clone();
-    asked.sort_by(|a, b| a.3.to_string().cmp(&b.3.to_string()));
+    asked.sort_by_key(|a| a.3.to_string());
     assert_eq!(asked.len(), 3);
     assert_eq!(asked[0].0, "janitor");
     assert_eq!(asked[0].1, "delete");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use lllm_runtime::testing::ScriptedInvoker;
 use lllm_runtime::{
     Agent, AgentErrorKind, ApproveAll, ConfirmTools, InferenceHints, McpError, McpServer, Message,
-    Profile, Role, Tool, ToolCall, ToolFilter,
+    Profile, Role, ToolCall, ToolFilter,
 };
 use serde_json::json;
 

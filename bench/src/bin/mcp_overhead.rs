@@ -30,12 +30,18 @@ fn summary(mut times: Vec<Duration>) -> serde_json::Value {
 }
 
 #[tokio::main]
+#[allow(clippy::print_stdout)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: mcp_overhead CALLS MESSAGE_BYTES -- PROGRAM ARGS...";
     let calls: usize = args.first().ok_or(usage)?.parse()?;
     let message_bytes: usize = args.get(1).ok_or(usage)?.parse()?;
-    let command: Vec<String> = args.iter().skip_while(|a| *a != "--").skip(1).cloned().collect();
+    let command: Vec<String> = args
+        .iter()
+        .skip_while(|a| *a != "--")
+        .skip(1)
+        .cloned()
+        .collect();
     if command.is_empty() {
         return Err(usage.into());
     }
@@ -75,7 +81,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tool.call(arguments.clone()).await?;
         call_bare().await?;
     }
-    let (mut through_lllm, mut through_sdk) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    let (mut through_lllm, mut through_sdk) =
+        (Vec::with_capacity(calls), Vec::with_capacity(calls));
     while through_lllm.len() < calls {
         for _ in 0..BLOCK {
             let start = Instant::now();
@@ -92,7 +99,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let lllm = summary(through_lllm);
     let sdk = summary(through_sdk);
-    let overhead_p50 = lllm["p50_us"].as_f64().unwrap_or(0.0) - sdk["p50_us"].as_f64().unwrap_or(0.0);
+    let overhead_p50 =
+        lllm["p50_us"].as_f64().unwrap_or(0.0) - sdk["p50_us"].as_f64().unwrap_or(0.0);
     let overhead_mean =
         lllm["mean_us"].as_f64().unwrap_or(0.0) - sdk["mean_us"].as_f64().unwrap_or(0.0);
     let report = json!({

@@ -6,6 +6,7 @@
 
 mod files;
 mod http;
+mod mcp;
 mod paths;
 mod replay;
 mod secrets;

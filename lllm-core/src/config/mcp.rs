@@ -140,6 +140,10 @@ fn server_config(
             Some(p.value.clone())
         }
     };
+    let confirm_at = server
+        .confirm
+        .as_ref()
+        .map(|c| format!("{}: mcp_servers.{n}.confirm", c.origin));
     let confirm = match &server.confirm {
         None
         | Some(At {
@@ -179,6 +183,7 @@ fn server_config(
         prefix,
         confirm,
         max_output_bytes,
+        confirm_at,
     })
 }
 
@@ -332,6 +337,7 @@ pub(crate) fn uses(
             };
             return Err(ConfigError::new(name.origin.clone(), kind).in_field(field));
         }
+        let mut at = format!("{}: {field}", name.origin);
         let filter = match filter.map(|f| f.value) {
             None => ToolFilter::All,
             Some(f) => match (f.include, f.exclude) {
@@ -348,6 +354,7 @@ pub(crate) fn uses(
                         return Err(ConfigError::new(include.origin, kind)
                             .in_field(format!("{field}.include")));
                     }
+                    at = format!("{}: {field}.include", include.origin);
                     ToolFilter::Include(filter_names(&include.value, &format!("{field}.include"))?)
                 }
                 (None, Some(exclude)) => {
@@ -360,6 +367,7 @@ pub(crate) fn uses(
         out.push(McpUse {
             server: name.value,
             filter,
+            at: Some(at),
         });
     }
     Ok(out)

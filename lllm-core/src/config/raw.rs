@@ -172,7 +172,7 @@ pub(crate) struct RawTool {
     pub(crate) timeout_s: Option<At<f64>>,
     /// Most bytes of output kept (default 65536).
     pub(crate) max_output_bytes: Option<At<usize>>,
-    /// Environment variables passed through besides PATH, HOME, LANG, LC_ALL, TZ and TMPDIR.
+    /// Environment variables passed through besides PATH, HOME, LANG, LC_ALL, LC_CTYPE, TZ and TMPDIR.
     pub(crate) env: Option<At<Vec<String>>>,
     /// Ask the user before each call (default false).
     pub(crate) confirm: Option<At<bool>>,

@@ -97,6 +97,16 @@ fn agents_take_subsets_and_unused_servers_are_not_started() {
     let uses = spec.agents()[0].mcp();
     assert_eq!(uses[0].server, "search");
     assert_eq!(uses[0].filter, ToolFilter::Include(vec!["echo".into()]));
+    let at = uses[0].at.as_deref().expect("where");
+    assert!(
+        at.starts_with("t.yaml:16:") && at.ends_with(": agent_configs[0] (a).mcp.search.include"),
+        "{at}"
+    );
+    let confirm_at = spec.mcp_servers()[0].confirm_at.as_deref().expect("where");
+    assert!(
+        confirm_at.starts_with("t.yaml:7:") && confirm_at.ends_with(": mcp_servers.files.confirm"),
+        "{confirm_at}"
+    );
     let used: Vec<&str> = spec.used_mcp_servers().map(|s| s.name.as_str()).collect();
     assert_eq!(used, ["search"]);
     let spec = parse_ok(&with_agent(

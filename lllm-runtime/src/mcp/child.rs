@@ -1,10 +1,13 @@
 //! A stdio server's process: started in a process group of its own with only the inherited variables
 //! and its `env:`, its stderr kept as a short tail for error messages, its exit watched, and the whole
-//! group killed when it is shut down or dropped.
+//! group killed when it is shut down or dropped. Like a command tool's program, it is marked with
+//! `LLLM_TOOL_CALL=<id>`, so that the processes it started that left its group (`setsid`, a
+//! daemonising double fork) are found and killed with it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +16,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
-use crate::tools::process::{kill_group, terminate_group, GroupRegistration, Registration};
+use crate::tools::process::{
+    kill_call, kill_group, new_marker, terminate_group, GroupRegistration, Registration, MARKER_VAR,
+};
 
 /// Most bytes of a server's stderr kept for messages.
 const STDERR_TAIL_BYTES: usize = 4096;
@@ -28,6 +33,10 @@ pub(crate) struct ServerProcess {
     /// The exit status, once it has exited.
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr: Arc<Mutex<Tail>>,
+    /// The `LLLM_TOOL_CALL` value its processes carry.
+    marker: String,
+    /// Whether the processes carrying the marker were killed.
+    swept: AtomicBool,
     _group: GroupRegistration,
 }
 
@@ -61,6 +70,8 @@ impl ServerProcess {
             }
         }
         cmd.envs(env);
+        let marker = new_marker();
+        cmd.env(MARKER_VAR, &marker);
         #[cfg(unix)]
         cmd.process_group(0);
         let (mut child, registration) = Registration::spawn(|| cmd.spawn(), |c| c.id())?;
@@ -89,6 +100,8 @@ impl ServerProcess {
             group,
             exit,
             stderr: tail,
+            marker,
+            swept: AtomicBool::new(false),
             _group: registered_group,
         };
         Ok((process, Pipes { stdout, stdin }))
@@ -116,20 +129,31 @@ impl ServerProcess {
     }
 
     /// Ends the process group: SIGTERM when the server is still running and `grace` allows, then
-    /// SIGKILL to whatever of the group is left (children it started included).
+    /// SIGKILL to whatever of the group is left (children it started included), and to the
+    /// processes carrying its marker that left the group.
     pub(crate) async fn stop(&self, grace: Duration) {
         if self.exit_status().is_none() {
             terminate_group(self.group);
             self.exited_within(grace).await;
         }
         kill_group(self.group);
+        if !self.swept.swap(true, Ordering::SeqCst) {
+            let marker = self.marker.clone();
+            tokio::task::spawn_blocking(move || kill_call(&marker))
+                .await
+                .ok();
+        }
     }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        // Dropped without `stop` (a panic, a cancelled run): nothing of the group may survive.
+        // Dropped without `stop` (a panic, a cancelled run, a startup timeout): nothing it started
+        // may survive.
         kill_group(self.group);
+        if !self.swept.swap(true, Ordering::SeqCst) {
+            kill_call(&self.marker);
+        }
     }
 }
 
@@ -185,6 +209,53 @@ async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<Mutex<Tail
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without a child subreaper (a library's process), a daemon that left the server's group is
+    /// found by its mark.
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread")]
+    async fn stopping_kills_what_left_the_group() {
+        let dir = std::env::temp_dir().join(format!("lllm-mcp-child-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let command = [
+            "sh".to_owned(),
+            "-c".to_owned(),
+            "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > pid; exec sleep 300"
+                .to_owned(),
+        ];
+        let (process, _pipes) =
+            ServerProcess::spawn(&command, &BTreeMap::new(), &dir).expect("spawned");
+        let pid_file = dir.join("pid");
+        let mut daemon = None;
+        for _ in 0..200 {
+            daemon = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|p| p.trim().parse::<u32>().ok());
+            if daemon.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let daemon = daemon.expect("the daemon's pid");
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{daemon}/stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+            })
+        };
+        assert!(alive(), "the daemon runs");
+        process.stop(Duration::from_millis(200)).await;
+        let gone = !alive();
+        if !gone {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(i32::try_from(daemon).expect("pid")),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .ok();
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(gone, "the daemon outlived its server");
+    }
 
     #[test]
     fn the_tail_keeps_the_last_lines_without_control_characters() {

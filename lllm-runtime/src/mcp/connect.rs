@@ -5,12 +5,15 @@ use std::time::Duration;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, Tool as McpToolInfo,
 };
-use rmcp::service::RunningService;
+use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 
 use super::child::ServerProcess;
+use super::lines::{BoundedLines, OVERSIZED};
+use super::printable;
 use super::server::Transport;
 
 /// Most pages of a tool listing read: a server that always returns a next cursor must not keep the
@@ -45,6 +48,10 @@ pub(crate) struct Connected {
 pub(crate) struct Failed {
     pub(crate) problem: String,
     pub(crate) process: Option<ServerProcess>,
+    /// Whether the server was answering (an error answer, one of the wrong shape, a listing lllm
+    /// refused) rather than gone: then its exit, which only follows the closed connection, is not
+    /// news.
+    pub(crate) answered: bool,
 }
 
 /// Starts the process (stdio) or opens the session (HTTP), shakes hands and lists the tools. The
@@ -58,12 +65,17 @@ pub(crate) async fn connect(
             let (process, pipes) = ServerProcess::spawn(command, env, cwd).map_err(|e| Failed {
                 problem: format!("cannot start `{}`: {e}", command[0]),
                 process: None,
+                answered: false,
             })?;
             *process_slot = Some(process);
-            let io = (pipes.stdout, pipes.stdin);
-            client_config().serve(io).await.map_err(|e| Failed {
-                problem: format!("the MCP handshake failed: {e}"),
+            // Lines are cut at the limit before the transport sees them (one over: the newline).
+            let transport =
+                AsyncRwTransport::new_client(BoundedLines::new(pipes.stdout), pipes.stdin)
+                    .with_max_line_length(MAX_MESSAGE_BYTES + 1);
+            client_config().serve(transport).await.map_err(|e| Failed {
+                problem: format!("the MCP handshake failed: {}", printable(&e.to_string())),
                 process: process_slot.take(),
+                answered: answered_handshake(&e),
             })?
         }
         Transport::Http { url, headers } => {
@@ -74,6 +86,7 @@ pub(crate) async fn connect(
                 .map_err(|e| Failed {
                     problem: format!("cannot build the HTTP client: {e}"),
                     process: None,
+                    answered: false,
                 })?;
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             config.custom_headers = headers.clone();
@@ -81,15 +94,19 @@ pub(crate) async fn connect(
             config.max_sse_event_size = MAX_MESSAGE_BYTES;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             client_config().serve(transport).await.map_err(|e| Failed {
-                problem: format!("the MCP handshake failed: {e}"),
+                problem: format!("the MCP handshake failed: {}", printable(&e.to_string())),
                 process: None,
+                answered: false,
             })?
         }
     };
-    let tools = list_tools(&session).await.map_err(|problem| Failed {
-        problem,
-        process: process_slot.take(),
-    })?;
+    let tools = list_tools(&session)
+        .await
+        .map_err(|(problem, answered)| Failed {
+            problem,
+            process: process_slot.take(),
+            answered,
+        })?;
     Ok(Connected {
         session,
         process: process_slot.take(),
@@ -97,22 +114,44 @@ pub(crate) async fn connect(
     })
 }
 
-/// Every tool the server lists, page by page, within [`MAX_LIST_PAGES`] and [`MAX_TOOLS`].
-async fn list_tools(session: &Session) -> Result<Vec<McpToolInfo>, String> {
+/// Every tool the server lists, page by page, within [`MAX_LIST_PAGES`], [`MAX_TOOLS`] and
+/// [`MAX_MESSAGE_BYTES`] for the whole listing. The error says whether the server was answering.
+async fn list_tools(session: &Session) -> Result<Vec<McpToolInfo>, (String, bool)> {
     let mut tools = Vec::new();
+    let mut bytes = 0;
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_LIST_PAGES {
         let params = cursor
             .take()
             .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-        let page = session
-            .list_tools(params)
-            .await
-            .map_err(|e| format!("listing its tools failed: {e}"))?;
+        let page = session.list_tools(params).await.map_err(|e| {
+            let answered = matches!(
+                e,
+                ServiceError::McpError(_) | ServiceError::UnexpectedResponse
+            );
+            (
+                format!("listing its tools failed: {}", describe(&e)),
+                answered,
+            )
+        })?;
+        bytes += page
+            .tools
+            .iter()
+            .map(|tool| serde_json::to_string(tool).map_or(0, |text| text.len()))
+            .sum::<usize>();
         tools.extend(page.tools);
         if tools.len() > MAX_TOOLS {
-            return Err(format!(
-                "it lists more than {MAX_TOOLS} tools; a model cannot choose among so many"
+            return Err((
+                format!(
+                    "it lists more than {MAX_TOOLS} tools; a model cannot choose among so many"
+                ),
+                true,
+            ));
+        }
+        if bytes > MAX_MESSAGE_BYTES {
+            return Err((
+                format!("its tool listing has more than {MAX_MESSAGE_BYTES} bytes"),
+                true,
             ));
         }
         match page.next_cursor {
@@ -120,7 +159,44 @@ async fn list_tools(session: &Session) -> Result<Vec<McpToolInfo>, String> {
             _ => return Ok(tools),
         }
     }
-    Err(format!(
-        "its tool listing did not end after {MAX_LIST_PAGES} pages"
+    Err((
+        format!("its tool listing did not end after {MAX_LIST_PAGES} pages"),
+        true,
     ))
+}
+
+/// Whether a failed handshake had an answer from the server (rather than a closed connection).
+fn answered_handshake(error: &ClientInitializeError) -> bool {
+    !matches!(
+        error,
+        ClientInitializeError::ConnectionClosed(_)
+            | ClientInitializeError::TransportError { .. }
+            | ClientInitializeError::ExpectedInitResponse(None)
+    )
+}
+
+/// A failed request, for a message: the server's own words for an error answer (without control
+/// characters), the SDK's otherwise.
+pub(crate) fn describe(error: &ServiceError) -> String {
+    match error {
+        ServiceError::McpError(data) if is_oversized(data) => printable(&data.message),
+        ServiceError::McpError(data) => format!(
+            "the server answered with error {}: {}",
+            data.code.0,
+            printable(&data.message)
+        ),
+        ServiceError::UnexpectedResponse => {
+            "the server's answer does not have the shape the request asks for".to_owned()
+        }
+        other => printable(&other.to_string()),
+    }
+}
+
+/// Whether an error answer stands for an answer over [`MAX_MESSAGE_BYTES`] (see [`BoundedLines`]).
+pub(crate) fn is_oversized(data: &rmcp::model::ErrorData) -> bool {
+    data.data
+        .as_ref()
+        .and_then(|d| d.get("lllm"))
+        .and_then(serde_json::Value::as_str)
+        == Some(OVERSIZED)
 }

@@ -2,9 +2,12 @@
 //! JSON, `isError` as an error result, and images, audio and resources as a short placeholder naming
 //! their type and size (a chat model cannot read them from a tool message).
 //!
-//! Content blocks are read from their JSON form rather than the SDK's enums, so that a block type
-//! added by a later protocol version becomes a placeholder instead of a failed call.
+//! Content blocks are read one at a time from their JSON form rather than the SDK's enums, so that a
+//! block type lllm does not know becomes a placeholder (the SDK itself refuses a result with a block
+//! type it does not know: that call is an error result). Only `limit` bytes of text are kept: a
+//! result of hundreds of thousands of blocks is measured, not copied.
 
+use rmcp::model::CallToolResult;
 use serde_json::Value;
 
 use crate::tools::{ToolError, ToolOutput};
@@ -13,43 +16,49 @@ use crate::tools::{ToolError, ToolOutput};
 const MAX_LABEL_CHARS: usize = 200;
 
 /// The model's view of a `tools/call` result, within `limit` bytes.
-pub(crate) fn to_output(result: &Value, limit: usize) -> Result<ToolOutput, ToolError> {
-    let blocks = result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let text: Vec<String> = blocks.iter().map(block_text).collect();
-    let text = text.join("\n");
-    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
-    if is_error {
-        let message = if text.trim().is_empty() {
-            "the tool reported an error without saying why".to_owned()
-        } else {
-            text
-        };
-        return Err(ToolError::new(within(message, limit)?));
+pub(crate) fn to_output(result: &CallToolResult, limit: usize) -> Result<ToolOutput, ToolError> {
+    let is_error = result.is_error == Some(true);
+    let structured = result.structured_content.as_ref().filter(|v| !v.is_null());
+    if let (Some(structured), false) = (structured, is_error) {
+        let size = structured.to_string().len();
+        if size > limit {
+            return Err(too_large(size, limit));
+        }
+        return Ok(ToolOutput::Json(structured.clone()));
     }
-    let output = match result.get("structuredContent") {
-        Some(structured) if !structured.is_null() => ToolOutput::Json(structured.clone()),
-        _ => ToolOutput::Text(text),
-    };
-    let size = match &output {
-        ToolOutput::Text(t) => t.len(),
-        ToolOutput::Json(v) => v.to_string().len(),
-    };
+    let (text, size) = joined_text(result, limit);
     if size > limit {
         return Err(too_large(size, limit));
     }
-    Ok(output)
+    if !is_error {
+        return Ok(ToolOutput::Text(text));
+    }
+    // An error is a diagnostic, shown on a terminal too: no escape sequences.
+    Err(ToolError::new(if text.trim().is_empty() {
+        "the tool reported an error without saying why".to_owned()
+    } else {
+        super::printable(&text)
+    }))
 }
 
-fn within(text: String, limit: usize) -> Result<String, ToolError> {
-    if text.len() > limit {
-        Err(too_large(text.len(), limit))
-    } else {
-        Ok(text)
+/// The blocks' text joined by newlines, kept only while it has at most `limit` bytes, and the size
+/// of the whole.
+fn joined_text(result: &CallToolResult, limit: usize) -> (String, usize) {
+    let mut text = String::new();
+    let mut size = 0;
+    for (i, block) in result.content.iter().enumerate() {
+        let piece = serde_json::to_value(block)
+            .map(|block| block_text(&block))
+            .unwrap_or_else(|_| "[unreadable content]".to_owned());
+        size += piece.len() + usize::from(i > 0);
+        if size <= limit {
+            if i > 0 {
+                text.push('\n');
+            }
+            text.push_str(&piece);
+        }
     }
+    (text, size)
 }
 
 fn too_large(size: usize, limit: usize) -> ToolError {
@@ -137,14 +146,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn output(result: &Value, limit: usize) -> Result<ToolOutput, ToolError> {
+        let typed: CallToolResult =
+            serde_json::from_value(result.clone()).expect("a CallToolResult");
+        to_output(&typed, limit)
+    }
+
     #[test]
     fn text_blocks_are_joined_and_structured_content_wins() {
         let result =
             json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]});
-        assert_eq!(to_output(&result, 100), Ok(ToolOutput::Text("a\nb".into())));
+        assert_eq!(output(&result, 100), Ok(ToolOutput::Text("a\nb".into())));
         let result = json!({"content": [{"type": "text", "text": "{\"sum\": 3}"}], "structuredContent": {"sum": 3}});
         assert_eq!(
-            to_output(&result, 100),
+            output(&result, 100),
             Ok(ToolOutput::Json(json!({"sum": 3})))
         );
     }
@@ -152,37 +167,37 @@ mod tests {
     #[test]
     fn errors_images_and_resources() {
         let result = json!({"content": [{"type": "text", "text": "disk full"}], "isError": true});
-        assert_eq!(to_output(&result, 100), Err(ToolError::new("disk full")));
+        assert_eq!(output(&result, 100), Err(ToolError::new("disk full")));
         let result = json!({"content": [], "isError": true});
-        assert!(to_output(&result, 100).is_err());
+        assert!(output(&result, 100).is_err());
         let png = "iVBORw0KGgo="; // 8 bytes
         let result = json!({"content": [{"type": "image", "data": png, "mimeType": "image/png"}]});
         assert_eq!(
-            to_output(&result, 100),
+            output(&result, 100),
             Ok(ToolOutput::Text("[image: image/png, 8 bytes]".into()))
         );
         let result = json!({"content": [{"type": "resource", "resource": {"uri": "file:///tmp/x.txt", "mimeType": "text/plain", "text": "hello"}}]});
         assert_eq!(
-            to_output(&result, 100),
+            output(&result, 100),
             Ok(ToolOutput::Text(
                 "[resource: file:///tmp/x.txt, text/plain, 5 bytes]".into()
             ))
         );
-        let result = json!({"content": [{"type": "hologram"}]});
+        // The SDK refuses a result with such a block today; should it take them, they are named.
         assert_eq!(
-            to_output(&result, 100),
-            Ok(ToolOutput::Text("[hologram content]".into()))
+            block_text(&json!({"type": "hologram"})),
+            "[hologram content]"
         );
     }
 
     #[test]
     fn results_over_the_limit_are_errors() {
         let result = json!({"content": [{"type": "text", "text": "x".repeat(101)}]});
-        let error = to_output(&result, 100).expect_err("too large");
+        let error = output(&result, 100).expect_err("too large");
         assert!(error.message().contains("101 bytes"), "{error}");
         let result =
             json!({"content": [{"type": "text", "text": "y".repeat(500)}], "isError": true});
-        assert!(to_output(&result, 100)
+        assert!(output(&result, 100)
             .expect_err("too large")
             .message()
             .contains("500 bytes"));

@@ -33,13 +33,14 @@ pub enum McpError {
         stderr_tail: String,
     },
     /// A setting names a tool the server does not have.
-    #[error("MCP server `{server}` has no tool `{tool}` (named in {field}); its tools are: {}", .known.join(", "))]
+    #[error("{field}: MCP server `{server}` has no tool `{tool}`; its tools are: {}", .known.join(", "))]
     UnknownTool {
         /// The server.
         server: String,
         /// The tool named.
         tool: String,
-        /// Where it is named (`confirm`, `agent_configs[0] (a).mcp.files.include`).
+        /// Where it is named: the file, line and column and the field when it comes from a tactic file
+        /// (`t.yaml:16:11: agent_configs[0] (a).mcp.files.include`), else `confirm` or `the filter`.
         field: String,
         /// The server's tools.
         known: Vec<String>,

@@ -6,31 +6,12 @@
 //! and prefixed as configured. [`McpServers`] starts a tactic file's servers in parallel and hands each
 //! agent its tools. Shutting a stdio server down ends its whole process group; a handle dropped
 //! without [`McpServer::shutdown`] kills the group too.
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use lllm_runtime::{Agent, McpServer, OpenAiInvoker, ToolFilter};
-//!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let time = McpServer::stdio("time", ["mcp-server-time", "--local-timezone", "UTC"])
-//!     .start()
-//!     .await?;
-//! let agent = Agent::builder()
-//!     .name("clock")
-//!     .system_prompt("You tell the time.")
-//!     .model("openai/gpt-4o-mini")
-//!     .invoker(Arc::new(OpenAiInvoker::new()))
-//!     .mcp_filtered(&time, ToolFilter::Include(vec!["get_current_time".into()]))
-//!     .build()?;
-//! # let _ = agent;
-//! time.shutdown().await;
-//! # Ok(()) }
-//! ```
 
 mod child;
 mod connect;
 mod content;
 mod error;
+mod lines;
 mod server;
 mod servers;
 mod tool;
@@ -38,3 +19,40 @@ mod tool;
 pub use error::McpError;
 pub use server::{McpServer, McpServerBuilder};
 pub use servers::McpServers;
+
+/// Text from a server made safe to print: control characters (but newlines and tabs) and the
+/// Unicode marks that reorder text on screen are left out, so that no escape sequence reaches a
+/// terminal.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|c| (!c.is_control() || matches!(c, '\n' | '\t')) && !reorders(*c))
+        .collect()
+}
+
+/// Most characters of a server's words repeated in an error message (an answer of the wrong shape
+/// is quoted by the SDK, and may have megabytes).
+const MAX_PROBLEM_CHARS: usize = 2000;
+
+/// `text` cut to [`MAX_PROBLEM_CHARS`], saying how much was left out.
+pub(crate) fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(MAX_PROBLEM_CHARS) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}… ({} bytes in all)", &text[..end], text.len()),
+    }
+}
+
+/// The bidirectional formatting characters.
+fn reorders(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn printable_text_has_no_escape_sequences() {
+        assert_eq!(
+            super::printable("a\u{1b}[31mred\u{7}\r\u{9b}2J\u{202e}b\n\tc"),
+            "a[31mred2Jb\n\tc"
+        );
+    }
+}

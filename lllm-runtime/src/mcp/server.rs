@@ -15,13 +15,17 @@ use rmcp::model::Tool as McpToolInfo;
 use rmcp::service::ServiceError;
 
 use super::child::ServerProcess;
-use super::connect::{connect, Session};
+use super::connect::{connect, describe, is_oversized, Session};
 use super::tool::McpTool;
-use super::McpError;
+use super::{excerpt, printable, McpError};
 use crate::tools::{Tool, ToolError};
 
 /// How long a stopping server may take to exit after its input closes, and again after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Longest tool description offered to a model: it is sent with every request.
+const MAX_DESCRIPTION_BYTES: usize = 64 * 1024;
+/// Most characters of a server's tool name repeated in a message.
+const MAX_NAME_CHARS: usize = 64;
 
 /// How a server is reached.
 #[derive(Debug, Clone)]
@@ -37,7 +41,30 @@ pub(crate) enum Transport {
     },
 }
 
-/// A running MCP server, shared by cloning the handle. See the [module](crate::mcp) docs.
+/// A running MCP server, shared by cloning the handle: every agent given it (with
+/// [`AgentBuilder::mcp`](crate::AgentBuilder::mcp)) offers its tools, filtered and prefixed as
+/// configured. [`shutdown`](Self::shutdown) ends a stdio server's whole process group; the last handle
+/// dropped without it kills the group too. The guide is `docs/mcp.md`.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use lllm_runtime::{Agent, McpServer, OpenAiInvoker, ToolFilter};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let time = McpServer::stdio("time", ["mcp-server-time", "--local-timezone", "UTC"])
+///     .start()
+///     .await?;
+/// let agent = Agent::builder()
+///     .name("clock")
+///     .system_prompt("You tell the time.")
+///     .model("openai/gpt-4o-mini")
+///     .invoker(Arc::new(OpenAiInvoker::new()))
+///     .mcp_filtered(&time, ToolFilter::Include(vec!["get_current_time".into()]))
+///     .build()?;
+/// # let _ = agent;
+/// time.shutdown().await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct McpServer {
     inner: Arc<Inner>,
@@ -50,6 +77,9 @@ pub(crate) struct Inner {
     pub(crate) peer: rmcp::Peer<rmcp::RoleClient>,
     process: Option<ServerProcess>,
     tools: Vec<ServerTool>,
+    /// The listed tools that cannot be offered to a model, with why: an error only for an agent
+    /// that takes one, so that a tactic can leave them out.
+    rejected: Vec<Rejected>,
     pub(crate) timeout: Duration,
     prefix: Option<String>,
     confirm: ConfirmTools,
@@ -58,6 +88,15 @@ pub(crate) struct Inner {
     secrets: Secrets,
     /// Whether its death was already reported on stderr.
     death_reported: AtomicBool,
+}
+
+/// A listed tool that cannot be offered to a model.
+#[derive(Debug)]
+struct Rejected {
+    /// Its name as the server lists it.
+    name: String,
+    /// Why, and what to do.
+    problem: String,
 }
 
 /// A tool as the server lists it, checked.
@@ -117,6 +156,7 @@ impl McpServer {
         builder.prefix = config.prefix.clone();
         builder.confirm = config.confirm.clone();
         builder.max_output_bytes = config.max_output_bytes;
+        builder.confirm_at = config.confirm_at.clone();
         builder
     }
 
@@ -125,7 +165,8 @@ impl McpServer {
         &self.inner.name
     }
 
-    /// The names of its tools as the model sees them (with the prefix), in the server's order.
+    /// The names of its tools as the model sees them (with the prefix), in the server's order; a
+    /// listed tool that cannot be offered to a model (a bad name or schema, listed twice) is left out.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner
             .tools
@@ -135,7 +176,8 @@ impl McpServer {
     }
 
     /// The tools `filter` takes, as the model sees them. A name in `filter` that the server does
-    /// not have is an error (`field` says where it was written, for the message).
+    /// not have is an error (`field` says where it was written, for the message), and so is taking a
+    /// listed tool that cannot be offered to a model (leave it out with an exclude filter).
     pub fn tools(&self, filter: &ToolFilter) -> Result<Vec<Arc<dyn Tool>>, McpError> {
         self.tools_named_in(filter, "the filter")
     }
@@ -146,6 +188,13 @@ impl McpServer {
         field: &str,
     ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
         self.inner.check_names(filter.named(), field)?;
+        if let Some(bad) = self.inner.rejected.iter().find(|r| filter.takes(&r.name)) {
+            return Err(McpError::InvalidTool {
+                server: self.inner.name.clone(),
+                tool: excerpt_chars(&printable(&bad.name), MAX_NAME_CHARS),
+                problem: bad.problem.clone(),
+            });
+        }
         Ok(self
             .inner
             .tools
@@ -204,10 +253,11 @@ impl Inner {
     }
 
     fn check_names(&self, names: &[String], field: &str) -> Result<(), McpError> {
-        match names
-            .iter()
-            .find(|n| !self.tools.iter().any(|t| &t.name == *n))
-        {
+        let listed = |name: &String| {
+            self.tools.iter().any(|t| &t.name == name)
+                || self.rejected.iter().any(|r| &r.name == name)
+        };
+        match names.iter().find(|n| !listed(n)) {
             None => Ok(()),
             Some(unknown) => Err(McpError::UnknownTool {
                 server: self.name.clone(),
@@ -221,9 +271,24 @@ impl Inner {
     /// The error result of a call that failed in the SDK or the transport. When a stdio server died,
     /// stderr says so once, with the server's last words.
     pub(crate) async fn failed_call(&self, tool: &str, error: ServiceError) -> ToolError {
-        if let ServiceError::McpError(data) = &error {
-            let message = self.secrets.redact(&data.message);
-            return ToolError::new(format!("the server refused the call: {message}"));
+        match &error {
+            ServiceError::McpError(data) if is_oversized(data) => {
+                return ToolError::new(format!(
+                    "{}; ask for less, for example a smaller range or a narrower query",
+                    printable(&data.message)
+                ));
+            }
+            ServiceError::McpError(data) => {
+                let message = self.secrets.redact(&printable(&data.message));
+                return ToolError::new(format!("the server refused the call: {message}"));
+            }
+            ServiceError::UnexpectedResponse => {
+                return ToolError::new(format!(
+                    "the MCP server `{}` answered with something that is not a tool result",
+                    self.name
+                ));
+            }
+            _ => {}
         }
         let exited = match &self.process {
             Some(process) => process
@@ -234,32 +299,67 @@ impl Inner {
             None => None,
         };
         if let Some(status) = exited {
-            if !self.death_reported.swap(true, Ordering::SeqCst) {
-                let tail = self
-                    .process
-                    .as_ref()
-                    .map(|p| p.stderr_tail())
-                    .unwrap_or_default();
-                let tail = if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its last words on stderr:\n{tail}")
-                };
+            let first = !self.death_reported.swap(true, Ordering::SeqCst);
+            if first {
                 tracing::error!(
-                    "MCP server `{}` stopped ({status}) during a call of `{tool}`; its tools fail from now on{tail}",
-                    self.name
+                    "MCP server `{}` stopped ({status}) during a call of `{tool}`; its tools fail from now on{}",
+                    self.name,
+                    self.last_words()
                 );
+                return ToolError::new(format!(
+                    "the MCP server `{}` stopped ({status}) while running this call; its tools cannot be used for the rest of this run",
+                    self.name
+                ));
             }
             return ToolError::new(format!(
-                "the MCP server `{}` stopped ({status}) while running this call; its tools cannot be used for the rest of this run",
+                "not run: the MCP server `{}` stopped earlier in this run ({status}); its tools cannot be used any more",
                 self.name
             ));
         }
-        let problem = self.secrets.redact(&error.to_string());
+        if self.process.is_some() && self.peer.is_transport_closed() {
+            // A stdio server that closed its stdout, yet runs: nothing it says can be read any more.
+            if !self.death_reported.swap(true, Ordering::SeqCst) {
+                tracing::error!(
+                    "MCP server `{}` closed its output during a call of `{tool}`; its tools fail from now on{}",
+                    self.name,
+                    self.last_words()
+                );
+            }
+            return ToolError::new(format!(
+                "the MCP server `{}` closed its connection; its tools cannot be used for the rest of this run",
+                self.name
+            ));
+        }
+        let problem = self.secrets.redact(&describe(&error));
         ToolError::new(format!(
             "the MCP server `{}` could not be reached ({problem}); the call may be tried again later",
             self.name
         ))
+    }
+
+    /// The server's stderr tail for a message (empty without one).
+    fn last_words(&self) -> String {
+        let tail = self
+            .process
+            .as_ref()
+            .map(|p| self.secrets.redact(&p.stderr_tail()))
+            .unwrap_or_default();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; its last words on stderr:\n{tail}")
+        }
+    }
+}
+
+/// The first `most` characters of `text`, with `…` when there were more.
+fn excerpt_chars(text: &str, most: usize) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(most).collect();
+    if chars.next().is_some() {
+        head + "…"
+    } else {
+        head
     }
 }
 
@@ -283,6 +383,8 @@ enum Kind {
 pub struct McpServerBuilder {
     name: String,
     kind: Kind,
+    /// Where the tactic file writes `confirm:`, for messages.
+    confirm_at: Option<String>,
     timeout: Duration,
     startup_timeout: Duration,
     prefix: Option<String>,
@@ -295,6 +397,7 @@ impl McpServerBuilder {
         McpServerBuilder {
             name,
             kind,
+            confirm_at: None,
             timeout: Duration::from_secs_f64(DEFAULT_MCP_TIMEOUT_S),
             startup_timeout: Duration::from_secs_f64(DEFAULT_MCP_STARTUP_TIMEOUT_S),
             prefix: None,
@@ -384,28 +487,32 @@ impl McpServerBuilder {
                 Ok(Ok(connected)) => connected,
                 Ok(Err(failed)) => {
                     let stderr_tail = match &failed.process {
-                        Some(p) => {
+                        // A server that was answering only exits because its input closed.
+                        Some(p) if !failed.answered => {
                             p.exited_within(Duration::from_millis(300)).await;
                             p.stderr_tail()
                         }
+                        Some(p) => p.stderr_tail(),
                         None => String::new(),
                     };
                     let exit = failed
                         .process
                         .as_ref()
+                        .filter(|_| !failed.answered)
                         .and_then(ServerProcess::exit_status)
                         .map(|s| format!(" (it exited: {s})"))
                         .unwrap_or_default();
                     return Err(McpError::Start {
                         server: self.name.clone(),
-                        problem: secrets.redact(&format!("{}{exit}", failed.problem)),
-                        stderr_tail,
+                        problem: secrets
+                            .redact(&format!("{}{exit}", excerpt(&printable(&failed.problem)))),
+                        stderr_tail: secrets.redact(&stderr_tail),
                     });
                 }
                 Err(_) => {
                     let stderr_tail = process
                         .as_ref()
-                        .map(|p| p.stderr_tail())
+                        .map(|p| secrets.redact(&p.stderr_tail()))
                         .unwrap_or_default();
                     // Dropping the process kills its group.
                     return Err(McpError::StartTimeout {
@@ -415,7 +522,7 @@ impl McpServerBuilder {
                     });
                 }
             };
-        let tools = self.check_tools(connected.tools)?;
+        let (tools, rejected) = self.check_tools(connected.tools);
         let peer = connected.session.peer().clone();
         let inner = Inner {
             name: self.name.clone(),
@@ -423,6 +530,7 @@ impl McpServerBuilder {
             peer,
             process: connected.process,
             tools,
+            rejected,
             timeout: self.timeout,
             prefix: self.prefix.clone(),
             confirm: self.confirm.clone(),
@@ -435,7 +543,7 @@ impl McpServerBuilder {
                 ConfirmTools::Some(names) => names,
                 _ => &[],
             },
-            "confirm",
+            self.confirm_at.as_deref().unwrap_or("confirm"),
         )?;
         Ok(McpServer {
             inner: Arc::new(inner),
@@ -506,52 +614,74 @@ impl McpServerBuilder {
         }
     }
 
-    /// Each listed tool must be offerable to a model: a valid name (with the prefix) and an object
-    /// schema that compiles.
-    fn check_tools(&self, listed: Vec<McpToolInfo>) -> Result<Vec<ServerTool>, McpError> {
-        let invalid = |tool: &str, problem: String| McpError::InvalidTool {
-            server: self.name.clone(),
-            tool: tool.chars().take(64).collect(),
-            problem,
-        };
+    /// Each listed tool must be offerable to a model: a valid name (with the prefix), listed once,
+    /// a description of at most [`MAX_DESCRIPTION_BYTES`], and an object schema that compiles. The
+    /// others are kept aside with why, for the agents that would take them.
+    fn check_tools(&self, listed: Vec<McpToolInfo>) -> (Vec<ServerTool>, Vec<Rejected>) {
         let mut tools: Vec<ServerTool> = Vec::with_capacity(listed.len());
+        let mut rejected: Vec<Rejected> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for info in listed {
             let name = info.name.to_string();
-            let offered = match &self.prefix {
-                Some(prefix) => format!("{prefix}{name}"),
-                None => name.clone(),
-            };
-            if let Some(problem) = tool_name_problem(&offered) {
-                return Err(invalid(&name, format!("cannot be offered to a model: its name {problem}; use a shorter `prefix:` or leave it out with `exclude:`")));
-            }
             if !seen.insert(name.clone()) {
-                return Err(invalid(&name, "is listed twice by the server".into()));
+                tools.retain(|t| t.name != name);
+                if !rejected.iter().any(|r| r.name == name) {
+                    rejected.push(Rejected {
+                        name,
+                        problem: "is listed twice by the server; leave it out with `exclude:`"
+                            .into(),
+                    });
+                }
+                continue;
             }
-            let schema = serde_json::Value::Object((*info.input_schema).clone());
-            if let Some(problem) = object_schema_problem(&schema) {
-                return Err(invalid(
-                    &name,
-                    format!("has an input schema that {problem}"),
-                ));
+            match self.check_tool(info) {
+                Ok(tool) => tools.push(tool),
+                Err(problem) => rejected.push(Rejected {
+                    name,
+                    problem: printable(&problem),
+                }),
             }
-            let compiled = Schema::compile(&schema).map_err(|e| {
-                invalid(
-                    &name,
-                    format!("has an input schema that does not compile: {e}"),
-                )
-            })?;
-            tools.push(ServerTool {
-                name,
-                description: info
-                    .description
-                    .map(|d| d.to_string())
-                    .or(info.title)
-                    .unwrap_or_default(),
-                schema,
-                compiled,
-            });
         }
-        Ok(tools)
+        (tools, rejected)
+    }
+
+    /// One listed tool, checked.
+    fn check_tool(&self, info: McpToolInfo) -> Result<ServerTool, String> {
+        let name = info.name.to_string();
+        let offered = match &self.prefix {
+            Some(prefix) => format!("{prefix}{name}"),
+            None => name.clone(),
+        };
+        if let Some(problem) = tool_name_problem(&offered) {
+            let problem = problem.replace(&offered, &excerpt_chars(&offered, MAX_NAME_CHARS));
+            // `exclude:` cannot name it (the tactic file takes valid names only); `include:` can leave it out.
+            return Err(format!("cannot be offered to a model: its name {problem}; use a shorter `prefix:`, or name the tools to take with `include:`"));
+        }
+        let description = info
+            .description
+            .map(|d| d.to_string())
+            .or(info.title)
+            .unwrap_or_default();
+        if description.len() > MAX_DESCRIPTION_BYTES {
+            return Err(format!(
+                "has a description of {} bytes, more than the {MAX_DESCRIPTION_BYTES} lllm sends a model with every request; leave it out with `exclude:`",
+                description.len()
+            ));
+        }
+        let schema = serde_json::Value::Object((*info.input_schema).clone());
+        if let Some(problem) = object_schema_problem(&schema) {
+            return Err(format!(
+                "has an input schema that {problem}; leave it out with `exclude:`"
+            ));
+        }
+        let compiled = Schema::compile(&schema).map_err(|e| {
+            format!("has an input schema that does not compile: {e}; leave it out with `exclude:`")
+        })?;
+        Ok(ServerTool {
+            name,
+            description: printable(&description),
+            schema,
+            compiled,
+        })
     }
 }

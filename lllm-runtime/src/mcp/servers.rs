@@ -21,31 +21,32 @@ impl McpServers {
         Self::default()
     }
 
-    /// Starts every server of `spec` that an agent uses, all at once. When one fails, those already
-    /// started are shut down and the first failure (in file order) is returned.
+    /// Starts every server of `spec` that an agent uses, all at once. The first to fail ends the
+    /// start: those still starting are stopped (dropping a start kills its process group), those
+    /// already started are shut down, and its error is returned.
     pub async fn start(spec: &TacticSpec) -> Result<McpServers, McpError> {
-        let starts = spec
+        use futures::StreamExt;
+        let mut starts: futures::stream::FuturesUnordered<_> = spec
             .used_mcp_servers()
-            .map(|config| McpServer::from_config(config).start());
-        let results = futures::future::join_all(starts).await;
-        let mut servers = Vec::with_capacity(results.len());
-        let mut first_error = None;
-        for result in results {
+            .map(|config| McpServer::from_config(config).start())
+            .collect();
+        let mut servers = McpServers::default();
+        while let Some(result) = starts.next().await {
             match result {
-                Ok(server) => servers.push(server),
-                Err(e) => {
-                    first_error.get_or_insert(e);
+                Ok(server) => servers.servers.push(server),
+                Err(error) => {
+                    drop(starts);
+                    servers.shutdown().await;
+                    return Err(error);
                 }
             }
         }
-        let servers = McpServers { servers };
-        match first_error {
-            None => Ok(servers),
-            Some(error) => {
-                servers.shutdown().await;
-                Err(error)
-            }
-        }
+        // In file order, whatever order they started in.
+        let order: Vec<&str> = spec.used_mcp_servers().map(|c| c.name.as_str()).collect();
+        servers
+            .servers
+            .sort_by_key(|s| order.iter().position(|n| *n == s.name()));
+        Ok(servers)
     }
 
     /// Adds a server started by hand.
@@ -77,7 +78,10 @@ impl McpServers {
                 agent: agent.name().to_owned(),
                 server: used.server.clone(),
             })?;
-            let field = format!("agent `{}`'s mcp.{}", agent.name(), used.server);
+            let field = used
+                .at
+                .clone()
+                .unwrap_or_else(|| format!("agent `{}`'s mcp.{}", agent.name(), used.server));
             for tool in server.tools_named_in(&used.filter, &field)? {
                 let name = tool.spec().name.clone();
                 let source = format!("MCP server `{}`", server.name());

@@ -79,11 +79,7 @@ impl Tool for McpTool {
                 self.server.name
             ))),
             Ok(Err(error)) => Err(self.server.failed_call(&self.spec.name, error).await),
-            Ok(Ok(result)) => {
-                let result = serde_json::to_value(&result)
-                    .map_err(|e| ToolError::new(format!("the server's result cannot be read: {e}")))?;
-                to_output(&result, self.server.max_output_bytes)
-            }
+            Ok(Ok(result)) => to_output(&result, self.server.max_output_bytes),
         }
     }
 }
