@@ -16,7 +16,7 @@ use std::time::Duration;
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use serde_json::Value;
 
-use support::{arg, lllm, Outcome, TempDir};
+use support::{arg, lllm, marked_processes, running, tool_messages, unique_mark, Outcome, TempDir};
 
 /// The installed servers.
 struct Servers {
@@ -79,20 +79,6 @@ fn tactic(api_base: &str, servers: &str, mcp: &str, extra_agent: &str) -> String
     )
 }
 
-/// The tool messages of a recorded request, in order.
-fn tool_messages(request: &RecordedRequest) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .map(|messages| {
-            messages
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn offered_tools(request: &RecordedRequest) -> Vec<String> {
     request.body["tools"]
         .as_array()
@@ -110,35 +96,6 @@ fn offered_tools(request: &RecordedRequest) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Processes whose environment holds `LLLM_TEST_MARK=<mark>` and that are still running (not zombies).
-fn marked_processes(mark: &str) -> Vec<u32> {
-    let wanted = format!("LLLM_TEST_MARK={mark}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            let marked = environ.split(|b| *b == 0).any(|v| v == wanted.as_bytes());
-            marked && !is_zombie(*pid)
-        })
-        .collect()
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state == "Z" || state == "X")
-    })
-}
-
-/// Whether a process still runs.
-fn running(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
-}
-
 /// Waits up to `patience` for `done`.
 async fn eventually(patience: Duration, mut done: impl FnMut() -> bool) -> bool {
     let start = std::time::Instant::now();
@@ -149,10 +106,6 @@ async fn eventually(patience: Duration, mut done: impl FnMut() -> bool) -> bool 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     done()
-}
-
-fn unique_mark(name: &str) -> String {
-    format!("{name}-{}-{}", std::process::id(), fastrand::u64(..))
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 
-use super::support::{arg, lllm, Outcome, TempDir};
+use super::support::{
+    arg, lllm, marked_processes, running, tool_messages, unique_mark, Outcome, TempDir,
+};
 
 /// The Python 3 interpreter: `$LLLM_MCP_PYTHON` when set, else `python3` resolved once to the real
 /// program (a version manager's shim costs a tenth of a second per start).
@@ -83,20 +85,6 @@ fn listed(outcome: &Outcome) -> Vec<String> {
         .collect()
 }
 
-/// The tool messages of a recorded request, in order.
-fn tool_messages(request: &RecordedRequest) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .map(|messages| {
-            messages
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Runs the tactic with server `h` through `rounds` of tool calls and a final "done"; returns the
 /// outcome and the stub's requests.
 async fn run(
@@ -132,30 +120,6 @@ fn assert_no_control_characters(outcome: &Outcome) {
     );
 }
 
-/// Whether a process runs (zombies count as ended).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
-}
-
-/// Processes whose environment holds `LLLM_TEST_MARK=<mark>` and that still run.
-fn marked_processes(mark: &str) -> Vec<u32> {
-    let wanted = format!("LLLM_TEST_MARK={mark}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            environ.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) && running(*pid)
-        })
-        .collect()
-}
-
 /// Waits up to `patience` for `done`.
 fn eventually(patience: Duration, mut done: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
@@ -166,10 +130,6 @@ fn eventually(patience: Duration, mut done: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     done()
-}
-
-fn unique_mark(name: &str) -> String {
-    format!("{name}-{}-{}", std::process::id(), fastrand::u64(..))
 }
 
 /// The tool listing: endless, enormous, unofferable tools, errors, junk and oversized lines.

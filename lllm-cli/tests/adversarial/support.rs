@@ -317,3 +317,47 @@ pub(crate) fn excerpt(text: &str) -> &str {
     }
     &text[..end]
 }
+
+/// The tool messages of a recorded request, in order.
+pub(crate) fn tool_messages(request: &lllm_runtime::testing::RecordedRequest) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a process runs (zombies count as ended).
+pub(crate) fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// Processes whose environment holds `LLLM_TEST_MARK=<mark>` and that still run: a test puts the
+/// mark in a server's `env:` to find everything the server started.
+pub(crate) fn marked_processes(mark: &str) -> Vec<u32> {
+    let wanted = format!("LLLM_TEST_MARK={mark}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            environ.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) && running(*pid)
+        })
+        .collect()
+}
+
+/// A mark no other test run uses.
+pub(crate) fn unique_mark(name: &str) -> String {
+    format!("{name}-{}-{}", std::process::id(), fastrand::u64(..))
+}

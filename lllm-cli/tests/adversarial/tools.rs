@@ -6,29 +6,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
+use lllm_runtime::testing::{StubReply, StubServer};
 
-use super::support::{arg, lllm, TempDir};
+use super::support::{arg, lllm, tool_messages, TempDir};
 
 /// A tactic with one command tool `t` running `command` (YAML flow sequence) with these limits.
 fn tactic(server: &str, command: &str, timeout_s: f64, max_output_bytes: u64) -> String {
     format!(
         "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{server}\"}}\n    system_prompt: s\n    max_tool_rounds: 1\n    tools:\n      - name: t\n        description: d\n        parameters: {{type: object, properties: {{text: {{type: string}}}}}}\n        command: {command}\n        timeout_s: {timeout_s}\n        max_output_bytes: {max_output_bytes}\n"
     )
-}
-
-/// The tool messages of the request that followed the tool round.
-fn tool_messages(request: &RecordedRequest) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .map(|messages| {
-            messages
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Runs the tactic with the server asking for `calls`, and returns what the tools answered.
