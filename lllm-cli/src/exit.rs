@@ -34,6 +34,15 @@ pub(crate) fn failed(error: impl Into<anyhow::Error>) -> Failure {
     Failure::Run(error.into())
 }
 
+/// A usage failure when the caller's settings are at fault (`is_config`), else a run failure.
+pub(crate) fn usage_if(is_config: bool, error: impl Into<anyhow::Error>) -> Failure {
+    if is_config {
+        usage(error)
+    } else {
+        failed(error)
+    }
+}
+
 /// A failed write on standard output (closed by the reader, a full disk): exit 1, and say so.
 pub(crate) fn stdout_failed(error: std::io::Error) -> Failure {
     Failure::Run(anyhow::Error::new(error).context("cannot write to standard output"))

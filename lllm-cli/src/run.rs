@@ -14,7 +14,7 @@ use lllm_runtime::{
 use serde_json::{json, Value};
 
 use crate::cli::RunArgs;
-use crate::exit::{failed, stdout_failed, usage, Failure};
+use crate::exit::{failed, stdout_failed, usage, usage_if, Failure};
 
 /// The alias of the chat's dialog.
 const MAIN: &str = "main";
@@ -82,7 +82,16 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
             trace.flush().ok();
         });
     }
-    let outcome = run_with(&spec, registry, vars, input, &args, trace.clone(), is_chat);
+    let plan = Plan {
+        spec: &spec,
+        registry,
+        vars,
+        input,
+        args: &args,
+        trace: trace.clone(),
+        is_chat,
+    };
+    let outcome = run_with(plan);
     if let Some(trace) = trace {
         trace
             .flush()
@@ -92,25 +101,27 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     outcome
 }
 
-fn run_with(
-    spec: &TacticSpec,
-    registry: &TacticRegistry,
+/// What a run needs, checked and loaded.
+struct Plan<'a> {
+    spec: &'a TacticSpec,
+    registry: &'a TacticRegistry,
     vars: PromptVars,
     input: Option<String>,
-    args: &RunArgs,
+    args: &'a RunArgs,
     trace: Option<Arc<TraceRecorder>>,
+    /// The built-in chat (streaming, interactive) rather than a tactic.
     is_chat: bool,
-) -> Result<(), Failure> {
+}
+
+fn run_with(plan: Plan<'_>) -> Result<(), Failure> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")
         .map_err(failed)?;
-    let servers = runtime.block_on(start_servers(spec))?;
+    let servers = runtime.block_on(start_servers(plan.spec))?;
     // However the run ends, the servers are shut down (a signal kills their process groups).
-    let outcome = run_started(
-        &runtime, spec, registry, vars, input, args, trace, is_chat, &servers,
-    );
+    let outcome = run_started(&runtime, plan, &servers);
     runtime.block_on(servers.shutdown());
     outcome
 }
@@ -127,21 +138,23 @@ pub(crate) async fn start_servers(spec: &TacticSpec) -> Result<McpServers, Failu
     }
     McpServers::start(spec)
         .await
-        .map_err(|e| if e.is_config() { usage(e) } else { failed(e) })
+        .map_err(|e| usage_if(e.is_config(), e))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_started(
     runtime: &tokio::runtime::Runtime,
-    spec: &TacticSpec,
-    registry: &TacticRegistry,
-    vars: PromptVars,
-    input: Option<String>,
-    args: &RunArgs,
-    trace: Option<Arc<TraceRecorder>>,
-    is_chat: bool,
+    plan: Plan<'_>,
     servers: &McpServers,
 ) -> Result<(), Failure> {
+    let Plan {
+        spec,
+        registry,
+        vars,
+        input,
+        args,
+        trace,
+        is_chat,
+    } = plan;
     let printed = DryRunLines::default();
     let confirm = crate::confirm::confirmer(args.yes);
     if !is_chat {
@@ -153,15 +166,14 @@ fn run_started(
             Some(trace) => team.trace(trace),
             None => team,
         };
-        let team = team.build().map_err(agent_failure)?;
+        let team = team.build().map_err(|e| usage_if(e.is_config(), e))?;
         runtime.block_on(run_tactic(spec, registry, &vars, args, team))?;
         return printed.result();
     }
     let agent_spec = &spec.agents()[0];
-    let mcp_tools =
-        servers
-            .tools_for(agent_spec)
-            .map_err(|e| if e.is_config() { usage(e) } else { failed(e) })?;
+    let mcp_tools = servers
+        .tools_for(agent_spec)
+        .map_err(|e| usage_if(e.is_config(), e))?;
     let mut builder = AgentBuilder::from_spec(agent_spec)
         .invoker(invoker(args.dry_run, &printed))
         .tools(mcp_tools)
@@ -172,7 +184,7 @@ fn run_started(
     let agent = builder.build().map_err(usage)?;
     agent
         .open_with(MAIN, &vars)
-        .map_err(|e| if e.is_config() { usage(e) } else { failed(e) })?;
+        .map_err(|e| usage_if(e.is_config(), e))?;
     // A structured answer is shown once it is valid: rejected attempts must not appear on screen.
     let streamable = !args.json && !args.dry_run && !agent.has_output_schema();
     let output = Output {
@@ -222,15 +234,6 @@ async fn run_tactic(
         writeln!(out, "{answer}")
     };
     written.and_then(|()| out.flush()).map_err(stdout_failed)
-}
-
-/// A team that cannot be built: the tactic's fault (exit 2) unless a server's start is.
-fn agent_failure(error: AgentError) -> Failure {
-    if error.is_config() {
-        usage(error)
-    } else {
-        failed(error)
-    }
 }
 
 /// One line on stderr per step event, timed from the start of the run.

@@ -181,11 +181,7 @@ impl Tail {
         let start = lines.len().saturating_sub(most);
         lines[start..]
             .iter()
-            .map(|line| {
-                line.chars()
-                    .filter(|c| !c.is_control() || *c == '\t')
-                    .collect::<String>()
-            })
+            .map(|line| super::printable(line))
             .collect::<Vec<_>>()
             .join("\n")
     }
