@@ -32,10 +32,19 @@ pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), F
     } else {
         String::new()
     };
+    let servers: Vec<&str> = spec.used_mcp_servers().map(|s| s.name.as_str()).collect();
+    let servers = if servers.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; MCP server(s) {} (not started: `lllm tools` starts them and checks their tools)",
+            servers.join(", ")
+        )
+    };
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "ok: {}: {} tactic; {} agent(s): {}{steps}",
+        "ok: {}: {} tactic; {} agent(s): {}{steps}{servers}",
         args.tactic.display(),
         spec.tactic_type(),
         agents.len(),

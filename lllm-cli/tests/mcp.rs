@@ -130,6 +130,15 @@ async fn tools_lists_every_agents_tools_with_filters_prefixes_and_schemas() {
             extra,
         ),
     );
+    let check = lllm(&["check", arg(&file)]).run().await;
+    check.assert_clean(0, &[]);
+    assert!(
+        check
+            .stdout_text()
+            .contains("; MCP server(s) every, time, fault (not started: `lllm tools` starts them"),
+        "{}",
+        check.stdout_text()
+    );
     let outcome = lllm(&["tools", arg(&file), "--json"]).run().await;
     outcome.assert_clean(0, &[]);
     let listing: Value = serde_json::from_slice(&outcome.stdout).expect("JSON");
