@@ -19,6 +19,9 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Load and validate a tactic without running it.
     Check(CheckArgs),
+    /// Resume a run from its journal (`run --journal FILE`): answered requests and finished tool calls
+    /// are taken from the journal, the rest runs; a finished run prints its output.
+    Resume(ResumeArgs),
     /// List every agent's tools (command tools and the tools of its MCP servers, which are started
     /// for this) with their parameter schemas.
     Tools(ToolsArgs),
@@ -68,6 +71,39 @@ pub(crate) struct RunArgs {
     /// it, lllm asks on the terminal, or declines such calls when there is no terminal.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+    /// Journal the run in FILE (JSON lines, appended as the run goes): `lllm resume FILE` continues it
+    /// after a crash, a pause for a confirmation, or a limit. The journal holds the conversation.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) journal: Option<PathBuf>,
+    /// Sets or overrides a limit of the run (`limits:` in the tactic): max_requests,
+    /// max_total_tokens, max_tool_calls or max_seconds (repeatable).
+    #[arg(long = "limit", value_name = "KEY=VALUE")]
+    pub(crate) limits: Vec<String>,
+    /// Set by `lllm resume`.
+    #[arg(skip)]
+    pub(crate) resume: Option<crate::resume::Resuming>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The journal.
+    pub(crate) journal: PathBuf,
+    /// Approve every call that waits for a confirmation (and every later one).
+    #[arg(long, short = 'y', conflicts_with = "reject")]
+    pub(crate) yes: bool,
+    /// Decline every call that waits for a confirmation (and every later one): the model is told
+    /// the user declined.
+    #[arg(long)]
+    pub(crate) reject: bool,
+    /// Resume even though the tactic file changed since the run started.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Sets or raises a limit for the rest of the run (repeatable).
+    #[arg(long = "limit", value_name = "KEY=VALUE")]
+    pub(crate) limits: Vec<String>,
+    /// Print one JSON object with the answer, usage and the dialogs' ids.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,21 +7,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use lllm_runtime::{ApproveAll, Confirm, ConfirmRequest, Decision};
+use lllm_runtime::{ApproveAll, Confirm, ConfirmRequest, Decision, DeclineAll};
 
 /// Most characters of a call's arguments shown in the question.
 const MAX_SHOWN_CHARS: usize = 4000;
 /// Unclear answers tolerated before the call is declined.
 const MAX_ASKS: usize = 3;
 
-/// The confirmation callback of a run.
-pub(crate) fn confirmer(yes: bool) -> Arc<dyn Confirm> {
+/// The confirmation callback of a run: `--yes` approves, `--reject` (on resume) declines, a terminal
+/// asks; without one, a journaled run pauses and any other run declines.
+pub(crate) fn confirmer(yes: bool, reject: bool, journaled: bool) -> Arc<dyn Confirm> {
     if yes {
         Arc::new(ApproveAll)
+    } else if reject {
+        Arc::new(DeclineAll)
     } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         Arc::new(AskTheTerminal::default())
+    } else if journaled {
+        Arc::new(WaitForResume)
     } else {
         Arc::new(NoOneToAsk::default())
+    }
+}
+
+/// No terminal, but a journal: the run pauses, and `lllm resume` decides.
+#[derive(Debug)]
+struct WaitForResume;
+
+#[async_trait]
+impl Confirm for WaitForResume {
+    async fn confirm(&self, _: ConfirmRequest<'_>) -> Decision {
+        Decision::Pause
     }
 }
 

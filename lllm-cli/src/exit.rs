@@ -1,4 +1,5 @@
-//! Exit codes: 0 success, 1 the run failed (server, tool, timeout), 2 bad usage or invalid tactic file.
+//! Exit codes: 0 success, 1 the run failed (server, tool, timeout, a limit), 2 bad usage or invalid
+//! tactic file, 3 paused (a tool call waits for a confirmation; `lllm resume` continues).
 
 use std::process::ExitCode;
 
@@ -9,6 +10,8 @@ pub(crate) enum Failure {
     Usage(anyhow::Error),
     /// The run itself failed: exit 1.
     Run(anyhow::Error),
+    /// The run paused, waiting for a confirmation: exit 3.
+    Paused(anyhow::Error),
 }
 
 impl Failure {
@@ -18,6 +21,10 @@ impl Failure {
         let (error, code) = match self {
             Failure::Usage(e) => (e, 2),
             Failure::Run(e) => (e, 1),
+            Failure::Paused(e) => {
+                eprintln!("lllm: {}", crate::redact::redact(&format!("{e:#}")));
+                return ExitCode::from(3);
+            }
         };
         eprintln!("error: {}", crate::redact::redact(&format!("{error:#}")));
         ExitCode::from(code)

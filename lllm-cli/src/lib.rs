@@ -18,6 +18,7 @@ mod confirm;
 mod exit;
 mod redact;
 mod replay;
+mod resume;
 mod run;
 mod signals;
 mod tools;
@@ -30,7 +31,8 @@ use cli::{Cli, Command};
 pub use lllm_runtime::TacticRegistry;
 
 /// Runs the `lllm` command line with these tactic types (see [`TacticRegistry::new`] for the built-in
-/// ones) and returns the exit code: 0 success, 1 the run failed, 2 bad usage or an invalid tactic file.
+/// ones) and returns the exit code: 0 success, 1 the run failed, 2 bad usage or an invalid tactic file,
+/// 3 paused for a confirmation.
 /// A signal ends the process from a thread of its own, with 129 (SIGHUP), 130 (SIGINT) or 143
 /// (SIGTERM).
 pub fn main_with(registry: TacticRegistry) -> ExitCode {
@@ -47,6 +49,14 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
                 tracing::debug!("cannot adopt orphaned tool processes: {e}");
             }
             let outcome = run::run(args, &registry);
+            lllm_runtime::kill_tool_processes();
+            outcome
+        }
+        Command::Resume(args) => {
+            if let Err(e) = lllm_runtime::contain_tool_processes() {
+                tracing::debug!("cannot adopt orphaned tool processes: {e}");
+            }
+            let outcome = resume::resume(args, &registry);
             lllm_runtime::kill_tool_processes();
             outcome
         }

@@ -7,9 +7,10 @@ use anyhow::{anyhow, Context};
 use lllm_core::full_message;
 use lllm_core::{is_variable_name, CHAT_TACTIC};
 use lllm_runtime::{
-    load_tactic, preflight, Agent, AgentBuilder, AgentError, DialogTree, DryRunInvoker, Invoker,
-    McpServers, Message, OpenAiInvoker, PreparedRequest, Progress, ProgressEvent, PromptVars,
-    StreamEvent, TacticError, TacticRegistry, TacticSpec, Team, TraceRecorder, Usage,
+    content_hash, load_tactic, preflight, Agent, AgentBuilder, AgentError, DialogTree,
+    DryRunInvoker, Invoker, Journal, McpServers, Message, OpenAiInvoker, PreparedRequest, Progress,
+    ProgressEvent, PromptVars, RunBudget, RunStart, StreamEvent, TacticError, TacticRegistry,
+    TacticSpec, Team, TraceRecorder, Usage,
 };
 use serde_json::{json, Value};
 
@@ -41,6 +42,8 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     let is_chat = spec.tactic_type() == CHAT_TACTIC && registry.is_builtin(CHAT_TACTIC);
     let mut input = match args.input.clone() {
         Some(text) => Some(text),
+        // A resumed run has the input its journal recorded, or none.
+        None if args.resume.is_some() => None,
         None if !std::io::stdin().is_terminal() => Some(read_stdin().map_err(usage)?),
         None => None,
     };
@@ -59,6 +62,26 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     if !is_chat {
         preflight(&spec, &vars).map_err(|e| usage(explain_missing_input(e, input.is_none())))?;
     }
+    if is_chat && input.is_none() && args.journal.is_some() {
+        return Err(usage(anyhow!(
+            "an interactive chat cannot be journaled: pass --input TEXT (or pipe it) with --journal"
+        )));
+    }
+    let journal = match (&args.resume, &args.journal) {
+        (Some(resuming), _) => Some(resuming.journal.clone()),
+        (None, Some(path)) => Some(Arc::new(start_journal(path, &args, input.as_deref())?)),
+        (None, None) => None,
+    };
+    let mut limits = *spec.limits();
+    for item in &args.limits {
+        let (key, value) = item
+            .split_once('=')
+            .ok_or_else(|| usage(anyhow!("--limit `{item}` must be KEY=VALUE")))?;
+        limits
+            .set(key.trim(), value)
+            .map_err(|e| usage(anyhow!("--limit {item}: {e}")))?;
+    }
+    let budget = Arc::new(RunBudget::new(limits));
     let tokenizer = match &args.tokenizer {
         Some(path) => Some(TraceRecorder::load_tokenizer(path).map_err(usage)?),
         None => None,
@@ -90,6 +113,8 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
         args: &args,
         trace: trace.clone(),
         is_chat,
+        journal,
+        budget,
     };
     let outcome = run_with(plan);
     if let Some(trace) = trace {
@@ -111,6 +136,8 @@ struct Plan<'a> {
     trace: Option<Arc<TraceRecorder>>,
     /// The built-in chat (streaming, interactive) rather than a tactic.
     is_chat: bool,
+    journal: Option<Arc<Journal>>,
+    budget: Arc<RunBudget>,
 }
 
 fn run_with(plan: Plan<'_>) -> Result<(), Failure> {
@@ -154,14 +181,21 @@ fn run_started(
         args,
         trace,
         is_chat,
+        journal,
+        budget,
     } = plan;
     let printed = DryRunLines::default();
-    let confirm = crate::confirm::confirmer(args.yes);
+    let reject = args.resume.as_ref().is_some_and(|r| r.reject);
+    let confirm = crate::confirm::confirmer(args.yes, reject, journal.is_some());
     if !is_chat {
-        let team = Team::builder(spec)
+        let mut team = Team::builder(spec)
             .invoker(invoker(args.dry_run, &printed))
             .mcp(servers)
-            .confirm(confirm);
+            .confirm(confirm)
+            .budget(budget);
+        if let Some(journal) = journal {
+            team = team.journal(journal);
+        }
         let team = match trace {
             Some(trace) => team.trace(trace),
             None => team,
@@ -177,9 +211,13 @@ fn run_started(
     let mut builder = AgentBuilder::from_spec(agent_spec)
         .invoker(invoker(args.dry_run, &printed))
         .tools(mcp_tools)
-        .confirm(confirm);
+        .confirm(confirm)
+        .budget(budget);
     if let Some(trace) = trace {
         builder = builder.trace(trace);
+    }
+    if let Some(journal) = &journal {
+        builder = builder.journal(journal.clone());
     }
     let agent = builder.build().map_err(usage)?;
     agent
@@ -193,7 +231,9 @@ fn run_started(
         show_tools: std::io::stderr().is_terminal(),
     };
     match input {
-        Some(text) => runtime.block_on(answer_once(&agent, &text, args, output)),
+        Some(text) => {
+            runtime.block_on(answer_once(&agent, &text, args, output, journal.as_deref()))
+        }
         None => runtime.block_on(chat(&agent, args, output)),
     }?;
     printed.result()
@@ -214,16 +254,13 @@ async fn run_tactic(
         let started = std::time::Instant::now();
         team = team.on_progress(move |p: Progress<'_>| show_progress(started, p));
     }
-    let answer =
-        tactic.run(&team, vars).await.map_err(
-            |e| {
-                if e.is_usage() {
-                    usage(e)
-                } else {
-                    failed(e)
-                }
-            },
-        )?;
+    let answer = tactic
+        .run(&team, vars)
+        .await
+        .map_err(|e| tactic_failure(e, team.journal().map(|j| j.path())))?;
+    if let Some(journal) = team.journal() {
+        journal.finish(&answer).map_err(failed)?;
+    }
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         writeln!(out, "{}", team_summary(&team, &answer))
@@ -234,6 +271,52 @@ async fn run_tactic(
         writeln!(out, "{answer}")
     };
     written.and_then(|()| out.flush()).map_err(stdout_failed)
+}
+
+/// The exit of a tactic that failed: paused (3), the caller's fault (2) or the run's (1).
+fn tactic_failure(error: TacticError, journal: Option<&std::path::Path>) -> Failure {
+    match &error {
+        TacticError::Agent(e) if e.is_paused() => paused(e, journal),
+        _ => usage_if(error.is_usage(), error),
+    }
+}
+
+/// A run paused for a confirmation: how to continue.
+fn paused(error: &AgentError, journal: Option<&std::path::Path>) -> Failure {
+    let file = journal.map_or("JOURNAL".to_owned(), |p| p.display().to_string());
+    let what = match error.kind() {
+        lllm_runtime::AgentErrorKind::Paused { tool } => {
+            format!("a call of `{tool}` by agent `{}`", error.agent())
+        }
+        _ => "a tool call".to_owned(),
+    };
+    Failure::Paused(anyhow!(
+        "paused: {what} waits for confirmation (journaled in {file}); continue with `lllm resume {file} --yes` to approve, `--reject` to decline, or in a terminal to be asked"
+    ))
+}
+
+/// Starts the journal of a new run.
+fn start_journal(
+    path: &std::path::Path,
+    args: &RunArgs,
+    input: Option<&str>,
+) -> Result<Journal, Failure> {
+    let tactic = args
+        .tactic
+        .canonicalize()
+        .with_context(|| format!("cannot find {}", args.tactic.display()))
+        .map_err(usage)?;
+    let bytes = std::fs::read(&tactic)
+        .with_context(|| format!("cannot read {}", tactic.display()))
+        .map_err(usage)?;
+    let vars = parse_vars(&args.vars).map_err(usage)?;
+    let start = RunStart {
+        tactic,
+        tactic_sha256: content_hash(&bytes),
+        input: input.map(str::to_owned),
+        vars: vars.into_iter().collect(),
+    };
+    Journal::create(path, start).map_err(usage)
 }
 
 /// One line on stderr per step event, timed from the start of the run.
@@ -462,10 +545,18 @@ async fn answer_once(
     input: &str,
     args: &RunArgs,
     output: Output,
+    journal: Option<&Journal>,
 ) -> Result<(), Failure> {
-    let answer = turn(agent, input, output)
-        .await
-        .map_err(TurnError::into_failure)?;
+    let answer = match turn(agent, input, output).await {
+        Ok(answer) => answer,
+        Err(TurnError::Agent(e)) if e.is_paused() => {
+            return Err(paused(&e, journal.map(Journal::path)))
+        }
+        Err(e) => return Err(e.into_failure()),
+    };
+    if let Some(journal) = journal {
+        journal.finish(answer.text()).map_err(failed)?;
+    }
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         writeln!(out, "{}", summary(agent, Some(&answer)))

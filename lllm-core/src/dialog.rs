@@ -242,6 +242,16 @@ impl Dialog {
         dialog
     }
 
+    /// The same dialog under the id `id` (a root's family id follows): how a resumed run gets back
+    /// the ids its dialogs had, so that the server sees the same sessions.
+    pub fn with_id(mut self, id: DialogId) -> Self {
+        if self.parent_id.is_none() {
+            self.root_id = id;
+        }
+        self.id = id;
+        self
+    }
+
     /// This dialog's id. It never changes.
     pub fn id(&self) -> DialogId {
         self.id

@@ -31,6 +31,7 @@ mod config;
 mod dialog;
 mod files;
 mod hints;
+mod limits;
 mod mcp;
 mod merge;
 mod message;
@@ -56,6 +57,7 @@ pub use hints::{
     ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder, Profile,
     RequestFields, SessionIds,
 };
+pub use limits::RunLimits;
 pub use mcp::{
     ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter, DEFAULT_MCP_STARTUP_TIMEOUT_S,
     DEFAULT_MCP_TIMEOUT_S, MCP_INHERITED_ENV,

@@ -94,6 +94,10 @@ pub struct CommandToolConfig {
     /// Ask the user before each call (see the runtime's confirmation callback).
     #[serde(default)]
     pub confirm: bool,
+    /// Running a call again has the same effect as running it once: a call a crash interrupted runs
+    /// again when the run is resumed.
+    #[serde(default)]
+    pub idempotent: bool,
     /// Where the program runs: the tactic file's folder when loaded from one, else the current one.
     #[serde(skip)]
     pub working_dir: Option<std::path::PathBuf>,
@@ -306,6 +310,7 @@ mod tests {
             max_output_bytes: 100,
             env: Vec::new(),
             confirm: false,
+            idempotent: false,
             working_dir: None,
         }
     }

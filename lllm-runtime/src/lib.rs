@@ -54,8 +54,10 @@
 //! - **Testing** (feature `testing`): a scripted invoker and a recording stub server in [`testing`].
 
 mod agent;
+mod budget;
 mod halt;
 mod invoker;
+mod journal;
 mod layers;
 mod mcp;
 mod replay;
@@ -70,12 +72,15 @@ pub use agent::{
     Agent, AgentBuilder, AgentError, AgentErrorKind, EventSink, PromptArg, Respond,
     RespondStructured, StreamEvent,
 };
+pub use budget::RunBudget;
 pub use halt::halt;
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
     PreparedRequest, ResponseLimits, ServerDefaults, WaitLimit,
 };
+pub use journal::{content_hash, Journal, JournalError, RunStart, JOURNAL_VERSION};
 pub use lllm_core::parse_tactic;
+pub use lllm_core::RunLimits;
 pub use lllm_core::{
     load_tactic, AgentSpec, CommandToolConfig, ConfigError, Dialog, DialogId, DialogTree,
     ForkSession, HintsError, InferenceHints, InferenceHintsBuilder, Message, MessageLog, ModelArgs,

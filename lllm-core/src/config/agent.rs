@@ -362,6 +362,7 @@ impl AgentContext<'_> {
                 .map_or(crate::tool::DEFAULT_MAX_OUTPUT_BYTES, |m| m.value),
             env: raw.env.map(|e| e.value).unwrap_or_default(),
             confirm: raw.confirm.is_some_and(|c| c.value),
+            idempotent: raw.idempotent.is_some_and(|c| c.value),
             working_dir: dir,
         };
         config

@@ -25,6 +25,14 @@ impl RawTactic {
                 fill_from(&mut mine, base);
                 mine
             }),
+            limits: layer(self.limits, base.limits, |mine, base| {
+                mine.map(|m| super::raw::RawLimits {
+                    max_requests: m.max_requests.or(base.value.max_requests),
+                    max_total_tokens: m.max_total_tokens.or(base.value.max_total_tokens),
+                    max_tool_calls: m.max_tool_calls.or(base.value.max_tool_calls),
+                    max_seconds: m.max_seconds.or(base.value.max_seconds),
+                })
+            }),
             // Server by server: a file's server replaces the base's server of the same name whole.
             mcp_servers: layer(self.mcp_servers, base.mcp_servers, |mine, base| {
                 mine.map(|m| {

@@ -63,6 +63,7 @@ pub struct TacticSpec {
     output: Option<String>,
     config: serde_json::Value,
     mcp_servers: Vec<McpServerConfig>,
+    limits: crate::RunLimits,
 }
 
 impl TacticSpec {
@@ -93,6 +94,10 @@ impl TacticSpec {
     /// Free-form settings for a tactic written in Rust (`config:`), `null` when absent.
     pub fn config(&self) -> &serde_json::Value {
         &self.config
+    }
+    /// The run's limits (`limits:`).
+    pub fn limits(&self) -> &crate::RunLimits {
+        &self.limits
     }
     /// The MCP servers declared under `mcp_servers:`, in file order.
     pub fn mcp_servers(&self) -> &[McpServerConfig] {
@@ -431,6 +436,7 @@ impl Loader<'_> {
             output: output.map(|o| o.value),
             config: raw.config.unwrap_or(serde_json::Value::Null),
             mcp_servers: servers,
+            limits: limits(raw.limits)?,
         })
     }
 
@@ -537,6 +543,34 @@ impl Loader<'_> {
         }
         Ok(agents)
     }
+}
+
+/// `limits:`, each above zero.
+fn limits(raw: Option<At<raw::RawLimits>>) -> Result<crate::RunLimits, ConfigError> {
+    let Some(At { value: raw, .. }) = raw else {
+        return Ok(crate::RunLimits::default());
+    };
+    let whole = |v: Option<At<u64>>, name: &str| match v {
+        Some(At { value: 0, origin }) => {
+            let kind =
+                ConfigErrorKind::Invalid("a limit must be above 0 (leave it out for no limit)");
+            Err(ConfigError::new(origin, kind).in_field(format!("limits.{name}")))
+        }
+        v => Ok(v.map(|v| v.value)),
+    };
+    let max_seconds = match raw.max_seconds {
+        Some(At { value, origin }) if !(value.is_finite() && value > 0.0) => {
+            let kind = ConfigErrorKind::Invalid("must be a number of seconds above 0");
+            return Err(ConfigError::new(origin, kind).in_field("limits.max_seconds"));
+        }
+        v => v.map(|v| v.value),
+    };
+    Ok(crate::RunLimits {
+        max_requests: whole(raw.max_requests, "max_requests")?,
+        max_total_tokens: whole(raw.max_total_tokens, "max_total_tokens")?,
+        max_tool_calls: whole(raw.max_tool_calls, "max_tool_calls")?,
+        max_seconds,
+    })
 }
 
 fn agent_name(

@@ -36,6 +36,23 @@ pub(crate) struct RawTactic {
     /// MCP tool servers by name, started once per run and shared by the agents that name them in
     /// `mcp:`.
     pub(crate) mcp_servers: Option<At<RawMcpServers>>,
+    /// Limits of one run; reaching one stops the run (exit 1), and a journaled run stays resumable.
+    pub(crate) limits: Option<At<RawLimits>>,
+}
+
+/// Limits of one run (any subset).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Limits")]
+pub(crate) struct RawLimits {
+    /// Most model requests sent.
+    pub(crate) max_requests: Option<At<u64>>,
+    /// Most tokens (prompt and completion) of all answers together.
+    pub(crate) max_total_tokens: Option<At<u64>>,
+    /// Most tool calls run.
+    pub(crate) max_tool_calls: Option<At<u64>>,
+    /// Most seconds the run may take.
+    pub(crate) max_seconds: Option<At<f64>>,
 }
 
 /// One agent (also the keys of `global`, which has no `name`).
@@ -176,6 +193,9 @@ pub(crate) struct RawTool {
     pub(crate) env: Option<At<Vec<String>>>,
     /// Ask the user before each call (default false).
     pub(crate) confirm: Option<At<bool>>,
+    /// Running a call again has the same effect as running it once (default false): a call a crash
+    /// interrupted runs again on `lllm resume`.
+    pub(crate) idempotent: Option<At<bool>>,
 }
 
 /// One step: a turn (`agent:`), parallel branches (`parallel:`), or inside a branch a sequence

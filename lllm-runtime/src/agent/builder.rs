@@ -6,7 +6,9 @@ use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt, ToolFilter, Usage}
 use serde_json::Value;
 
 use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
+use crate::budget::RunBudget;
 use crate::invoker::Invoker;
+use crate::journal::Journal;
 use crate::layers;
 use crate::mcp::McpServer;
 use crate::retry::RetryPolicy;
@@ -28,6 +30,8 @@ pub struct AgentBuilder {
     /// MCP servers whose tools the agent takes, with the filter.
     mcp: Vec<(McpServer, ToolFilter)>,
     confirm: Option<Arc<dyn Confirm>>,
+    journal: Option<Arc<Journal>>,
+    budget: Option<Arc<RunBudget>>,
     output_schema: Option<Value>,
     /// The output schema as the loader compiled it, while `output_schema` is the spec's.
     compiled_output_schema: Option<lllm_core::Schema>,
@@ -124,6 +128,20 @@ impl AgentBuilder {
         self
     }
 
+    /// Journals the agent's dialogs, answers and tool calls (shared by the agents of one run), and
+    /// takes them from the journal when it already has them: see [`Journal`].
+    pub fn journal(mut self, journal: Arc<Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Counts the agent's requests, tokens and tool calls against a run's limits (share one budget
+    /// between the agents of a run).
+    pub fn budget(mut self, budget: Arc<RunBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
     /// Every answer must be JSON matching this schema (re-asked up to
     /// [`max_answer_retries`](Self::max_answer_retries) times).
     pub fn output_schema(mut self, schema: Value) -> Self {
@@ -212,6 +230,8 @@ impl AgentBuilder {
             hints: self.inference_hints,
             toolbox,
             confirm: self.confirm,
+            journal: self.journal,
+            budget: self.budget,
             output_schema,
             max_tool_rounds: self
                 .max_tool_rounds

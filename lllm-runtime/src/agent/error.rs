@@ -56,6 +56,23 @@ pub enum AgentErrorKind {
     /// tool in a filter).
     #[error("MCP tools")]
     Mcp(#[source] Box<crate::mcp::McpError>),
+    /// The run's journal cannot be read or written.
+    #[error("the journal")]
+    Journal(#[source] crate::journal::JournalError),
+    /// A tool call waits for the user's confirmation: the run paused (its journal holds the call).
+    #[error("paused: the call of `{tool}` waits for the user's confirmation")]
+    Paused {
+        /// The tool.
+        tool: String,
+    },
+    /// A limit of the run was reached.
+    #[error("the run reached its limit {limit} = {value}")]
+    Limit {
+        /// The limit (`max_requests`, `max_total_tokens`, `max_tool_calls`, `max_seconds`).
+        limit: &'static str,
+        /// Its value.
+        value: u64,
+    },
     /// A command tool of the tactic file is invalid.
     #[error("invalid command tool")]
     CommandTool(#[source] ToolConfigError),
@@ -148,6 +165,11 @@ impl AgentError {
             self.kind,
             Missing { .. } | ModelArgs(_) | Prompt(_) | Tools(_) | CommandTool(_) | OutputSchema(_)
         ) || matches!(&self.kind, Mcp(e) if e.is_config())
+    }
+
+    /// Whether the run paused for a confirmation (`lllm` exits with 3).
+    pub fn is_paused(&self) -> bool {
+        matches!(self.kind, AgentErrorKind::Paused { .. })
     }
 
     /// Whether a time limit ended the respond: the respond deadline, or the per-request timeout on

@@ -48,6 +48,10 @@ pub struct Agent {
     toolbox: Toolbox,
     /// Approves the calls of tools that need confirmation; without it they are declined.
     confirm: Option<Arc<dyn Confirm>>,
+    /// The run's journal: dialog ids, answers and tool results are taken from it and added to it.
+    journal: Option<Arc<crate::journal::Journal>>,
+    /// The run's limits and spending, shared with the other agents of the run.
+    budget: Option<Arc<crate::budget::RunBudget>>,
     output_schema: Option<OutputSchema>,
     max_tool_rounds: u32,
     max_answer_retries: u32,
@@ -143,6 +147,18 @@ impl Agent {
     }
 
     fn insert(&self, alias: &str, dialog: Dialog) -> Result<DialogId, AgentError> {
+        let dialog = match &self.journal {
+            Some(journal) => {
+                if self.has_dialog(alias) {
+                    return Err(self.error(Some(alias), AgentErrorKind::AliasTaken));
+                }
+                let id = journal
+                    .dialog_id(&self.name, alias, dialog.id())
+                    .map_err(|e| self.error(Some(alias), AgentErrorKind::Journal(e)))?;
+                dialog.with_id(id)
+            }
+            None => dialog,
+        };
         let mut table = self.table();
         if table.position(alias).is_some() {
             return Err(self.error(Some(alias), AgentErrorKind::AliasTaken));

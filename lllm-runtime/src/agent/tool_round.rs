@@ -6,6 +6,11 @@ use futures::StreamExt;
 use lllm_core::ToolCall;
 use serde_json::Value;
 
+use lllm_core::DialogId;
+
+use super::AgentErrorKind;
+use crate::budget::RunBudget;
+use crate::journal::{Journal, ToolMemory};
 use crate::tools::{Confirm, ConfirmRequest, Decision, Toolbox, DECLINED};
 
 /// Most calls of one turn that run: a server asking for thousands must not start thousands of
@@ -37,120 +42,195 @@ impl CallLog {
     }
 }
 
+/// What one round's calls share: the agent, its tools, who confirms, the journal and the dialog.
+pub(crate) struct Round<'a> {
+    pub(crate) agent: &'a str,
+    pub(crate) toolbox: &'a Toolbox,
+    pub(crate) confirm: Option<&'a dyn Confirm>,
+    pub(crate) journal: Option<&'a Journal>,
+    pub(crate) budget: Option<&'a RunBudget>,
+    pub(crate) dialog: DialogId,
+}
+
 /// Runs one turn's tool calls concurrently (up to [`MAX_CONCURRENT_CALLS`] at a time); the results are
-/// in call order.
+/// in call order. A call that pauses the run (it waits for a confirmation, with a journal) or a
+/// journal that cannot be written ends the round with an error.
 pub(crate) async fn run_tools(
-    agent: &str,
-    toolbox: &Toolbox,
-    confirm: Option<&dyn Confirm>,
+    round: &Round<'_>,
     calls: &[ToolCall],
     log: &mut CallLog,
-) -> Vec<ToolResult> {
+) -> Result<Vec<ToolResult>, AgentErrorKind> {
     let runs: Vec<_> = calls
         .iter()
         .enumerate()
         .map(|(i, call)| {
             let repeated = log.repeated(call);
-            answer_call(agent, toolbox, confirm, call, i, repeated)
+            answer_call(round, call, i, repeated)
         })
         .collect();
     futures::stream::iter(runs)
         .buffered(MAX_CONCURRENT_CALLS)
-        .collect()
+        .collect::<Vec<_>>()
         .await
+        .into_iter()
+        .collect()
+}
+
+fn result(content: impl Into<String>, is_error: bool) -> ToolResult {
+    ToolResult {
+        content: content.into(),
+        is_error,
+    }
 }
 
 /// The result of the `i`-th call of a turn.
 async fn answer_call(
-    agent: &str,
-    toolbox: &Toolbox,
-    confirm: Option<&dyn Confirm>,
+    round: &Round<'_>,
     call: &ToolCall,
     i: usize,
     repeated: bool,
-) -> ToolResult {
-    if i >= MAX_CALLS_PER_TURN {
-        return ToolResult {
-            content: format!("error: not run: at most {MAX_CALLS_PER_TURN} tool calls run per turn; make this call again in a later turn if it is still needed"),
-            is_error: true,
-        };
-    }
+) -> Result<ToolResult, AgentErrorKind> {
     if crate::halt::halted() {
-        return ToolResult {
-            content: "error: not run: the run is stopping".to_owned(),
-            is_error: true,
-        };
+        return Ok(result("error: not run: the run is stopping", true));
+    }
+    if i >= MAX_CALLS_PER_TURN {
+        return Ok(result(format!("error: not run: at most {MAX_CALLS_PER_TURN} tool calls run per turn; make this call again in a later turn if it is still needed"), true));
     }
     if repeated {
-        return ToolResult {
-            content: "note: this exact call was already made while answering this message; its result is above, so it was not run again".to_owned(),
-            is_error: false,
-        };
+        return Ok(result("note: this exact call was already made while answering this message; its result is above, so it was not run again", false));
     }
-    match run_tool(agent, toolbox, confirm, call).await {
-        Ok(content) => ToolResult {
-            content,
-            is_error: false,
-        },
-        Err(problem) => ToolResult {
-            content: format!("error: {problem}"),
-            is_error: true,
-        },
+    match run_tool(round, call).await? {
+        Ok(content) => Ok(result(content, false)),
+        Err(problem) => Ok(result(format!("error: {problem}"), true)),
     }
 }
 
-/// Runs one call. The error is text for the model (what to fix), not for the caller.
+/// What the model is told about a call the crash interrupted, when running it again is not safe.
+const INTERRUPTED: &str = "this call was interrupted when the run stopped, and its outcome is unknown: it may or may not have taken effect. It was not run again (the tool is not marked idempotent); check its effect before calling it again";
+
+/// Runs one call. The inner error is text for the model (what to fix); the outer one ends the round.
 async fn run_tool(
-    agent: &str,
-    toolbox: &Toolbox,
-    confirm: Option<&dyn Confirm>,
+    round: &Round<'_>,
     call: &ToolCall,
-) -> Result<String, String> {
-    let Some((tool, schema)) = toolbox.get(&call.name) else {
+) -> Result<Result<String, String>, AgentErrorKind> {
+    let Some((tool, schema)) = round.toolbox.get(&call.name) else {
         let name: String = call.name.chars().take(MAX_ECHOED_NAME_CHARS).collect();
         let cut = if name.len() < call.name.len() {
             "…"
         } else {
             ""
         };
-        return Err(format!(
+        return Ok(Err(format!(
             "there is no tool `{name}{cut}`; the tools are: {}",
-            toolbox.names().join(", ")
-        ));
+            round.toolbox.names().join(", ")
+        )));
     };
     let raw = if call.arguments.trim().is_empty() {
         "{}"
     } else {
         call.arguments.as_str()
     };
-    let arguments: Value = serde_json::from_str(raw).map_err(|e| {
-        format!("the arguments are not valid JSON ({e}); call the tool again with a JSON object")
-    })?;
-    schema.check(&arguments).map_err(|problem| {
-        format!("the arguments do not match the tool's parameters: {problem}")
-    })?;
+    let arguments: Value = match serde_json::from_str(raw) {
+        Ok(arguments) => arguments,
+        Err(e) => {
+            return Ok(Err(format!(
+                "the arguments are not valid JSON ({e}); call the tool again with a JSON object"
+            )))
+        }
+    };
+    if let Err(problem) = schema.check(&arguments) {
+        return Ok(Err(format!(
+            "the arguments do not match the tool's parameters: {problem}"
+        )));
+    }
+    let journal = round.journal;
+    if let Some(journal) = journal {
+        match journal.tool(round.dialog, &call.id) {
+            ToolMemory::Finished { content, is_error } => {
+                let content = if is_error {
+                    Err(content
+                        .strip_prefix("error: ")
+                        .unwrap_or(&content)
+                        .to_owned())
+                } else {
+                    Ok(content)
+                };
+                return Ok(content);
+            }
+            ToolMemory::Interrupted if !tool.idempotent() => {
+                let content = format!("error: {INTERRUPTED}");
+                journal
+                    .tool_finished(round.dialog, &call.id, &content, true)
+                    .map_err(AgentErrorKind::Journal)?;
+                return Ok(Err(INTERRUPTED.to_owned()));
+            }
+            ToolMemory::Interrupted | ToolMemory::New => {}
+        }
+    }
     if tool.needs_confirmation() {
         let source = tool.source();
         let request = ConfirmRequest {
-            agent,
+            agent: round.agent,
             tool: &call.name,
             source: &source,
             arguments: &arguments,
         };
-        let decision = match confirm {
+        let decision = match round.confirm {
             Some(confirm) => confirm.confirm(request).await,
             None => Decision::Decline,
         };
-        if decision == Decision::Decline {
-            tracing::info!(agent, tool = %call.name, "the call was declined");
-            return Err(DECLINED.to_owned());
+        match (decision, journal) {
+            (Decision::Approve, _) => {}
+            (Decision::Pause, Some(journal)) => {
+                journal
+                    .pending(round.dialog, &call.id, &call.name, &arguments)
+                    .map_err(AgentErrorKind::Journal)?;
+                return Err(AgentErrorKind::Paused {
+                    tool: call.name.clone(),
+                });
+            }
+            (Decision::Decline | Decision::Pause, _) => {
+                tracing::info!(agent = round.agent, tool = %call.name, "the call was declined");
+                let content = Err(DECLINED.to_owned());
+                journal_result(round, call, &content)?;
+                return Ok(content);
+            }
         }
     }
-    tracing::debug!(agent, tool = %call.name, "calling tool");
-    tool.call(arguments)
+    if let Some(budget) = round.budget {
+        budget.tool_call()?;
+    }
+    if let Some(journal) = journal {
+        journal
+            .tool_started(round.dialog, &call.id, &call.name, &arguments)
+            .map_err(AgentErrorKind::Journal)?;
+    }
+    tracing::debug!(agent = round.agent, tool = %call.name, "calling tool");
+    let content = tool
+        .call(arguments)
         .await
         .map(|output| output.into_content())
-        .map_err(|e| e.message().to_owned())
+        .map_err(|e| e.message().to_owned());
+    journal_result(round, call, &content)?;
+    Ok(content)
+}
+
+/// Records a call's result in the journal, as the model reads it.
+fn journal_result(
+    round: &Round<'_>,
+    call: &ToolCall,
+    content: &Result<String, String>,
+) -> Result<(), AgentErrorKind> {
+    let Some(journal) = round.journal else {
+        return Ok(());
+    };
+    let (text, is_error) = match content {
+        Ok(text) => (text.clone(), false),
+        Err(problem) => (format!("error: {problem}"), true),
+    };
+    journal
+        .tool_finished(round.dialog, &call.id, &text, is_error)
+        .map_err(AgentErrorKind::Journal)
 }
 
 /// Gives every call an id that is neither empty nor used before in the dialog, since results are

@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use super::answer::{schema_feedback, AnswerCheck, OutputSchema};
 use super::respond::{EventSink, RespondOptions, StreamEvent};
-use super::tool_round::{run_tools, unique_call_ids, CallLog};
+use super::tool_round::{run_tools, unique_call_ids, CallLog, Round};
 use super::{Agent, AgentError, AgentErrorKind};
 use crate::invoker::{ChatRequest, ChatResponse, Delta};
 use crate::tools::Toolbox;
@@ -134,6 +134,43 @@ impl Agent {
         request: &ChatRequest,
         sink: Option<&mut EventSink<'_>>,
     ) -> Result<ChatResponse, AgentErrorKind> {
+        if let Some(budget) = &self.budget {
+            budget.request()?;
+        }
+        let journaled = match (&self.journal, request.dialog) {
+            (Some(journal), Some(dialog)) => Some((journal, dialog, journal.next_answer(dialog))),
+            _ => None,
+        };
+        if let Some((_, _, (_, Some(message)))) = &journaled {
+            // Answered before the crash: never sent again.
+            if let Some(usage) = &message.usage {
+                self.add_usage(usage);
+            }
+            if let Some(budget) = &self.budget {
+                budget.answered(message.usage.as_ref());
+            }
+            return Ok(ChatResponse {
+                message: message.clone(),
+                id: None,
+            });
+        }
+        let response = self.send(request, sink).await?;
+        if let Some(budget) = &self.budget {
+            budget.answered(response.message.usage.as_ref());
+        }
+        if let Some((journal, dialog, (n, None))) = journaled {
+            journal
+                .answered(dialog, n, &response.message)
+                .map_err(AgentErrorKind::Journal)?;
+        }
+        Ok(response)
+    }
+
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        sink: Option<&mut EventSink<'_>>,
+    ) -> Result<ChatResponse, AgentErrorKind> {
         let result = match sink {
             Some(sink) => {
                 let mut forward = |delta: Delta<'_>| match delta {
@@ -180,7 +217,7 @@ impl Turn<'_, '_> {
             let response = self.agent.call(&request, self.sink.as_deref_mut()).await?;
             let message = self.offered_calls_only(response.message, last_round);
             if !message.tool_calls.is_empty() {
-                self.tool_round(work, message).await;
+                self.tool_round(work, message).await?;
                 continue;
             }
             if self.accepts(&message)? {
@@ -224,7 +261,11 @@ impl Turn<'_, '_> {
         message
     }
 
-    async fn tool_round(&mut self, work: &mut Dialog, mut message: Message) {
+    async fn tool_round(
+        &mut self,
+        work: &mut Dialog,
+        mut message: Message,
+    ) -> Result<(), AgentErrorKind> {
         unique_call_ids(&mut message.tool_calls, self.rounds, &mut self.used_ids);
         // An answer to the schema feedback that calls tools moves on: the feedback is dropped.
         self.feedback.clear();
@@ -235,15 +276,15 @@ impl Turn<'_, '_> {
             }
         }
         let calls = &message.tool_calls;
-        let confirm = self.agent.confirm.as_deref();
-        let results = run_tools(
-            &self.agent.name,
-            self.toolbox,
-            confirm,
-            calls,
-            &mut self.calls,
-        )
-        .await;
+        let round = Round {
+            agent: &self.agent.name,
+            toolbox: self.toolbox,
+            confirm: self.agent.confirm.as_deref(),
+            journal: self.agent.journal.as_deref(),
+            budget: self.agent.budget.as_deref(),
+            dialog: work.id(),
+        };
+        let results = run_tools(&round, calls, &mut self.calls).await?;
         for (call, result) in calls.iter().zip(results) {
             if let Some(sink) = self.sink.as_deref_mut() {
                 sink(StreamEvent::ToolResult {
@@ -255,6 +296,7 @@ impl Turn<'_, '_> {
             work.push(Message::tool(call.id.clone(), result.content));
         }
         self.rounds += 1;
+        Ok(())
     }
 
     /// Whether the answer is final: it matches the schema, if any. A rejected answer is shown to the

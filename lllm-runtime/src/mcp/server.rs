@@ -106,6 +106,8 @@ pub(crate) struct ServerTool {
     pub(crate) description: String,
     pub(crate) schema: serde_json::Value,
     pub(crate) compiled: Schema,
+    /// The server says so (`annotations.idempotentHint`): a call a crash interrupted may run again.
+    pub(crate) idempotent: bool,
 }
 
 impl McpServer {
@@ -682,6 +684,11 @@ impl McpServerBuilder {
             description: printable(&description),
             schema,
             compiled,
+            idempotent: info
+                .annotations
+                .as_ref()
+                .and_then(|a| a.idempotent_hint)
+                .unwrap_or(false),
         })
     }
 }

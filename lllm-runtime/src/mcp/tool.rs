@@ -54,6 +54,10 @@ impl Tool for McpTool {
         self.confirm
     }
 
+    fn idempotent(&self) -> bool {
+        self.server.tool(self.index).idempotent
+    }
+
     fn source(&self) -> String {
         format!("MCP server `{}`", self.server.name)
     }

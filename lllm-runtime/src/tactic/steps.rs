@@ -147,6 +147,9 @@ impl StepsTactic {
         let answer = answer?;
         let text = answer.content.unwrap_or_default();
         if let Some(name) = &turn.save {
+            if let Some(journal) = run.team.journal() {
+                journal.saved(name, &text).map_err(TacticError::failed)?;
+            }
             run.vars
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

@@ -6,7 +6,9 @@ use std::time::Duration;
 use lllm_core::{TacticSpec, Usage};
 
 use crate::agent::{AgentBuilder, AgentError, AgentErrorKind};
+use crate::budget::RunBudget;
 use crate::invoker::Invoker;
+use crate::journal::Journal;
 use crate::mcp::McpServers;
 use crate::tools::Confirm;
 use crate::trace::TraceRecorder;
@@ -45,6 +47,7 @@ pub struct Team {
     agents: Vec<Agent>,
     spec: TacticSpec,
     progress: Option<ProgressSink>,
+    journal: Option<Arc<Journal>>,
 }
 
 impl std::fmt::Debug for Team {
@@ -86,6 +89,8 @@ impl Team {
             trace: None,
             mcp: None,
             confirm: None,
+            journal: None,
+            budget: None,
         }
     }
 
@@ -119,6 +124,11 @@ impl Team {
         total
     }
 
+    /// The run's journal, when it has one.
+    pub fn journal(&self) -> Option<&Arc<Journal>> {
+        self.journal.as_ref()
+    }
+
     pub(crate) fn report(&self, progress: Progress<'_>) {
         if let Some(sink) = &self.progress {
             sink(progress);
@@ -134,6 +144,8 @@ pub struct TeamBuilder<'a> {
     trace: Option<Arc<TraceRecorder>>,
     mcp: Option<&'a McpServers>,
     confirm: Option<Arc<dyn Confirm>>,
+    journal: Option<Arc<Journal>>,
+    budget: Option<Arc<RunBudget>>,
 }
 
 impl<'a> TeamBuilder<'a> {
@@ -162,8 +174,26 @@ impl<'a> TeamBuilder<'a> {
         self
     }
 
+    /// Journals the run (every agent's dialogs, answers and tool calls, and the steps' saved
+    /// variables), resuming from what the journal already holds.
+    pub fn journal(mut self, journal: Arc<Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Counts every agent's requests, tokens and tool calls against the run's limits; without it
+    /// the spec's `limits:` apply.
+    pub fn budget(mut self, budget: Arc<RunBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
     /// Builds every agent.
     pub fn build(self) -> Result<Team, AgentError> {
+        let budget = self
+            .budget
+            .clone()
+            .unwrap_or_else(|| Arc::new(RunBudget::new(*self.spec.limits())));
         let no_servers = McpServers::new();
         let servers = self.mcp.unwrap_or(&no_servers);
         let agents = self
@@ -184,13 +214,17 @@ impl<'a> TeamBuilder<'a> {
                 if let Some(confirm) = &self.confirm {
                     builder = builder.confirm(confirm.clone());
                 }
-                builder.build()
+                if let Some(journal) = &self.journal {
+                    builder = builder.journal(journal.clone());
+                }
+                builder.budget(budget.clone()).build()
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Team {
             agents,
             spec: self.spec.clone(),
             progress: None,
+            journal: self.journal,
         })
     }
 }

@@ -303,6 +303,10 @@ impl Tool for CommandTool {
         self.config.confirm
     }
 
+    fn idempotent(&self) -> bool {
+        self.config.idempotent
+    }
+
     fn source(&self) -> String {
         "a command tool".to_owned()
     }
@@ -337,6 +341,7 @@ mod tests {
             max_output_bytes,
             env: Vec::new(),
             confirm: false,
+            idempotent: false,
             working_dir: None,
         }
     }

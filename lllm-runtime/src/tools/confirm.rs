@@ -26,6 +26,9 @@ pub enum Decision {
     Approve,
     /// Do not run it; the model is told the user declined it.
     Decline,
+    /// Nobody can decide now: with a journal the run pauses, the call journaled as pending, until
+    /// `lllm resume` decides; without one the call is declined.
+    Pause,
 }
 
 /// Decides whether a call that needs confirmation runs. An agent without one declines every such

@@ -97,6 +97,12 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether running a call again has the same effect as running it once, so that a call a crash
+    /// interrupted may run again on resume; `false` unless the tool says otherwise.
+    fn idempotent(&self) -> bool {
+        false
+    }
+
     /// Where the tool comes from, for people (`a Rust tool`, `a command tool`, ``MCP server `x` ``).
     fn source(&self) -> String {
         "a Rust tool".to_owned()

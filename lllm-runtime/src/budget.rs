@@ -1,0 +1,151 @@
+//! What a run may still spend: requests, tokens, tool calls and time, against its `limits:`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use lllm_core::{RunLimits, Usage};
+
+use crate::agent::AgentErrorKind;
+
+/// A run's spending so far, shared by its agents. Reaching a limit fails the next request or tool
+/// call with [`AgentErrorKind::Limit`].
+#[derive(Debug)]
+pub struct RunBudget {
+    limits: RunLimits,
+    started: Instant,
+    requests: AtomicU64,
+    tokens: AtomicU64,
+    tool_calls: AtomicU64,
+}
+
+impl RunBudget {
+    /// A budget with these limits, its clock started now.
+    pub fn new(limits: RunLimits) -> Self {
+        RunBudget {
+            limits,
+            started: Instant::now(),
+            requests: AtomicU64::new(0),
+            tokens: AtomicU64::new(0),
+            tool_calls: AtomicU64::new(0),
+        }
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &RunLimits {
+        &self.limits
+    }
+
+    /// Requests, tokens and tool calls spent so far.
+    pub fn spent(&self) -> (u64, u64, u64) {
+        (
+            self.requests.load(Ordering::SeqCst),
+            self.tokens.load(Ordering::SeqCst),
+            self.tool_calls.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Counts a request about to be sent (or answered from a journal), unless a limit forbids it.
+    pub(crate) fn request(&self) -> Result<(), AgentErrorKind> {
+        self.time()?;
+        if let Some(max) = self.limits.max_total_tokens {
+            if self.tokens.load(Ordering::SeqCst) >= max {
+                return Err(limit("max_total_tokens", max));
+            }
+        }
+        take(&self.requests, self.limits.max_requests, "max_requests")
+    }
+
+    /// Counts the tokens of an answer.
+    pub(crate) fn answered(&self, usage: Option<&Usage>) {
+        if let Some(usage) = usage {
+            self.tokens
+                .fetch_add(usage.total_tokens(), Ordering::SeqCst);
+        }
+    }
+
+    /// Counts a tool call about to run, unless a limit forbids it.
+    pub(crate) fn tool_call(&self) -> Result<(), AgentErrorKind> {
+        self.time()?;
+        take(
+            &self.tool_calls,
+            self.limits.max_tool_calls,
+            "max_tool_calls",
+        )
+    }
+
+    fn time(&self) -> Result<(), AgentErrorKind> {
+        match self.limits.max_seconds {
+            Some(max) if self.started.elapsed().as_secs_f64() >= max => {
+                Err(limit("max_seconds", max.ceil() as u64))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Takes one from `counter` if it stays within `max`.
+fn take(counter: &AtomicU64, max: Option<u64>, name: &'static str) -> Result<(), AgentErrorKind> {
+    let Some(max) = max else {
+        counter.fetch_add(1, Ordering::SeqCst);
+        return Ok(());
+    };
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .map(|_| ())
+        .map_err(|_| limit(name, max))
+}
+
+fn limit(limit: &'static str, value: u64) -> AgentErrorKind {
+    AgentErrorKind::Limit { limit, value }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_limit_stops_at_its_figure() {
+        let budget = RunBudget::new(RunLimits {
+            max_requests: Some(2),
+            max_tool_calls: Some(1),
+            max_total_tokens: Some(100),
+            max_seconds: None,
+        });
+        assert!(budget.request().is_ok() && budget.request().is_ok());
+        assert!(matches!(
+            budget.request(),
+            Err(AgentErrorKind::Limit {
+                limit: "max_requests",
+                value: 2
+            })
+        ));
+        assert!(budget.tool_call().is_ok());
+        assert!(budget.tool_call().is_err());
+        let tokens = RunBudget::new(RunLimits {
+            max_total_tokens: Some(10),
+            ..RunLimits::default()
+        });
+        assert!(tokens.request().is_ok());
+        tokens.answered(Some(&Usage {
+            prompt_tokens: 8,
+            completion_tokens: 4,
+            ..Usage::default()
+        }));
+        assert!(matches!(
+            tokens.request(),
+            Err(AgentErrorKind::Limit {
+                limit: "max_total_tokens",
+                ..
+            })
+        ));
+        let time = RunBudget::new(RunLimits {
+            max_seconds: Some(0.000_001),
+            ..RunLimits::default()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(time.request().is_err());
+        assert_eq!(budget.spent(), (2, 0, 1));
+    }
+}
