@@ -22,6 +22,10 @@ pub(crate) enum Command {
     /// Resume a run from its journal (`run --journal FILE`): answered requests and finished tool calls
     /// are taken from the journal, the rest runs; a finished run prints its output.
     Resume(ResumeArgs),
+    /// Run a tactic once per line of a JSONL file ({"id", "input", "vars"}), items concurrently, each
+    /// result appended to the output as it finishes; running the same command again skips the items
+    /// already answered and retries the failed ones.
+    Batch(BatchArgs),
     /// List every agent's tools (command tools and the tools of its MCP servers, which are started
     /// for this) with their parameter schemas.
     Tools(ToolsArgs),
@@ -164,4 +168,27 @@ fn parse_speed(text: &str) -> Result<f64, String> {
 pub(crate) struct CheckArgs {
     /// The tactic file.
     pub(crate) tactic: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BatchArgs {
+    /// The tactic file.
+    pub(crate) tactic: PathBuf,
+    /// The items: one JSON object a line, {"id": .., "input": "..", "vars": {..}}; `id` (a string or
+    /// a number) defaults to the line number.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) inputs: PathBuf,
+    /// Where each item's result is appended: {"id", "output", "usage", "seconds"} or {"id", "error",
+    /// "seconds"}.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output: PathBuf,
+    /// Items run at the same time.
+    #[arg(long, value_name = "N", default_value_t = crate::batch::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(usize))]
+    pub(crate) concurrency: usize,
+    /// A variable for every item (an item's own `vars` win), as KEY=VALUE (repeatable).
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    pub(crate) vars: Vec<String>,
+    /// Approve every call of a tool that needs confirmation; without it such calls are declined.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
 }

@@ -12,6 +12,7 @@
 //! }
 //! ```
 
+mod batch;
 mod check;
 mod cli;
 mod confirm;
@@ -57,6 +58,14 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
                 tracing::debug!("cannot adopt orphaned tool processes: {e}");
             }
             let outcome = resume::resume(args, &registry);
+            lllm_runtime::kill_tool_processes();
+            outcome
+        }
+        Command::Batch(args) => {
+            if let Err(e) = lllm_runtime::contain_tool_processes() {
+                tracing::debug!("cannot adopt orphaned tool processes: {e}");
+            }
+            let outcome = batch::batch(args, &registry);
             lllm_runtime::kill_tool_processes();
             outcome
         }

@@ -427,7 +427,7 @@ impl DryRunLines {
     }
 }
 
-fn parse_vars(raw: &[String]) -> anyhow::Result<PromptVars> {
+pub(crate) fn parse_vars(raw: &[String]) -> anyhow::Result<PromptVars> {
     let mut vars = PromptVars::new();
     for item in raw {
         let (key, value) = item

@@ -96,7 +96,7 @@ pub use replay::{
 pub use retry::RetryPolicy;
 pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
-    TacticRegistry, Team, TeamBuilder,
+    TacticRegistry, Team, TeamBuilder, ITEM_ID_PLACEHOLDER,
 };
 pub use tools::{
     contain_tool_processes, kill_tool_processes, tool_fn, ApproveAll, CommandTool, Confirm,

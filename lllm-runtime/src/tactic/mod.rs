@@ -14,7 +14,7 @@ use lllm_core::{Step, Turn};
 pub use chat::ChatTactic;
 pub use registry::TacticRegistry;
 pub use steps::StepsTactic;
-pub use team::{Progress, ProgressEvent, Team, TeamBuilder};
+pub use team::{Progress, ProgressEvent, Team, TeamBuilder, ITEM_ID_PLACEHOLDER};
 
 use crate::agent::AgentError;
 

@@ -91,6 +91,7 @@ impl Team {
             confirm: None,
             journal: None,
             budget: None,
+            item: None,
         }
     }
 
@@ -146,9 +147,20 @@ pub struct TeamBuilder<'a> {
     confirm: Option<Arc<dyn Confirm>>,
     journal: Option<Arc<Journal>>,
     budget: Option<Arc<RunBudget>>,
+    item: Option<String>,
 }
 
+/// What a session prefix may contain to name the batch item its dialogs answer.
+pub const ITEM_ID_PLACEHOLDER: &str = "{item_id}";
+
 impl<'a> TeamBuilder<'a> {
+    /// The team answers one item of a batch: `{item_id}` in an agent's `session_prefix` becomes
+    /// `id`, so that the server can tell the items' sessions apart by name too.
+    pub fn item(mut self, id: impl Into<String>) -> Self {
+        self.item = Some(id.into());
+        self
+    }
+
     /// What sends every agent's model calls (required).
     pub fn invoker(mut self, invoker: Arc<dyn Invoker>) -> Self {
         self.invoker = Some(invoker);
@@ -205,6 +217,21 @@ impl<'a> TeamBuilder<'a> {
                     AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e)))
                 })?;
                 let mut builder = AgentBuilder::from_spec(agent).tools(mcp_tools);
+                if let (Some(item), Some(hints)) = (&self.item, agent.inference_hints()) {
+                    if let Some(prefix) = hints
+                        .session_prefix()
+                        .filter(|p| p.contains(ITEM_ID_PLACEHOLDER))
+                    {
+                        let hints = hints
+                            .to_builder()
+                            .session_prefix(prefix.replace(ITEM_ID_PLACEHOLDER, item))
+                            .build()
+                            .map_err(|e| {
+                                AgentError::new(agent.name(), None, AgentErrorKind::Hints(e))
+                            })?;
+                        builder = builder.inference_hints(hints);
+                    }
+                }
                 if let Some(invoker) = &self.invoker {
                     builder = builder.invoker(invoker.clone());
                 }
