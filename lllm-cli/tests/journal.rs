@@ -449,3 +449,44 @@ async fn runs_killed_at_random_points_resume_to_the_uninterrupted_result() {
         "most rounds were killed at least once ({interrupted_runs})"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_journal_never_holds_the_api_key_or_headers() {
+    let dir = TempDir::new("journal-secret");
+    let server = StubServer::start().await.expect("stub");
+    let file = dir.write(
+        "t.yaml",
+        format!(
+            "agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    model_args: {{api_base: \"{}\", api_key: \"${{SECRET_KEY}}\", extra_headers: {{X-Api-Token: \"${{SECRET_KEY}}\"}}}}\n",
+            server.base_url()
+        ),
+    );
+    let journal = dir.path("run.jsonl");
+    lllm(&[
+        "run",
+        arg(&file),
+        "--input",
+        "hello",
+        "--journal",
+        arg(&journal),
+    ])
+    .env("SECRET_KEY", "sk-journal-secret-998877")
+    .run()
+    .await
+    .assert_clean(0, &[]);
+    let text = std::fs::read_to_string(&journal).expect("journal");
+    assert!(
+        text.contains("stub answer to: hello"),
+        "the conversation is there: {text}"
+    );
+    assert!(!text.contains("sk-journal-secret-998877"), "{text}");
+    assert!(
+        !text.to_ascii_lowercase().contains("authorization"),
+        "{text}"
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-journal-secret-998877")
+    );
+}
