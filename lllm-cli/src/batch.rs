@@ -20,7 +20,7 @@ use crate::cli::BatchArgs;
 use crate::exit::{failed, usage, Failure};
 
 /// Items run at the same time unless `--concurrency` says otherwise.
-pub(crate) const DEFAULT_CONCURRENCY: usize = 8;
+pub(crate) const DEFAULT_CONCURRENCY: u16 = 8;
 /// Longest input line: an item is one prompt and its variables.
 const MAX_ITEM_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -207,7 +207,7 @@ async fn run_items(
     let counts = Counts::default();
     let bar = progress_bar(total as u64);
     let latencies = Mutex::new(Vec::with_capacity(total));
-    let concurrency = args.concurrency.max(1);
+    let concurrency = usize::from(args.concurrency).max(1);
     let started = Instant::now();
     let runs = items.into_iter().map(|item| {
         let (invoker, confirm, counts, bar, output, latencies) =

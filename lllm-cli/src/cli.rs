@@ -183,8 +183,8 @@ pub(crate) struct BatchArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) output: PathBuf,
     /// Items run at the same time.
-    #[arg(long, value_name = "N", default_value_t = crate::batch::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(usize))]
-    pub(crate) concurrency: usize,
+    #[arg(long, value_name = "N", default_value_t = crate::batch::DEFAULT_CONCURRENCY, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub(crate) concurrency: u16,
     /// A variable for every item (an item's own `vars` win), as KEY=VALUE (repeatable).
     #[arg(long = "var", value_name = "KEY=VALUE")]
     pub(crate) vars: Vec<String>,

@@ -4,6 +4,7 @@
 //!
 //! Cases are grouped by class, one module each; `support` holds the bounded runner and fixtures.
 
+mod durable;
 mod files;
 mod http;
 mod mcp;

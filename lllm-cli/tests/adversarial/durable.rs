@@ -1,0 +1,144 @@
+//! Journals and batch files are inputs too: a resume of something that is not a journal, a journal
+//! whose tactic is gone, places that cannot be written, endless or binary item files, and settings
+//! out of range. Each is a clear error (exit 2) within bounds, never a hang or a panic.
+
+use super::support::{arg, lllm, TempDir};
+
+fn tactic() -> &'static str {
+    "agent_configs:\n  - {name: a, model_name: m, system_prompt: s, model_args: {api_base: \"http://127.0.0.1:9/v1\"}}\n"
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_is_not_a_journal_is_refused_with_its_line() {
+    let dir = TempDir::new("durable-journal");
+    let garbage = dir.write("garbage.jsonl", b"\x00\xff binary\nmore\n".as_slice());
+    lllm(&["resume", arg(&garbage)])
+        .run()
+        .await
+        .assert_clean(2, &["garbage.jsonl:1: not a journal event"]);
+    let empty = dir.write("empty.jsonl", "");
+    lllm(&["resume", arg(&empty)])
+        .run()
+        .await
+        .assert_clean(2, &["the journal is empty"]);
+    let future = dir.write(
+        "future.jsonl",
+        "{\"event\":\"start\",\"version\":99,\"tactic\":\"t.yaml\",\"tactic_sha256\":\"x\",\"input\":null,\"vars\":{}}\n",
+    );
+    lllm(&["resume", arg(&future)])
+        .run()
+        .await
+        .assert_clean(2, &["version 99; this lllm reads version 1"]);
+    let no_start = dir.write("nostart.jsonl", "{\"event\":\"resumed\"}\n");
+    lllm(&["resume", arg(&no_start)])
+        .run()
+        .await
+        .assert_clean(2, &["the first line must be the run's start"]);
+    let gone = dir.write(
+        "gone.jsonl",
+        format!(
+            "{{\"event\":\"start\",\"version\":1,\"tactic\":\"{}\",\"tactic_sha256\":\"x\",\"input\":\"hi\",\"vars\":{{}}}}\n",
+            dir.path("missing.yaml").display()
+        ),
+    );
+    lllm(&["resume", arg(&gone)])
+        .run()
+        .await
+        .assert_clean(2, &["cannot read the tactic", "missing.yaml"]);
+    lllm(&["resume", arg(&dir.0)])
+        .run()
+        .await
+        .assert_clean(2, &[]);
+    lllm(&["resume", arg(&dir.path("nothing-here.jsonl"))])
+        .run()
+        .await
+        .assert_clean(2, &["nothing-here.jsonl"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_journal_that_cannot_be_written_stops_the_run_before_it_starts() {
+    let dir = TempDir::new("durable-write");
+    let file = dir.write("t.yaml", tactic());
+    let nowhere = dir.path("no/such/folder/run.jsonl");
+    lllm(&[
+        "run",
+        arg(&file),
+        "--input",
+        "x",
+        "--journal",
+        arg(&nowhere),
+    ])
+    .run()
+    .await
+    .assert_clean(2, &["run.jsonl"]);
+    lllm(&["run", arg(&file), "--input", "x", "--journal", arg(&dir.0)])
+        .run()
+        .await
+        .assert_clean(2, &[]);
+    // An interactive chat cannot be journaled (standard input is a pipe here, but empty).
+    lllm(&["run", arg(&file), "--journal", arg(&dir.path("chat.jsonl"))])
+        .stdin(Vec::new())
+        .run()
+        .await
+        .assert_clean(2, &[]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_item_files_and_settings_are_refused() {
+    let dir = TempDir::new("durable-batch");
+    let file = dir.write("t.yaml", tactic());
+    let output = dir.path("out.jsonl");
+    let run = |inputs: &str, extra: &[&str]| {
+        let mut args = vec![
+            "batch".to_owned(),
+            arg(&file).to_owned(),
+            "--inputs".to_owned(),
+            inputs.to_owned(),
+            "--output".to_owned(),
+            arg(&output).to_owned(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    // An endless line (/dev/zero) is cut at the item limit.
+    let endless = run("/dev/zero", &[]);
+    let endless: Vec<&str> = endless.iter().map(String::as_str).collect();
+    let outcome = lllm(&endless).run().await;
+    outcome.assert_clean(2, &["an item is longer than 16 MiB"]);
+    let binary = dir.write("bin.jsonl", b"\xff\xfe\n".as_slice());
+    let args = run(arg(&binary), &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    lllm(&args)
+        .run()
+        .await
+        .assert_clean(2, &["bin.jsonl:1: not UTF-8"]);
+    let unknown = dir.write("unknown.jsonl", "{\"input\": \"a\", \"inptu\": 1}\n");
+    let args = run(arg(&unknown), &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    lllm(&args)
+        .run()
+        .await
+        .assert_clean(2, &["unknown key `inptu`"]);
+    let badvar = dir.write("badvar.jsonl", "{\"vars\": {\"1x\": \"a\"}}\n");
+    let args = run(arg(&badvar), &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    lllm(&args)
+        .run()
+        .await
+        .assert_clean(2, &["`1x` is not a variable name"]);
+    let fine = dir.write("fine.jsonl", "{\"input\": \"a\"}\n");
+    for bad in ["0", "100000", "-1"] {
+        let args = run(arg(&fine), &["--concurrency", bad]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        lllm(&args).run().await.assert_clean(2, &["--concurrency"]);
+    }
+    let args = vec![
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&fine),
+        "--output",
+        arg(&dir.0),
+    ];
+    lllm(&args).run().await.assert_clean(2, &["Is a directory"]);
+}
