@@ -62,6 +62,11 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     if !is_chat {
         preflight(&spec, &vars).map_err(|e| usage(explain_missing_input(e, input.is_none())))?;
     }
+    if args.dry_run && args.journal.is_some() {
+        return Err(usage(anyhow!(
+            "a dry run sends nothing, so there is nothing to journal: leave out --journal or --dry-run"
+        )));
+    }
     if is_chat && input.is_none() && args.journal.is_some() {
         return Err(usage(anyhow!(
             "an interactive chat cannot be journaled: pass --input TEXT (or pipe it) with --journal"

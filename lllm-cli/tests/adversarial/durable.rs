@@ -75,6 +75,18 @@ async fn a_journal_that_cannot_be_written_stops_the_run_before_it_starts() {
         .run()
         .await
         .assert_clean(2, &[]);
+    lllm(&[
+        "run",
+        arg(&file),
+        "--input",
+        "x",
+        "--dry-run",
+        "--journal",
+        arg(&dir.path("dry.jsonl")),
+    ])
+    .run()
+    .await
+    .assert_clean(2, &["a dry run sends nothing"]);
     // An interactive chat cannot be journaled (standard input is a pipe here, but empty).
     lllm(&["run", arg(&file), "--journal", arg(&dir.path("chat.jsonl"))])
         .stdin(Vec::new())
