@@ -40,17 +40,13 @@ pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Fa
     let vars = crate::run::parse_vars(&args.vars).map_err(usage)?;
     let items = read_items(&args.inputs).map_err(usage)?;
     let done = answered_ids(&args.output).map_err(usage)?;
+    let all = items.len();
     let todo: Vec<Item> = items
         .into_iter()
         .filter(|i| !done.contains(&i.id))
         .collect();
-    let skipped = done.len();
-    let output = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&args.output)
-        .with_context(|| format!("cannot write {}", args.output.display()))
-        .map_err(usage)?;
+    let skipped = all - todo.len();
+    let output = open_output(&args.output).map_err(usage)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -154,6 +150,35 @@ fn read_items(path: &Path) -> anyhow::Result<Vec<Item>> {
         });
     }
     Ok(items)
+}
+
+/// Opens the output for appending (readable by its owner only when created: it holds answers); a
+/// line a crash tore is ended first, so that the next result starts a line of its own.
+fn open_output(path: &Path) -> anyhow::Result<std::fs::File> {
+    let cannot = || format!("cannot write {}", path.display());
+    let torn = last_byte(path).is_some_and(|b| b != b'\n');
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).with_context(cannot)?;
+    if torn {
+        file.write_all(b"\n").with_context(cannot)?;
+    }
+    Ok(file)
+}
+
+/// The last byte of a file, if it has one.
+fn last_byte(path: &Path) -> Option<u8> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(SeekFrom::End(-1)).ok()?;
+    let mut byte = [0u8; 1];
+    file.read_exact(&mut byte).ok()?;
+    Some(byte[0])
 }
 
 /// The ids the output already answers (failed ones are tried again).

@@ -188,7 +188,8 @@ pub(crate) struct BatchArgs {
     /// A variable for every item (an item's own `vars` win), as KEY=VALUE (repeatable).
     #[arg(long = "var", value_name = "KEY=VALUE")]
     pub(crate) vars: Vec<String>,
-    /// Approve every call of a tool that needs confirmation; without it such calls are declined.
+    /// Approve every call of a tool that needs confirmation; without it lllm asks on a terminal,
+    /// and declines such calls when there is none.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
 }

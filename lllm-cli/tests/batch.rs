@@ -47,6 +47,10 @@ fn results(path: &std::path::Path) -> (HashMap<String, Vec<Value>>, HashMap<Stri
 #[tokio::test(flavor = "multi_thread")]
 async fn a_thousand_items_at_32_at_a_time_each_answered_once_and_a_rerun_sends_nothing() {
     let server = StubServer::start().await.expect("stub");
+    // Each answer takes a few milliseconds, so that items overlap.
+    for _ in 0..1000 {
+        server.push(StubReply::text("ok").delay(Duration::from_millis(5)));
+    }
     let dir = TempDir::new("batch-1000");
     let file = dir.write("t.yaml", chat(&server.base_url()));
     let input = inputs(&dir, 1000);
@@ -74,7 +78,7 @@ async fn a_thousand_items_at_32_at_a_time_each_answered_once_and_a_rerun_sends_n
     assert!(errors.is_empty());
     for (id, lines) in &answers {
         assert_eq!(lines.len(), 1, "{id} answered once");
-        assert_eq!(lines[0]["output"], format!("stub answer to: question {id}"));
+        assert_eq!(lines[0]["output"], "ok", "{id}");
         assert!(lines[0]["usage"]["total_tokens"].is_number());
     }
     let requests = server.requests();
@@ -95,6 +99,40 @@ async fn a_thousand_items_at_32_at_a_time_each_answered_once_and_a_rerun_sends_n
     let again = lllm(&args).run().await;
     again.assert_clean(0, &["0 item(s) run", "1000 skipped"]);
     assert_eq!(server.requests().len(), 1000, "the re-run sent nothing");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&output)
+            .expect("output")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "the output is its owner's only: {mode:o}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_torn_output_line_is_ended_before_the_next_result() {
+    let server = StubServer::start().await.expect("stub");
+    let dir = TempDir::new("batch-torn");
+    let file = dir.write("t.yaml", chat(&server.base_url()));
+    let input = inputs(&dir, 3);
+    let output = dir.write(
+        "out.jsonl",
+        "{\"id\": 0, \"output\": \"stub answer to: question 0\"}\n{\"id\": 1, \"outp",
+    );
+    let outcome = lllm(&[
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&input),
+        "--output",
+        arg(&output),
+    ])
+    .run()
+    .await;
+    outcome.assert_clean(0, &["2 item(s) run, 2 answered, 0 failed, 1 skipped"]);
+    let (answers, _) = results(&output);
+    assert_eq!(answers.len(), 3, "the torn line lost nothing but itself");
 }
 
 #[tokio::test(flavor = "multi_thread")]

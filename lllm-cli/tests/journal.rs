@@ -156,6 +156,7 @@ async fn a_torn_line_is_ignored_and_a_changed_tactic_is_refused() {
     std::fs::write(&journal, text).expect("tear");
     // The tactic changed: refused, unless --force.
     let original = std::fs::read_to_string(&file).expect("tactic");
+    let torn_bytes = std::fs::read(&journal).expect("journal");
     std::fs::write(
         &file,
         original.replace("You review.", "You review harshly."),
@@ -165,6 +166,11 @@ async fn a_torn_line_is_ignored_and_a_changed_tactic_is_refused() {
         .run()
         .await
         .assert_clean(2, &["changed since the run started", "--force"]);
+    assert_eq!(
+        std::fs::read(&journal).expect("journal"),
+        torn_bytes,
+        "a refused resume leaves the journal as it was"
+    );
     std::fs::write(&file, &original).expect("restore");
     let resumed = lllm(&["resume", arg(&journal), "--yes"]).run().await;
     resumed.assert_clean(0, &[]);
@@ -489,4 +495,76 @@ async fn a_journal_never_holds_the_api_key_or_headers() {
         requests[0].header("authorization"),
         Some("Bearer sk-journal-secret-998877")
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_stopped_by_ctrl_c_is_interrupted_on_resume_unless_idempotent() {
+    for idempotent in [false, true] {
+        let dir = TempDir::new("journal-sigint");
+        let server = StubServer::start().await.expect("stub");
+        server.push(StubReply::tool_calls(&[("c1", "slow", "{}")]));
+        server.push(StubReply::text("after"));
+        let marker = dir.path("ran.txt");
+        let file = dir.write(
+            "t.yaml",
+            format!(
+                "agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    model_args: {{api_base: \"{}\"}}\n    tools:\n      - {{name: slow, description: d, command: [sh, -c, 'echo once >> \"$0\"; sleep 20', \"{}\"], idempotent: {idempotent}, timeout_s: 60}}\n",
+                server.base_url(),
+                marker.display()
+            ),
+        );
+        let journal = dir.path("run.jsonl");
+        let running = lllm(&[
+            "run",
+            arg(&file),
+            "--input",
+            "go",
+            "--journal",
+            arg(&journal),
+        ])
+        .spawn();
+        let started = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(25));
+            std::fs::read_to_string(&marker).is_ok_and(|t| !t.is_empty())
+        });
+        assert!(started, "the tool started");
+        running.signal(nix::sys::signal::Signal::SIGINT);
+        let stopped = tokio::task::spawn_blocking(move || running.wait())
+            .await
+            .expect("wait");
+        stopped.assert_clean(130, &["stopped by SIGINT"]);
+        let kinds: Vec<String> = events(&journal)
+            .iter()
+            .map(|e| e["event"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert!(kinds.contains(&"tool_started".to_owned()), "{kinds:?}");
+        assert!(
+            !kinds.contains(&"tool_finished".to_owned()),
+            "the killed call stays unfinished: {kinds:?}"
+        );
+        // Resume: the slow tool is not idempotent, so it is not run again; when it is, it is.
+        std::fs::write(
+            &file,
+            std::fs::read_to_string(&file)
+                .expect("tactic")
+                .replace("sleep 20", "true"),
+        )
+        .expect("quicker tool");
+        let resumed = lllm(&["resume", arg(&journal), "--force"]).run().await;
+        resumed.assert_clean(0, &[]);
+        let results = tool_messages(&server.requests()[1]);
+        if idempotent {
+            assert_eq!(results, [""], "run again");
+            assert_eq!(
+                std::fs::read_to_string(&marker).expect("marker"),
+                "once\nonce\n"
+            );
+        } else {
+            assert!(
+                results[0].contains("interrupted when the run stopped"),
+                "{results:?}"
+            );
+            assert_eq!(std::fs::read_to_string(&marker).expect("marker"), "once\n");
+        }
+    }
 }

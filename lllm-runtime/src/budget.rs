@@ -49,7 +49,7 @@ impl RunBudget {
         self.time()?;
         if let Some(max) = self.limits.max_total_tokens {
             if self.tokens.load(Ordering::SeqCst) >= max {
-                return Err(limit("max_total_tokens", max));
+                return Err(limit("max_total_tokens", max.to_string()));
             }
         }
         take(&self.requests, self.limits.max_requests, "max_requests")
@@ -76,7 +76,7 @@ impl RunBudget {
     fn time(&self) -> Result<(), AgentErrorKind> {
         match self.limits.max_seconds {
             Some(max) if self.started.elapsed().as_secs_f64() >= max => {
-                Err(limit("max_seconds", max.ceil() as u64))
+                Err(limit("max_seconds", max.to_string()))
             }
             _ => Ok(()),
         }
@@ -94,10 +94,10 @@ fn take(counter: &AtomicU64, max: Option<u64>, name: &'static str) -> Result<(),
             (n < max).then_some(n + 1)
         })
         .map(|_| ())
-        .map_err(|_| limit(name, max))
+        .map_err(|_| limit(name, max.to_string()))
 }
 
-fn limit(limit: &'static str, value: u64) -> AgentErrorKind {
+fn limit(limit: &'static str, value: String) -> AgentErrorKind {
     AgentErrorKind::Limit { limit, value }
 }
 
@@ -118,8 +118,8 @@ mod tests {
             budget.request(),
             Err(AgentErrorKind::Limit {
                 limit: "max_requests",
-                value: 2
-            })
+                ref value
+            }) if value == "2"
         ));
         assert!(budget.tool_call().is_ok());
         assert!(budget.tool_call().is_err());

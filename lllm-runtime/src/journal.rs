@@ -93,8 +93,8 @@ enum Event {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum JournalError {
-    /// The file cannot be read or written.
-    #[error("{}: {source}", path.display())]
+    /// The file cannot be read or written (the cause says why).
+    #[error("{}", path.display())]
     Io {
         /// The journal.
         path: PathBuf,
@@ -143,6 +143,10 @@ pub struct Journal {
     file: Mutex<File>,
     start: RunStart,
     memory: Mutex<Memory>,
+    /// A resumed journal writes nothing until the run adds its first event: then the end of a torn
+    /// line (when `Some(true)`) and a `resumed` marker go first. A refused resume leaves the file as
+    /// it was.
+    resume_marker: Mutex<Option<bool>>,
 }
 
 /// What a tool call should do, given the journal.
@@ -167,16 +171,13 @@ impl Journal {
         if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
             return Err(JournalError::Exists { path });
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io)?;
+        let file = private_append(&path, true).map_err(io)?;
         let journal = Journal {
             path,
             file: Mutex::new(file),
             start: start.clone(),
             memory: Mutex::default(),
+            resume_marker: Mutex::new(None),
         };
         journal.append(&Event::Start {
             version: JOURNAL_VERSION,
@@ -190,27 +191,17 @@ impl Journal {
     pub fn resume(path: impl Into<PathBuf>) -> Result<Journal, JournalError> {
         let path = path.into();
         let (start, memory, ends_cleanly) = read(&path)?;
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|source| JournalError::Io {
-                path: path.clone(),
-                source,
-            })?;
-        let journal = Journal {
+        let file = private_append(&path, false).map_err(|source| JournalError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Journal {
             path,
             file: Mutex::new(file),
             start,
             memory: Mutex::new(memory),
-        };
-        if !ends_cleanly {
-            // The crash tore the last line: end it, so that the next event starts a line of its own.
-            journal.write_raw(b"\n")?;
-        }
-        if journal.finished().is_none() {
-            journal.append(&Event::Resumed)?;
-        }
-        Ok(journal)
+            resume_marker: Mutex::new(Some(!ends_cleanly)),
+        })
     }
 
     /// The journal's file.
@@ -380,6 +371,22 @@ impl Journal {
     /// Writes one event as one line, with a single write, before returning: a crash after this
     /// point cannot lose it (the file is not synced per line; see the docs).
     fn append(&self, event: &Event) -> Result<(), JournalError> {
+        let marker = self
+            .resume_marker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(torn) = marker {
+            if torn {
+                // The crash tore the last line: end it, so that what follows starts a line.
+                self.write_raw(b"\n")?;
+            }
+            self.write_line(&Event::Resumed)?;
+        }
+        self.write_line(event)
+    }
+
+    fn write_line(&self, event: &Event) -> Result<(), JournalError> {
         let mut line = serde_json::to_vec(event).map_err(|e| JournalError::Io {
             path: self.path.clone(),
             source: std::io::Error::other(e),
@@ -502,6 +509,19 @@ fn read(path: &Path) -> Result<(RunStart, Memory, bool), JournalError> {
     // The last line may be torn: ignored.
     let start = start.ok_or_else(|| invalid(1, "the journal is empty".into()))?;
     Ok((start, memory, ends_cleanly))
+}
+
+/// Opens `path` for appending; a file it creates is readable by its owner only (it holds the
+/// conversation).
+pub(crate) fn private_append(path: &Path, create: bool) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.append(true).create(create);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
 }
 
 /// The SHA-256 of `bytes`, hex: how a journal tells whether its tactic file changed.

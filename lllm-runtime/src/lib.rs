@@ -114,4 +114,6 @@ mod documentation {
     struct Tools;
     #[doc = include_str!("../../docs/mcp.md")]
     struct Mcp;
+    #[doc = include_str!("../../docs/durable.md")]
+    struct Durable;
 }

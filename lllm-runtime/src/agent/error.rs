@@ -70,8 +70,8 @@ pub enum AgentErrorKind {
     Limit {
         /// The limit (`max_requests`, `max_total_tokens`, `max_tool_calls`, `max_seconds`).
         limit: &'static str,
-        /// Its value.
-        value: u64,
+        /// Its value, as written.
+        value: String,
     },
     /// A command tool of the tactic file is invalid.
     #[error("invalid command tool")]

@@ -211,6 +211,10 @@ async fn run_tool(
         .await
         .map(|output| output.into_content())
         .map_err(|e| e.message().to_owned());
+    if crate::halt::halted() {
+        // The stop killed the call: it stays started only, so a resume treats it as interrupted.
+        return Ok(content);
+    }
     journal_result(round, call, &content)?;
     Ok(content)
 }
