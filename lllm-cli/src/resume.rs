@@ -65,7 +65,8 @@ pub(crate) fn resume(args: ResumeArgs, registry: &TacticRegistry) -> Result<(), 
         stream: false,
         yes: args.yes,
         journal: Some(args.journal.clone()),
-        limits: args.limits,
+        // The run's own --limit settings first, then the resume's (which win).
+        limits: start.limits.iter().cloned().chain(args.limits).collect(),
         resume: Some(Resuming {
             journal: Arc::new(journal),
             reject: args.reject,

@@ -320,6 +320,7 @@ fn start_journal(
         tactic_sha256: content_hash(&bytes),
         input: input.map(str::to_owned),
         vars: vars.into_iter().collect(),
+        limits: args.limits.clone(),
     };
     Journal::create(path, start).map_err(usage)
 }

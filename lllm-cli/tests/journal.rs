@@ -233,6 +233,32 @@ async fn a_limit_stops_the_run_and_resume_with_a_raised_limit_finishes_it() {
         "only the missing request was sent"
     );
     assert_eq!(effects(&dir.0), ["one"]);
+    // A --limit of the run is kept by its journal: resuming without one stops at the same place.
+    server.push(StubReply::text("worked again"));
+    let second = dir.path("second.jsonl");
+    let no_limits = dir.write("u.yaml", tactic(&server.base_url(), &dir.0, false, ""));
+    lllm(&[
+        "run",
+        arg(&no_limits),
+        "--input",
+        "go",
+        "--journal",
+        arg(&second),
+        "--limit",
+        "max_requests=1",
+    ])
+    .run()
+    .await
+    .assert_clean(1, &["max_requests = 1"]);
+    lllm(&["resume", arg(&second)])
+        .run()
+        .await
+        .assert_clean(1, &["max_requests = 1"]);
+    server.push(StubReply::text("reviewed again"));
+    lllm(&["resume", arg(&second), "--limit", "max_requests=9"])
+        .run()
+        .await
+        .assert_clean(0, &[]);
     server.push(StubReply::tool_calls(&[(
         "c1",
         "append",

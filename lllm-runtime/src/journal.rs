@@ -35,6 +35,10 @@ pub struct RunStart {
     pub input: Option<String>,
     /// The `--var` variables.
     pub vars: serde_json::Map<String, Value>,
+    /// Limits the run was started with over the tactic's (`--limit KEY=VALUE`), which a resume
+    /// applies again before its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<String>,
 }
 
 /// One line of a journal.
@@ -543,6 +547,7 @@ mod tests {
             tactic_sha256: content_hash(b"x"),
             input: Some("hi".into()),
             vars: serde_json::Map::new(),
+            limits: Vec::new(),
         }
     }
 

@@ -23,6 +23,7 @@ async fn a_resumed_team_answers_from_the_journal_with_the_same_dialogs() {
         tactic_sha256: content_hash(TACTIC.as_bytes()),
         input: Some("plan a trip".into()),
         vars: serde_json::Map::new(),
+        limits: Vec::new(),
     };
 
     let invoker = Arc::new(

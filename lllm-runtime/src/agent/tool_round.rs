@@ -143,6 +143,10 @@ async fn run_tool(
             "the arguments do not match the tool's parameters: {problem}"
         )));
     }
+    // Counted before the journal is asked, as answers are: a resumed run spends what it replays.
+    if let Some(budget) = round.budget {
+        budget.tool_call()?;
+    }
     let journal = round.journal;
     if let Some(journal) = journal {
         match journal.tool(round.dialog, &call.id) {
@@ -196,9 +200,6 @@ async fn run_tool(
                 return Ok(content);
             }
         }
-    }
-    if let Some(budget) = round.budget {
-        budget.tool_call()?;
     }
     if let Some(journal) = journal {
         journal
