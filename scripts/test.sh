@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, lints, docs, then the whole test suite with no Dynamo running
 # (unit tests, wire tests against a local recording HTTP server, the CLI end to end, MCP servers from
-# npm and PyPI installed into a cache here), then what lllm adds to an MCP tool call, then the
+# npm and PyPI installed into a cache here), then what lllm adds to an MCP tool call and what a journal
+# adds to a 100-turn run, then the
 # integration suite against a real NVIDIA Dynamo router (started here on 127.0.0.1; installed from PyPI
 # into a cache on first use, about a minute), then the payoff benchmark and the trace replay on Dynamo.
 # The benchmarks print their figures. Needs the Rust toolchain, Python 3 with pip, and nothing from the
@@ -76,6 +77,9 @@ run_tests "cargo test --workspace" cargo test --workspace --all-features --locke
 
 step "what lllm adds to an MCP tool call (about a minute)"
 scripts/bench_mcp.sh || failed+=("the MCP benchmark")
+
+step "what a journal adds to a 100-turn run (about 20 seconds)"
+LLLM_JOURNAL_REPETITIONS=${LLLM_JOURNAL_REPETITIONS:-31} scripts/bench_journal.sh || failed+=("the journal benchmark")
 
 if [ "$skip_dynamo" != 1 ]; then
   step "starting NVIDIA Dynamo for the integration suite (KV router with session affinity)"
