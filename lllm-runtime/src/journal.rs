@@ -140,7 +140,9 @@ struct Memory {
     replayed: u64,
 }
 
-/// An append-only journal of one run. See the [module docs](self).
+/// An append-only journal of one run: one JSON line per committed event, written before the run
+/// builds on it. A run resumed on it ([`Journal::resume`]) gets back its dialog ids, answers and tool
+/// results from it, and goes on where it ends. It holds the conversation, never a key or a header.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
