@@ -10,7 +10,9 @@
 //! seconds, the same bytes and writes are a vanishing share. The runtime is tokio's multi-threaded
 //! one, as in `lllm run`.
 //!
-//!   journal_overhead [REPETITIONS]    # default 101 per leg; prints one JSON object
+//! ```text
+//! journal_overhead [REPETITIONS]    # default 101 per leg; prints one JSON object
+//! ```
 //!
 //! `LLLM_JOURNAL_DIR` sets where the journals are written (default: the system's temp directory).
 //! `LLLM_JOURNAL_LEG=with` or `without` runs only that leg, for profiling one under `perf stat` or
