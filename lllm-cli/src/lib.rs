@@ -44,41 +44,12 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         tracing::warn!("cannot handle signals: {e}; an interrupted run may leave tool processes");
     }
     let outcome = match cli.command {
-        Command::Run(args) => {
-            // Orphans of tool processes are re-parented to lllm, which kills them when it exits.
-            if let Err(e) = lllm_runtime::contain_tool_processes() {
-                tracing::debug!("cannot adopt orphaned tool processes: {e}");
-            }
-            let outcome = run::run(args, &registry);
-            lllm_runtime::kill_tool_processes();
-            outcome
-        }
-        Command::Resume(args) => {
-            if let Err(e) = lllm_runtime::contain_tool_processes() {
-                tracing::debug!("cannot adopt orphaned tool processes: {e}");
-            }
-            let outcome = resume::resume(args, &registry);
-            lllm_runtime::kill_tool_processes();
-            outcome
-        }
-        Command::Batch(args) => {
-            if let Err(e) = lllm_runtime::contain_tool_processes() {
-                tracing::debug!("cannot adopt orphaned tool processes: {e}");
-            }
-            let outcome = batch::batch(args, &registry);
-            lllm_runtime::kill_tool_processes();
-            outcome
-        }
+        Command::Run(args) => contained(|| run::run(args, &registry)),
+        Command::Resume(args) => contained(|| resume::resume(args, &registry)),
+        Command::Batch(args) => contained(|| batch::batch(args, &registry)),
         Command::Check(args) => check::check(&args, &registry),
-        Command::Tools(args) => {
-            // MCP servers started to list their tools: their orphans are adopted and killed too.
-            if let Err(e) = lllm_runtime::contain_tool_processes() {
-                tracing::debug!("cannot adopt orphaned tool processes: {e}");
-            }
-            let outcome = tools::tools(&args);
-            lllm_runtime::kill_tool_processes();
-            outcome
-        }
+        // MCP servers started to list their tools: their orphans are adopted and killed too.
+        Command::Tools(args) => contained(|| tools::tools(&args)),
         Command::Schema => check::schema(),
         Command::Replay(args) => replay::replay(&args),
     };
@@ -87,6 +58,17 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
     }
+}
+
+/// Runs a command that starts tool programs or MCP servers: orphans of their processes are
+/// re-parented to lllm, and whatever of them is left is killed when the command ends.
+fn contained(command: impl FnOnce() -> Result<(), exit::Failure>) -> Result<(), exit::Failure> {
+    if let Err(e) = lllm_runtime::contain_tool_processes() {
+        tracing::debug!("cannot adopt orphaned tool processes: {e}");
+    }
+    let outcome = command();
+    lllm_runtime::kill_tool_processes();
+    outcome
 }
 
 /// Colour only for a person at a terminal, and never when `NO_COLOR` is set (<https://no-color.org>).

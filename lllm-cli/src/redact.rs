@@ -47,21 +47,21 @@ pub(crate) fn remember_tactic(spec: &TacticSpec) {
         }
     }
     for server in spec.mcp_servers() {
-        let values: Vec<&(String, String)> = match &server.transport {
-            McpTransport::Http { headers, .. } => headers.iter().collect(),
-            McpTransport::Stdio { .. } => Vec::new(),
-        };
-        // Headers of an MCP server are there to authenticate, whatever their names.
-        for (_, value) in values {
-            remember(value);
-            if let Some((_scheme, token)) = value.trim().split_once(' ') {
-                remember(token);
-            }
-        }
-        if let McpTransport::Stdio { env, .. } = &server.transport {
-            for (name, value) in env {
-                if is_secret_header(name) {
+        match &server.transport {
+            // Headers of an MCP server are there to authenticate, whatever their names.
+            McpTransport::Http { headers, .. } => {
+                for (_, value) in headers {
                     remember(value);
+                    if let Some((_scheme, token)) = value.trim().split_once(' ') {
+                        remember(token);
+                    }
+                }
+            }
+            McpTransport::Stdio { env, .. } => {
+                for (name, value) in env {
+                    if is_secret_header(name) {
+                        remember(value);
+                    }
                 }
             }
         }

@@ -36,7 +36,9 @@ struct Output {
 pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     crate::redact::remember_tactic(&spec);
-    let mut vars = parse_vars(&args.vars).map_err(usage)?;
+    // The `--var`s as given, for a journal; `vars` gains the input below.
+    let given_vars = parse_vars(&args.vars).map_err(usage)?;
+    let mut vars = given_vars.clone();
     // The terminal chat (streaming, interactive) runs the built-in `chat`; a registered replacement
     // runs like any other tactic.
     let is_chat = spec.tactic_type() == CHAT_TACTIC && registry.is_builtin(CHAT_TACTIC);
@@ -74,7 +76,12 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
     }
     let journal = match (&args.resume, &args.journal) {
         (Some(resuming), _) => Some(resuming.journal.clone()),
-        (None, Some(path)) => Some(Arc::new(start_journal(path, &args, input.as_deref())?)),
+        (None, Some(path)) => Some(Arc::new(start_journal(
+            path,
+            &args,
+            input.as_deref(),
+            &given_vars,
+        )?)),
         (None, None) => None,
     };
     let mut limits = *spec.limits();
@@ -305,6 +312,7 @@ fn start_journal(
     path: &std::path::Path,
     args: &RunArgs,
     input: Option<&str>,
+    vars: &PromptVars,
 ) -> Result<Journal, Failure> {
     let tactic = args
         .tactic
@@ -314,12 +322,11 @@ fn start_journal(
     let bytes = std::fs::read(&tactic)
         .with_context(|| format!("cannot read {}", tactic.display()))
         .map_err(usage)?;
-    let vars = parse_vars(&args.vars).map_err(usage)?;
     let start = RunStart {
         tactic,
         tactic_sha256: content_hash(&bytes),
         input: input.map(str::to_owned),
-        vars: vars.into_iter().collect(),
+        vars: vars.clone().into_iter().collect(),
         limits: args.limits.clone(),
     };
     Journal::create(path, start).map_err(usage)

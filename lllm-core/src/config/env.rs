@@ -36,10 +36,7 @@ pub(crate) fn expand(
                 Some((name, default)) => (name, Some(default)),
                 None => (inner, None),
             };
-            let valid = !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
+            if !super::is_variable_name(name) {
                 return Err(EnvError::Malformed(format!("${{{inner}}}")));
             }
             match (lookup(name), default) {

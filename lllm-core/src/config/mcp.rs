@@ -242,12 +242,7 @@ fn stdio(
     }
     let mut env_vars = BTreeMap::new();
     for (key, value) in server.env.iter().flat_map(|e| &e.value.0) {
-        let valid = !key.value.is_empty()
-            && !key.value.starts_with(|c: char| c.is_ascii_digit())
-            && key
-                .value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let valid = super::is_variable_name(&key.value);
         let field = format!("env.{}", crate::config::error::shorten(&key.value));
         if !valid {
             return Err(fail(
