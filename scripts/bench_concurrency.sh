@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # Each dialog in flight holds a client and a server socket.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || ulimit -n 8192
 cargo build --release --quiet -p lllm-bench --bin concurrency
-figures=$(target/release/concurrency)
+figures=$("${CARGO_TARGET_DIR:-target}"/release/concurrency)
 echo "$figures"
 if [ "${1:-}" = --write ]; then
   python3 - "$figures" <<'PY'

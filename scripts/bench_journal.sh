@@ -10,9 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet -p lllm-bench --bin journal_overhead
-dir=${LLLM_JOURNAL_DIR:-target}
+dir=${LLLM_JOURNAL_DIR:-${CARGO_TARGET_DIR:-target}}
+mkdir -p "$dir"
 fstype=$(df --output=fstype "$dir" 2>/dev/null | tail -1 | tr -d ' ' || true)
-figures=$(LLLM_JOURNAL_DIR="$dir" target/release/journal_overhead "${LLLM_JOURNAL_REPETITIONS:-101}")
+figures=$(LLLM_JOURNAL_DIR="$dir" "${CARGO_TARGET_DIR:-target}"/release/journal_overhead "${LLLM_JOURNAL_REPETITIONS:-101}")
 echo "$figures"
 python3 - "$figures" "${fstype:-unknown}" <<'PY'
 import json, sys

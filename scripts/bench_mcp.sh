@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/servers/mcp.sh install)"
 cargo build --release --quiet -p lllm-bench --bin mcp_overhead
-small=$(target/release/mcp_overhead 2000 43 -- "$LLLM_MCP_EVERYTHING" stdio)
-large=$(target/release/mcp_overhead 500 32768 -- "$LLLM_MCP_EVERYTHING" stdio)
+small=$("${CARGO_TARGET_DIR:-target}"/release/mcp_overhead 2000 43 -- "$LLLM_MCP_EVERYTHING" stdio)
+large=$("${CARGO_TARGET_DIR:-target}"/release/mcp_overhead 500 32768 -- "$LLLM_MCP_EVERYTHING" stdio)
 echo "$small"
 echo "$large"
 python3 - "$small" "$large" <<'PY'

@@ -21,6 +21,6 @@ for leg in family own none; do
   url=$(DYNAMO_WORKERS=1 MOCK_ARGS="--speedup-ratio 1 --num-workers ${PAYOFF_WORKERS:-4} --num-gpu-blocks-override 2048" \
         FRONT_ARGS="$front" scripts/servers/dynamo.sh up)
   LLLM_DYNAMO_URL=$url LLLM_DYNAMO_LOG=$(scripts/servers/dynamo.sh log) LLLM_PAYOFF_LEG=$leg \
-    target/release/payoff >>"$results"
+    "${CARGO_TARGET_DIR:-target}"/release/payoff >>"$results"
 done
 python3 scripts/payoff_table.py "$results" "${1:-}"

@@ -16,7 +16,7 @@ affinity="--router-session-affinity-ttl-secs 300"
 say "recording the trace of the payoff workload"
 url=$(DYNAMO_WORKERS=1 MOCK_ARGS="$mock" FRONT_ARGS="$affinity" scripts/servers/dynamo.sh up)
 LLLM_DYNAMO_URL=$url LLLM_DYNAMO_LOG=$(scripts/servers/dynamo.sh log) LLLM_PAYOFF_LEG=family \
-  LLLM_PAYOFF_TRACE=$work/trace.jsonl target/release/payoff >/dev/null
+  LLLM_PAYOFF_TRACE=$work/trace.jsonl "${CARGO_TARGET_DIR:-target}"/release/payoff >/dev/null
 say "trace: $(($(wc -l <"$work/trace.jsonl") - 1)) requests"
 
 for leg in dynamo plain; do
@@ -24,7 +24,7 @@ for leg in dynamo plain; do
   [ "$leg" = plain ] && front="" && flags=(--profile openai --no-session)
   say "replaying with ${flags[*]}"
   url=$(DYNAMO_WORKERS=1 MOCK_ARGS="$mock" FRONT_ARGS="$front" scripts/servers/dynamo.sh up)
-  target/release/lllm replay "$work/trace.jsonl" --api-base "$url" --model tiny "${flags[@]}" --json \
+  "${CARGO_TARGET_DIR:-target}"/release/lllm replay "$work/trace.jsonl" --api-base "$url" --model tiny "${flags[@]}" --json \
     >"$work/$leg.out"
   sleep 1
   python3 - "$work/$leg.out" "$(scripts/servers/dynamo.sh log)" "${flags[*]}" <<'PY'

@@ -13,8 +13,8 @@ if ! "$VENV/bin/python" -c 'import lllm.runtimes.native.core.agent' 2>/dev/null;
 fi
 cargo build --release --quiet -p lllm-bench --bin stub_server --bin turns
 url_file=$(mktemp)
-target/release/stub_server >"$url_file" &
+"${CARGO_TARGET_DIR:-target}"/release/stub_server >"$url_file" &
 server=$!
 trap 'kill $server 2>/dev/null; rm -f "$url_file"' EXIT
 for _ in $(seq 1 50); do [ -s "$url_file" ] && break; sleep 0.1; done
-python3 scripts/bench/compare.py "$(head -1 "$url_file")" "$VENV/bin/python" target/release/turns "${1:-}"
+python3 scripts/bench/compare.py "$(head -1 "$url_file")" "$VENV/bin/python" "${CARGO_TARGET_DIR:-target}"/release/turns "${1:-}"

@@ -25,4 +25,4 @@ trap 'scripts/servers/llama.sh down' EXIT
 base=$(scripts/servers/llama.sh up)
 say "llama-server is up at $base; asking: $question"
 LLLM_API_BASE=$base LLLM_LOG=${LLLM_LOG:-warn} \
-  target/release/lllm run "$tactic" --input "$question"
+  "${CARGO_TARGET_DIR:-target}"/release/lllm run "$tactic" --input "$question"
