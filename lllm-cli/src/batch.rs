@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tracing::Instrument as _;
 
 use anyhow::{anyhow, Context};
 use futures::StreamExt;
@@ -316,7 +317,18 @@ async fn run_item(
         .item(item.id.clone())
         .build()
         .map_err(|e| text(&e))?;
-    let answer = tactic.run(&team, &vars).await.map_err(|e| text(&e))?;
+    // One trace per item: each is a run of its own.
+    let span = crate::otel::workflow_span(&crate::otel::tactic_name(spec.path()));
+    span.record("lllm.batch.item", item.id.as_str());
+    let answer = tactic.run(&team, &vars).instrument(span.clone()).await;
+    let answer = answer.map_err(|e| {
+        lllm_runtime::telemetry::record_failure(
+            &span,
+            "run_failed",
+            &crate::redact::redact(&text(&e)),
+        );
+        text(&e)
+    })?;
     Ok((answer, team.usage()))
 }
 

@@ -61,8 +61,13 @@ pub(crate) struct RunArgs {
     /// Tokens per prompt block in the trace.
     #[arg(long, value_name = "TOKENS", default_value_t = 64, requires = "trace", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub(crate) trace_block_size: u32,
+    /// The trace's format: `lllm` (lllm-trace/1, the default) or `agentic-mooncake` (NVIDIA
+    /// Dynamo's dynamo.agentic_mooncake v2, with each request's dependencies, for Dynamo's offline
+    /// simulator and planner).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = TraceFormatArg::Lllm, requires = "trace")]
+    pub(crate) trace_format: TraceFormatArg,
     /// Write trace rows only, without the header line: plain Mooncake JSONL for tools such as AIPerf.
-    #[arg(long, requires = "trace")]
+    #[arg(long, requires = "trace", conflicts_with = "trace_format")]
     pub(crate) trace_rows_only: bool,
     /// Cut trace blocks with this Hugging Face tokenizer (`tokenizer.json`) instead of approximating
     /// tokens by characters.
@@ -192,4 +197,13 @@ pub(crate) struct BatchArgs {
     /// and declines such calls when there is none.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+}
+
+/// The formats `--trace-format` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TraceFormatArg {
+    /// lllm-trace/1.
+    Lllm,
+    /// dynamo.agentic_mooncake version 2.
+    AgenticMooncake,
 }

@@ -17,6 +17,7 @@ mod check;
 mod cli;
 mod confirm;
 mod exit;
+mod otel;
 mod redact;
 mod replay;
 mod resume;
@@ -39,7 +40,10 @@ pub use lllm_runtime::TacticRegistry;
 pub fn main_with(registry: TacticRegistry) -> ExitCode {
     let cli = Cli::parse();
     redact::remember_environment();
-    init_logging();
+    let export = init_logging();
+    if let Some(export) = export.clone() {
+        signals::on_stop(move || export.finish());
+    }
     if let Err(e) = signals::install() {
         tracing::warn!("cannot handle signals: {e}; an interrupted run may leave tool processes");
     }
@@ -54,6 +58,9 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         Command::Replay(args) => replay::replay(&args),
     };
     signals::yield_to_a_stop();
+    if let Some(export) = export {
+        export.finish();
+    }
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
@@ -79,15 +86,49 @@ fn colour_on_stderr() -> bool {
 
 /// Diagnostics go to stderr; `LLLM_LOG` (for example `LLLM_LOG=debug`) sets the level, `warn` by default.
 /// The MCP SDK's own log is off by default: lllm reports what its failures mean (`LLLM_LOG=rmcp=debug`
-/// shows it).
-fn init_logging() {
+/// shows it). When the `OTEL_*` variables ask for it, the run's GenAI spans are exported too (see
+/// [`otel`]); a setup that fails is reported and the run goes on without export.
+fn init_logging() -> Option<otel::Export> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+
     let filter = tracing_subscriber::EnvFilter::try_from_env("LLLM_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_ansi(colour_on_stderr())
         .with_writer(|| redact::RedactedStderr)
         .with_target(false)
+        .with_filter(filter);
+    let mut problem = None;
+    let (export, spans) = if otel::requested() {
+        match otel::Export::start() {
+            Ok((export, tracer)) => {
+                let spans = tracing_opentelemetry::layer()
+                    .with_tracer(tracer)
+                    .with_location(false)
+                    .with_threads(false)
+                    .with_tracked_inactivity(false)
+                    .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+                        meta.is_span() && meta.target() == lllm_runtime::telemetry::TARGET
+                    }));
+                (Some(export), Some(spans))
+            }
+            Err(e) => {
+                problem = Some(e);
+                (None, None)
+            }
+        }
+    } else {
+        (None, None)
+    };
+    tracing_subscriber::registry()
+        .with(log)
+        .with(spans)
         .try_init()
         .ok();
+    if let Some(e) = problem {
+        tracing::warn!("{e}; the run goes on without OpenTelemetry export");
+    }
+    export
 }

@@ -10,11 +10,11 @@ use lllm_runtime::{
     content_hash, load_tactic, preflight, Agent, AgentBuilder, AgentError, DialogTree,
     DryRunInvoker, Invoker, Journal, McpServers, Message, OpenAiInvoker, PreparedRequest, Progress,
     ProgressEvent, PromptVars, RunBudget, RunStart, StreamEvent, TacticError, TacticRegistry,
-    TacticSpec, Team, TraceRecorder, Usage,
+    TacticSpec, Team, TraceFormat, TraceRecorder, Usage,
 };
 use serde_json::{json, Value};
 
-use crate::cli::RunArgs;
+use crate::cli::{RunArgs, TraceFormatArg};
 use crate::exit::{failed, stdout_failed, usage, usage_if, Failure};
 
 /// The alias of the chat's dialog.
@@ -104,7 +104,11 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
                 path,
                 args.trace_block_size as usize,
                 tokenizer,
-                !args.trace_rows_only,
+                match (args.trace_format, args.trace_rows_only) {
+                    (TraceFormatArg::AgenticMooncake, _) => TraceFormat::AgenticMooncake,
+                    (TraceFormatArg::Lllm, true) => TraceFormat::RowsOnly,
+                    (TraceFormatArg::Lllm, false) => TraceFormat::Lllm,
+                },
             )
             .with_context(|| format!("cannot write the trace to {}", path.display()))
             .map_err(usage)?,
@@ -160,7 +164,14 @@ fn run_with(plan: Plan<'_>) -> Result<(), Failure> {
         .map_err(failed)?;
     let servers = runtime.block_on(start_servers(plan.spec))?;
     // However the run ends, the servers are shut down (a signal kills their process groups).
-    let outcome = run_started(&runtime, plan, &servers);
+    // Every span of the run is a child of its workflow span: the run's futures are polled on this
+    // thread, inside it.
+    let span = crate::otel::workflow_span(&crate::otel::tactic_name(&plan.args.tactic));
+    let outcome = span.in_scope(|| run_started(&runtime, plan, &servers));
+    if let Err(failure) = &outcome {
+        crate::otel::record_failure(&span, failure);
+    }
+    drop(span);
     runtime.block_on(servers.shutdown());
     outcome
 }

@@ -27,6 +27,7 @@
 //! assert_eq!(fields.body["priority"], -2); // vLLM runs lower values first
 //! ```
 
+mod agentic;
 mod config;
 mod dialog;
 mod files;
@@ -45,6 +46,10 @@ mod suggest;
 mod tool;
 mod trace;
 
+pub use agentic::{
+    AgenticHeader, AgenticRow, AgenticSource, Dependency, Relation, Trigger, AGENTIC_SCHEMA,
+    AGENTIC_VERSION,
+};
 pub use config::{
     is_variable_name, load_tactic, parse_tactic, tactic_schema, AgentSpec, Branch, ConfigError,
     ConfigErrorKind, EnvError, Origin, Position, Step, StepsError, TacticLoader, TacticSpec, Turn,

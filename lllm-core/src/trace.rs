@@ -80,6 +80,8 @@ pub struct BlockHasher {
     keys: RandomState,
     block_tokens: usize,
     ids: HashMap<u64, u64>,
+    /// The last id given out.
+    last_id: u64,
 }
 
 impl BlockHasher {
@@ -90,6 +92,7 @@ impl BlockHasher {
             keys: RandomState::new(),
             block_tokens: block_tokens.max(1),
             ids: HashMap::new(),
+            last_id: 0,
         }
     }
 
@@ -118,10 +121,35 @@ impl BlockHasher {
             // A partial last block gets its own id: the same text cut short is a different block.
             hasher.write_usize(block.len());
             chained = hasher.finish();
-            let next = self.ids.len() as u64 + 1;
-            out.push(*self.ids.entry(chained).or_insert(next));
+            let id = match self.ids.get(&chained) {
+                Some(id) => *id,
+                None => {
+                    let id = self.fresh_id();
+                    self.ids.insert(chained, id);
+                    id
+                }
+            };
+            out.push(id);
         }
         out
+    }
+
+    /// An id no block has had: for blocks known to exist but not seen (a prompt the server counted
+    /// longer than the estimate).
+    pub fn fresh_id(&mut self) -> u64 {
+        self.last_id += 1;
+        self.last_id
+    }
+
+    /// `ids` made exactly `blocks` long: cut, or continued with fresh ids. Formats that require one
+    /// id per block of the reported length (Dynamo's) get them, and no two different blocks ever
+    /// share an id.
+    pub fn fit(&mut self, mut ids: Vec<u64>, blocks: usize) -> Vec<u64> {
+        ids.truncate(blocks);
+        while ids.len() < blocks {
+            ids.push(self.fresh_id());
+        }
+        ids
     }
 
     /// An estimate of the tokens of a conversation, for servers that report no usage.

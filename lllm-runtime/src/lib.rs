@@ -63,6 +63,7 @@ mod mcp;
 mod replay;
 mod retry;
 mod tactic;
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tools;
@@ -102,7 +103,7 @@ pub use tools::{
     contain_tool_processes, kill_tool_processes, tool_fn, ApproveAll, CommandTool, Confirm,
     ConfirmRequest, Decision, DeclineAll, Tool, ToolError, ToolOutput, ToolsError,
 };
-pub use trace::{TokenizerError, TraceRecorder};
+pub use trace::{TokenizerError, TraceFormat, TraceRecorder};
 
 /// The Rust examples of the README and the guides, compiled and run by `cargo test` so that they
 /// cannot drift from the API.

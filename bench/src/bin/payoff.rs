@@ -145,9 +145,14 @@ async fn main() {
     }
     .build()
     .expect("hints");
+    // `LLLM_PAYOFF_TRACE_FORMAT=agentic` writes Dynamo's agentic format instead of lllm-trace/1.
+    let format = match std::env::var("LLLM_PAYOFF_TRACE_FORMAT").as_deref() {
+        Ok("agentic") => lllm_runtime::TraceFormat::AgenticMooncake,
+        _ => lllm_runtime::TraceFormat::Lllm,
+    };
     let trace = std::env::var("LLLM_PAYOFF_TRACE").ok().map(|path| {
         Arc::new(
-            lllm_runtime::TraceRecorder::to_file(std::path::Path::new(&path), 16, None, true)
+            lllm_runtime::TraceRecorder::to_file(std::path::Path::new(&path), 16, None, format)
                 .expect("trace file"),
         )
     });

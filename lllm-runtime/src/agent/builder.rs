@@ -12,6 +12,7 @@ use crate::journal::Journal;
 use crate::layers;
 use crate::mcp::McpServer;
 use crate::retry::RetryPolicy;
+use crate::telemetry::AgentFacts;
 use crate::tools::{CommandTool, Confirm, Tool, Toolbox};
 use crate::trace::TraceRecorder;
 
@@ -222,7 +223,17 @@ impl AgentBuilder {
             retry.max_call_retries = n;
         }
         Ok(Agent {
-            invoker: layers::stack(invoker, retry, &name, self.trace),
+            invoker: layers::stack(
+                invoker,
+                retry,
+                AgentFacts {
+                    agent: name.clone(),
+                    model: model.clone(),
+                    profile: self.inference_hints.as_ref().map(|h| h.profile()),
+                },
+                self.trace.clone(),
+            ),
+            trace: self.trace,
             name,
             system_prompt,
             model,

@@ -125,6 +125,34 @@ pub enum AgentErrorKind {
     },
 }
 
+impl AgentErrorKind {
+    /// A short, stable class of the error, as spans report it in `error.type`.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            AgentErrorKind::Missing { .. } => "missing",
+            AgentErrorKind::ModelArgs(_) => "model_args",
+            AgentErrorKind::Prompt(_) => "prompt",
+            AgentErrorKind::Hints(_) => "hints",
+            AgentErrorKind::Tools(_) => "tools",
+            AgentErrorKind::Mcp(_) => "mcp",
+            AgentErrorKind::Journal(_) => "journal",
+            AgentErrorKind::Paused { .. } => "paused",
+            AgentErrorKind::Limit { .. } => "limit",
+            AgentErrorKind::CommandTool(_) => "command_tool",
+            AgentErrorKind::OutputSchema(_) => "output_schema",
+            AgentErrorKind::NoHints => "no_hints",
+            AgentErrorKind::NoActiveDialog => "no_active_dialog",
+            AgentErrorKind::UnknownDialog { .. } => "unknown_dialog",
+            AgentErrorKind::AliasTaken => "alias_taken",
+            AgentErrorKind::DialogBusy => "dialog_busy",
+            AgentErrorKind::DialogClosed => "dialog_closed",
+            AgentErrorKind::InvalidAnswer { .. } => "invalid_answer",
+            AgentErrorKind::Deadline { .. } => "deadline",
+            AgentErrorKind::Invoke { .. } => "invoke",
+        }
+    }
+}
+
 fn list(known: &[String]) -> String {
     if known.is_empty() {
         "none".to_owned()

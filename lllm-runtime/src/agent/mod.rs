@@ -52,6 +52,8 @@ pub struct Agent {
     journal: Option<Arc<crate::journal::Journal>>,
     /// The run's limits and spending, shared with the other agents of the run.
     budget: Option<Arc<crate::budget::RunBudget>>,
+    /// The run's trace, told about forks (its layer sees the requests).
+    trace: Option<Arc<crate::trace::TraceRecorder>>,
     output_schema: Option<OutputSchema>,
     max_tool_rounds: u32,
     max_answer_retries: u32,
@@ -207,14 +209,19 @@ impl Agent {
     /// Creates `child` as a fork of `parent` (sharing its messages, naming it as parent) and makes the
     /// child active. O(1) in the parent's length.
     pub fn fork(&self, parent: &str, child: &str) -> Result<DialogId, AgentError> {
-        let forked = {
+        let (parent_id, forked) = {
             let mut table = self.table();
             let index = table
                 .position(parent)
                 .ok_or_else(|| self.unknown(&table, parent))?;
-            table.slots[index].dialog.fork()
+            let dialog = &mut table.slots[index].dialog;
+            (dialog.id(), dialog.fork())
         };
-        self.insert(child, forked)
+        let child_id = self.insert(child, forked)?;
+        if let Some(trace) = &self.trace {
+            trace.forked(parent_id, child_id);
+        }
+        Ok(child_id)
     }
 
     /// Closes dialog `alias` and returns it. Nothing is sent to the server (see [`finish`](Self::finish)).

@@ -350,10 +350,9 @@ impl crate::Invoker for GatedInvoker {
         // tokio's semaphore is fair: calls go through in the order they arrived.
         self.0.pass.acquire().await.expect("gate open").forget();
         let last = request.messages.last().map(Message::text).unwrap_or("");
-        Ok(crate::ChatResponse {
-            message: Message::assistant(format!("re: {last}")),
-            id: None,
-        })
+        Ok(crate::ChatResponse::new(Message::assistant(format!(
+            "re: {last}"
+        ))))
     }
 }
 
@@ -383,10 +382,9 @@ impl crate::Invoker for MeetingInvoker {
             .await
             .map_err(|_| http(400))?;
         let last = request.messages.last().map(Message::text).unwrap_or("");
-        Ok(crate::ChatResponse {
-            message: Message::assistant(format!("re: {last}")),
-            id: None,
-        })
+        Ok(crate::ChatResponse::new(Message::assistant(format!(
+            "re: {last}"
+        ))))
     }
 }
 

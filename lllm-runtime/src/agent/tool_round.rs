@@ -11,7 +11,9 @@ use lllm_core::DialogId;
 use super::AgentErrorKind;
 use crate::budget::RunBudget;
 use crate::journal::{Journal, ToolMemory};
+use crate::telemetry;
 use crate::tools::{Confirm, ConfirmRequest, Decision, Toolbox, DECLINED};
+use tracing::Instrument;
 
 /// Most calls of one turn that run: a server asking for thousands must not start thousands of
 /// programs. The rest are answered with an error that says so.
@@ -83,8 +85,26 @@ fn result(content: impl Into<String>, is_error: bool) -> ToolResult {
     }
 }
 
-/// The result of the `i`-th call of a turn.
+/// The result of the `i`-th call of a turn, inside its `execute_tool` span.
 async fn answer_call(
+    round: &Round<'_>,
+    call: &ToolCall,
+    i: usize,
+    repeated: bool,
+) -> Result<ToolResult, AgentErrorKind> {
+    let source = round.toolbox.get(&call.name).map(|(tool, _)| tool.source());
+    let span = telemetry::tool_span(round.agent, call, source.as_deref());
+    let answer = answer_unspanned(round, call, i, repeated)
+        .instrument(span.clone())
+        .await;
+    match &answer {
+        Ok(result) => telemetry::record_tool_result(&span, &result.content, result.is_error),
+        Err(kind) => telemetry::record_failure(&span, kind.error_type(), &kind.to_string()),
+    }
+    answer
+}
+
+async fn answer_unspanned(
     round: &Round<'_>,
     call: &ToolCall,
     i: usize,

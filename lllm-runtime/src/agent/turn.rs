@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use lllm_core::{Dialog, DialogId, Message, MessageLog};
+use lllm_core::{Dialog, DialogId, InferenceHints, Message, MessageLog};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -13,6 +13,7 @@ use super::respond::{EventSink, RespondOptions, StreamEvent};
 use super::tool_round::{run_tools, unique_call_ids, CallLog, Round};
 use super::{Agent, AgentError, AgentErrorKind};
 use crate::invoker::{ChatRequest, ChatResponse, Delta};
+use crate::telemetry::{self, AgentFacts};
 use crate::tools::Toolbox;
 
 /// Marks a dialog as waiting for an answer, and clears the mark however the respond ends: success,
@@ -49,6 +50,8 @@ struct Turn<'a, 'e> {
     feedback: Vec<Message>,
     calls: CallLog,
     used_ids: HashSet<String>,
+    /// Tokens in and out over the respond's calls, for its span.
+    tokens: (u64, u64),
 }
 
 impl Agent {
@@ -60,11 +63,24 @@ impl Agent {
         sink: Option<&mut EventSink<'_>>,
         fits: Option<&AnswerCheck<'_>>,
     ) -> Result<Message, AgentError> {
-        let span = tracing::info_span!("respond", agent = %self.name, dialog = alias);
-        self.run_in(alias, options, sink, fits)
-            .instrument(span)
-            .await
-            .map_err(|kind| self.error(Some(alias), kind))
+        let span = telemetry::agent_span(&self.facts(), alias);
+        let result = self
+            .run_in(alias, options, sink, fits)
+            .instrument(span.clone())
+            .await;
+        if let Err(kind) = &result {
+            telemetry::record_failure(&span, kind.error_type(), &kind.to_string());
+        }
+        result.map_err(|kind| self.error(Some(alias), kind))
+    }
+
+    /// What this agent's spans say about it.
+    fn facts(&self) -> AgentFacts {
+        AgentFacts {
+            agent: self.name.clone(),
+            model: self.model.clone(),
+            profile: self.hints.as_ref().map(InferenceHints::profile),
+        }
     }
 
     async fn run_in(
@@ -75,6 +91,10 @@ impl Agent {
         fits: Option<&AnswerCheck<'_>>,
     ) -> Result<Message, AgentErrorKind> {
         let (mut work, _busy) = self.begin(alias)?;
+        let span = tracing::Span::current();
+        telemetry::record_dialog(&span, work.id());
+        telemetry::follow_fork(&span, work.id(), work.parent_id());
+        telemetry::remember(&span, work.id());
         let asked_len = work.len();
         if let Some(text) = options.message {
             work.push(Message::user(text));
@@ -96,6 +116,7 @@ impl Agent {
             feedback: Vec::new(),
             calls: CallLog::default(),
             used_ids: used_call_ids(&work),
+            tokens: (0, 0),
         };
         let answer = match self.model_args.deadline {
             Some(after) => tokio::time::timeout(after, turn.run(&mut work))
@@ -149,10 +170,7 @@ impl Agent {
             if let Some(budget) = &self.budget {
                 budget.answered(message.usage.as_ref());
             }
-            return Ok(ChatResponse {
-                message: message.clone(),
-                id: None,
-            });
+            return Ok(ChatResponse::new(message.clone()));
         }
         let response = self.send(request, sink).await?;
         if let Some(budget) = &self.budget {
@@ -215,6 +233,11 @@ impl Turn<'_, '_> {
             let last_round = self.rounds >= self.agent.max_tool_rounds;
             let request = self.request(work, last_round)?;
             let response = self.agent.call(&request, self.sink.as_deref_mut()).await?;
+            if let Some(usage) = &response.message.usage {
+                self.tokens.0 += usage.prompt_tokens;
+                self.tokens.1 += usage.completion_tokens;
+                telemetry::record_usage(&tracing::Span::current(), self.tokens.0, self.tokens.1);
+            }
             let message = self.offered_calls_only(response.message, last_round);
             if !message.tool_calls.is_empty() {
                 self.tool_round(work, message).await?;

@@ -56,10 +56,7 @@ impl Invoker for DryRunInvoker {
             Some(schema) => placeholder_for(schema).to_string(),
             None => DRY_RUN_ANSWER.to_owned(),
         };
-        Ok(ChatResponse {
-            message: Message::assistant(text),
-            id: None,
-        })
+        Ok(ChatResponse::new(Message::assistant(text)))
     }
 }
 

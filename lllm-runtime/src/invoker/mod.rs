@@ -86,6 +86,23 @@ pub struct ChatResponse {
     pub message: Message,
     /// The server's id for the completion, if any.
     pub id: Option<String>,
+    /// The model that answered, as the server names it, if it says.
+    pub model: Option<String>,
+    /// The worker that served the answer, when the server reports it (Dynamo's
+    /// `nvext.worker_id`, asked for with `nvext.extra_fields: ["worker_id"]`).
+    pub worker: Option<String>,
+}
+
+impl ChatResponse {
+    /// An answer with nothing but the message (no id, model or worker).
+    pub fn new(message: Message) -> Self {
+        ChatResponse {
+            message,
+            id: None,
+            model: None,
+            worker: None,
+        }
+    }
 }
 
 /// Sends model calls. Implementations must be cheap to share between agents and tasks.

@@ -6,12 +6,14 @@ use serde::Deserialize;
 use super::error::{printable, Secrets, EXCERPT_CHARS};
 use super::json::{parse_json, ErrorField, FirstOnly, ToolCallList};
 use super::service::{ResponseLimits, SseDecoder, SseEvent, MAX_TOOL_CALLS};
-use super::wire::WireUsage;
+use super::wire::{short, WireNvext, WireUsage};
 use super::{ChatResponse, Delta, InvokeError};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireChunk {
     id: Option<String>,
+    model: Option<String>,
+    nvext: Option<WireNvext>,
     choices: Option<FirstOnly<ChunkChoice>>,
     usage: Option<WireUsage>,
     /// Some servers (vLLM) report a failure inside the stream.
@@ -121,6 +123,8 @@ impl JsonScan {
 #[derive(Debug, Default)]
 pub(crate) struct StreamAccumulator {
     id: Option<String>,
+    model: Option<String>,
+    worker: Option<String>,
     content: Option<String>,
     reasoning: Option<String>,
     calls: Vec<PartialCall>,
@@ -153,6 +157,12 @@ impl StreamAccumulator {
         }
         if self.id.is_none() {
             self.id = chunk.id;
+        }
+        if self.model.is_none() {
+            self.model = chunk.model.as_deref().map(short);
+        }
+        if let Some(worker) = chunk.nvext.as_ref().and_then(WireNvext::worker) {
+            self.worker = Some(worker);
         }
         let has_usage = chunk.usage.is_some();
         if let Some(usage) = chunk.usage {
@@ -260,6 +270,8 @@ impl StreamAccumulator {
             .collect();
         Ok(ChatResponse {
             id: self.id,
+            model: self.model,
+            worker: self.worker,
             message: Message {
                 role: Role::Assistant,
                 content: self.content,

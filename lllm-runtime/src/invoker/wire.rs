@@ -12,7 +12,7 @@ use async_openai::types::chat::{
 };
 use lllm_core::internal::{find_header, merge_body, merge_headers};
 use lllm_core::internal::{printable_header_value, redact_url};
-use lllm_core::{strip_provider_prefix, Message, Role, Secret, ToolCall, Usage};
+use lllm_core::{strip_provider_prefix, Message, Profile, Role, Secret, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -184,12 +184,18 @@ fn standard_fields(request: &ChatRequest, stream: bool) -> Result<Map<String, Va
 
 /// The hints a request's body carries as it is sent: after the merge under the agent's parameters and
 /// the user's `extra_body`, and after the profile's own transformation (vLLM's negated priority).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct SentHints {
     /// `priority`, top-level (vLLM, SGLang) or in `nvext.agent_hints` (Dynamo).
     pub(crate) priority: Option<i64>,
     /// `nvext.agent_hints.osl` (Dynamo).
     pub(crate) osl: Option<u64>,
+    /// `nvext.agent_hints.strict_priority` (Dynamo).
+    pub(crate) strict_priority: Option<u64>,
+    /// The session header, whatever the profile.
+    pub(crate) session: Option<String>,
+    /// The parent-session header, whatever the profile.
+    pub(crate) parent_session: Option<String>,
 }
 
 impl SentHints {
@@ -209,8 +215,21 @@ impl SentHints {
             osl: body
                 .pointer("/nvext/agent_hints/osl")
                 .and_then(Value::as_u64),
+            strict_priority: body
+                .pointer("/nvext/agent_hints/strict_priority")
+                .and_then(Value::as_u64),
+            session: hint_header(request, Profile::session_header),
+            parent_session: hint_header(request, Profile::parent_header),
         }
     }
+}
+
+/// The header named by `name` for some profile that the hints put on `request`.
+fn hint_header(request: &ChatRequest, name: fn(Profile) -> &'static str) -> Option<String> {
+    Profile::ALL
+        .iter()
+        .find_map(|p| request.hint_fields.header(name(*p)))
+        .map(str::to_owned)
 }
 
 /// A message as the chat completions API takes it: `system` (never `developer`), no `name`, reasoning
@@ -266,10 +285,39 @@ fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireResponse {
     id: Option<String>,
+    model: Option<String>,
+    nvext: Option<WireNvext>,
     choices: Option<FirstOnly<WireChoice>>,
     usage: Option<WireUsage>,
     /// Some servers answer 200 with an error object.
     error: Option<ErrorField>,
+}
+
+/// Dynamo's extension of the answer: which worker served it, when asked.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireNvext {
+    worker_id: Option<Value>,
+}
+
+impl WireNvext {
+    /// The decode worker (the one that streamed the answer), else whatever the server put there.
+    pub(crate) fn worker(&self) -> Option<String> {
+        let id = self.worker_id.as_ref()?;
+        let text = match id.get("decode_worker_id").unwrap_or(id) {
+            Value::String(text) => text.clone(),
+            Value::Null => return None,
+            other => other.to_string(),
+        };
+        Some(short(&text))
+    }
+}
+
+/// Most characters kept of a name the server gives (model, worker): they end up in spans.
+const MAX_NAME_CHARS: usize = 256;
+
+/// `text` cut at [`MAX_NAME_CHARS`] and made printable.
+pub(crate) fn short(text: &str) -> String {
+    printable(text, MAX_NAME_CHARS, false)
 }
 
 #[derive(Debug, Deserialize)]
@@ -361,6 +409,8 @@ impl WireResponse {
         let usage = self.usage.map(WireUsage::into_usage);
         Ok(ChatResponse {
             id: self.id,
+            model: self.model.as_deref().map(short),
+            worker: self.nvext.as_ref().and_then(WireNvext::worker),
             message: Message {
                 role: Role::Assistant,
                 content: wire.content.map(|c| c.0),

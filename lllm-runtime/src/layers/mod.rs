@@ -5,7 +5,8 @@
 //! or watches the request it was given, so every attempt carries the dialog's own hints.
 //!
 //! The order matters: the timeout bounds one attempt; the trace sees one row per answered attempt, timed
-//! from that attempt's start; retries wrap both.
+//! from that attempt's start; retries wrap both, and make one `chat` span per attempt (see
+//! `crate::telemetry`).
 
 mod retrying;
 mod time_limited;
@@ -19,6 +20,7 @@ pub(crate) use traced::Traced;
 
 use crate::invoker::{Delta, Invoker};
 use crate::retry::RetryPolicy;
+use crate::telemetry::AgentFacts;
 use crate::trace::TraceRecorder;
 
 /// Where streamed pieces go, as [`Invoker::invoke_stream`] takes them.
@@ -31,10 +33,11 @@ pub(crate) type Stack = Retrying<Traced<TimeLimited<Arc<dyn Invoker>>>>;
 pub(crate) fn stack(
     invoker: Arc<dyn Invoker>,
     retry: RetryPolicy,
-    agent: &str,
+    facts: AgentFacts,
     trace: Option<Arc<TraceRecorder>>,
 ) -> Stack {
-    Retrying::new(Traced::new(TimeLimited::new(invoker), agent, trace), retry)
+    let traced = Traced::new(TimeLimited::new(invoker), &facts.agent, trace);
+    Retrying::new(traced, retry).spans(facts)
 }
 
 #[cfg(test)]

@@ -4,12 +4,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::DeltaSink;
 use crate::invoker::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit, DEFAULT_TIMEOUT,
 };
 use crate::retry::RetryPolicy;
+use crate::telemetry::{self, AgentFacts};
 
 /// Sends a request again after a failure worth retrying, as the [`RetryPolicy`] allows. The same
 /// request is resent, so every attempt carries the same dialog's hints.
@@ -17,6 +19,8 @@ use crate::retry::RetryPolicy;
 pub(crate) struct Retrying<I> {
     inner: I,
     policy: RetryPolicy,
+    /// Whose attempts these are, for their `chat` spans (none: no spans).
+    facts: Option<AgentFacts>,
 }
 
 /// The last failure of a call, and how many requests were sent.
@@ -28,7 +32,17 @@ pub(crate) struct Exhausted {
 
 impl<I: Invoker> Retrying<I> {
     pub(crate) fn new(inner: I, policy: RetryPolicy) -> Self {
-        Retrying { inner, policy }
+        Retrying {
+            inner,
+            policy,
+            facts: None,
+        }
+    }
+
+    /// Makes a `chat` span of every attempt, as `facts`' agent.
+    pub(crate) fn spans(mut self, facts: AgentFacts) -> Self {
+        self.facts = Some(facts);
+        self
     }
 
     pub(crate) fn policy(&self) -> RetryPolicy {
@@ -48,16 +62,28 @@ impl<I: Invoker> Retrying<I> {
         let started = Instant::now();
         loop {
             let mut streamed = false;
+            let span = match &self.facts {
+                Some(facts) => telemetry::chat_span(facts, request, retry + 1),
+                None => tracing::Span::none(),
+            };
             let result = match on_delta.as_deref_mut() {
                 Some(sink) => {
                     let mut watch = |delta: Delta<'_>| {
                         streamed = true;
                         sink(delta);
                     };
-                    self.inner.invoke_stream(request, &mut watch).await
+                    self.inner
+                        .invoke_stream(request, &mut watch)
+                        .instrument(span.clone())
+                        .await
                 }
-                None => self.inner.invoke(request).await,
+                None => self.inner.invoke(request).instrument(span.clone()).await,
             };
+            match &result {
+                Ok(response) => telemetry::record_response(&span, response),
+                Err(error) => telemetry::record_invoke_error(&span, error),
+            }
+            drop(span);
             let error = match result {
                 Ok(response) => return Ok(response),
                 Err(error) => error,

@@ -83,10 +83,7 @@ struct BreaksMidStream {
 impl Invoker for BreaksMidStream {
     async fn invoke(&self, _: &ChatRequest) -> Result<ChatResponse, InvokeError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        Ok(ChatResponse {
-            message: Message::assistant("whole"),
-            id: None,
-        })
+        Ok(ChatResponse::new(Message::assistant("whole")))
     }
 
     async fn invoke_stream(

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::future::{try_join_all, BoxFuture, FutureExt};
-use lllm_core::PromptVars;
 use lllm_core::{Branch, Step, Turn};
+use lllm_core::{DialogId, PromptVars};
 
 use super::{render, Progress, ProgressEvent, Tactic, TacticError, Team};
 
@@ -58,6 +58,12 @@ pub struct StepsTactic {
     output: Option<String>,
 }
 
+/// What a step ends with: its answer, and the dialogs whose work the next step waits for.
+struct Done {
+    answer: String,
+    dialogs: Vec<DialogId>,
+}
+
 /// The variables of one run: `input`, `--var`s, and every saved answer.
 struct Run<'a> {
     team: &'a Team,
@@ -76,17 +82,23 @@ impl StepsTactic {
         StepsTactic { steps, output }
     }
 
+    /// Runs `steps` in order, the first waiting for the dialogs `after`; answers with the last
+    /// step's answer and the dialogs whose work ended the sequence.
     fn sequence<'a>(
         &'a self,
         steps: &'a [Step],
         run: &'a Run<'a>,
-    ) -> BoxFuture<'a, Result<String, TacticError>> {
+        after: Vec<DialogId>,
+    ) -> BoxFuture<'a, Result<Done, TacticError>> {
         async move {
-            let mut last = String::new();
+            let mut done = Done {
+                answer: String::new(),
+                dialogs: after,
+            };
             for step in steps {
-                last = self.step(step, run).await?;
+                done = self.step(step, run, done.dialogs).await?;
             }
-            Ok(last)
+            Ok(done)
         }
         .boxed()
     }
@@ -95,24 +107,36 @@ impl StepsTactic {
         &'a self,
         step: &'a Step,
         run: &'a Run<'a>,
-    ) -> BoxFuture<'a, Result<String, TacticError>> {
+        after: Vec<DialogId>,
+    ) -> BoxFuture<'a, Result<Done, TacticError>> {
         async move {
             match step {
-                Step::Turn(turn) => self.turn(turn, run).await,
+                Step::Turn(turn) => self.turn(turn, run, &after).await,
                 Step::Parallel { branches, .. } => {
-                    let answers = try_join_all(branches.iter().map(|branch| match branch {
-                        Branch::Step(step) => self.step(step, run),
-                        Branch::Sequence { steps, .. } => self.sequence(steps, run),
+                    let branches = try_join_all(branches.iter().map(|branch| match branch {
+                        Branch::Step(step) => self.step(step, run, after.clone()),
+                        Branch::Sequence { steps, .. } => self.sequence(steps, run, after.clone()),
                     }))
                     .await?;
-                    Ok(answers.into_iter().last().unwrap_or_default())
+                    // The next step waits for every branch.
+                    let dialogs = branches.iter().flat_map(|b| b.dialogs.clone()).collect();
+                    let answer = branches.into_iter().last().map(|b| b.answer);
+                    Ok(Done {
+                        answer: answer.unwrap_or_default(),
+                        dialogs,
+                    })
                 }
             }
         }
         .boxed()
     }
 
-    async fn turn(&self, turn: &Turn, run: &Run<'_>) -> Result<String, TacticError> {
+    async fn turn(
+        &self,
+        turn: &Turn,
+        run: &Run<'_>,
+        after: &[DialogId],
+    ) -> Result<Done, TacticError> {
         let agent = run
             .team
             .agent(&turn.agent)
@@ -129,6 +153,10 @@ impl StepsTactic {
             agent.fork(parent, &turn.dialog)?;
         } else if !agent.has_dialog(&turn.dialog) {
             agent.open_with(&turn.dialog, &vars)?;
+        }
+        let dialog = agent.dialog_id(&turn.dialog)?;
+        if let Some(trace) = run.team.trace() {
+            trace.waits(dialog, after);
         }
         let mut watch = StepWatch {
             team: run.team,
@@ -155,7 +183,10 @@ impl StepsTactic {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(name.clone(), serde_json::Value::from(text.as_str()));
         }
-        Ok(text)
+        Ok(Done {
+            answer: text,
+            dialogs: vec![dialog],
+        })
     }
 
     /// The variables after a run, for callers that report them (`--json`).
@@ -168,7 +199,7 @@ impl StepsTactic {
             team,
             vars: Mutex::new(vars.clone()),
         };
-        let last = self.sequence(&self.steps, &run).await?;
+        let last = self.sequence(&self.steps, &run, Vec::new()).await?.answer;
         let vars = run.vars();
         let answer = match &self.output {
             Some(template) => render(template, "output", &vars)?,

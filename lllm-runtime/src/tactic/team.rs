@@ -48,6 +48,7 @@ pub struct Team {
     spec: TacticSpec,
     progress: Option<ProgressSink>,
     journal: Option<Arc<Journal>>,
+    trace: Option<Arc<TraceRecorder>>,
 }
 
 impl std::fmt::Debug for Team {
@@ -99,6 +100,12 @@ impl Team {
     pub fn on_progress(mut self, sink: impl Fn(Progress<'_>) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(sink));
         self
+    }
+
+    /// The run's trace, when one is recorded: Rust tactics tell it what their steps wait for
+    /// ([`TraceRecorder::waits`]).
+    pub fn trace(&self) -> Option<&Arc<TraceRecorder>> {
+        self.trace.as_ref()
     }
 
     /// The agent called `name`.
@@ -252,6 +259,7 @@ impl<'a> TeamBuilder<'a> {
             spec: self.spec.clone(),
             progress: None,
             journal: self.journal,
+            trace: self.trace,
         })
     }
 }

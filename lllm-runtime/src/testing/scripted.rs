@@ -45,7 +45,7 @@ impl ScriptedInvoker {
 
     /// Adds an answer with this message.
     pub fn message(self, message: Message) -> Self {
-        self.push(Ok(ChatResponse { message, id: None }))
+        self.push(Ok(ChatResponse::new(message)))
     }
 
     /// Adds a failure.

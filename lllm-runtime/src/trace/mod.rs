@@ -1,5 +1,8 @@
-//! Writing content-free traces of runs (`lllm run --trace FILE`): one JSON line per model request, as
-//! described in the trace format of [`TraceHeader`] and [`TraceRow`].
+//! Writing content-free traces of runs (`lllm run --trace FILE`): one JSON line per model request, in
+//! lllm's own format ([`TraceHeader`], [`TraceRow`]) or in Dynamo's agentic format ([`AgenticHeader`],
+//! [`AgenticRow`]), which also records which requests each one waited for.
+
+mod graph;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -8,8 +11,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lllm_core::internal::BlockHasher;
-use lllm_core::{Message, Profile, Role};
+use lllm_core::{AgenticHeader, AgenticRow, DialogId, Message, Role};
 use lllm_core::{TraceHeader, TraceRow, TRACE_FORMAT};
+
+use graph::Graph;
 
 use crate::invoker::{ChatRequest, ChatResponse, SentHints};
 
@@ -19,12 +24,30 @@ struct Chain {
     last_answer: Option<Instant>,
 }
 
+/// The shape of a trace's lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TraceFormat {
+    /// `lllm-trace/1`: a header line, then [`TraceRow`]s.
+    #[default]
+    Lllm,
+    /// [`TraceRow`]s only, no header: plain Mooncake JSONL for tools such as NVIDIA AIPerf.
+    RowsOnly,
+    /// Dynamo's `dynamo.agentic_mooncake` version 2: an [`AgenticHeader`], then [`AgenticRow`]s
+    /// with each request's dependencies.
+    AgenticMooncake,
+}
+
 /// Records the requests of a run as trace rows. Share one recorder between every agent of a run.
 pub struct TraceRecorder {
     started: Instant,
+    format: TraceFormat,
+    /// The run's id in agentic traces (`play_id`, the header's digest).
+    play: String,
+    block_tokens: usize,
     tokenizer: Option<tokenizers::Tokenizer>,
     hasher: Mutex<BlockHasher>,
     chains: Mutex<HashMap<String, Chain>>,
+    graph: Mutex<Graph>,
     out: Mutex<Box<dyn Write + Send>>,
 }
 
@@ -63,7 +86,17 @@ impl TraceRecorder {
         block_tokens: usize,
         tokenizer: Option<tokenizers::Tokenizer>,
     ) -> std::io::Result<Self> {
-        Self::build(out, block_tokens, tokenizer, true)
+        Self::build(out, block_tokens, tokenizer, TraceFormat::Lllm)
+    }
+
+    /// A recorder writing `format` to `out` (see [`with_tokenizer`](Self::with_tokenizer)).
+    pub fn with_format(
+        out: Box<dyn Write + Send>,
+        block_tokens: usize,
+        tokenizer: Option<tokenizers::Tokenizer>,
+        format: TraceFormat,
+    ) -> std::io::Result<Self> {
+        Self::build(out, block_tokens, tokenizer, format)
     }
 
     /// A recorder that writes rows only, no header line: a plain Mooncake-style JSONL file, as tools
@@ -73,15 +106,17 @@ impl TraceRecorder {
         block_tokens: usize,
         tokenizer: Option<tokenizers::Tokenizer>,
     ) -> std::io::Result<Self> {
-        Self::build(out, block_tokens, tokenizer, false)
+        Self::build(out, block_tokens, tokenizer, TraceFormat::RowsOnly)
     }
 
     fn build(
         mut out: Box<dyn Write + Send>,
         block_tokens: usize,
         tokenizer: Option<tokenizers::Tokenizer>,
-        header: bool,
+        format: TraceFormat,
     ) -> std::io::Result<Self> {
+        let block_tokens = block_tokens.max(1);
+        let play = format!("lllm-{}", DialogId::new());
         let blocks = match tokenizer {
             Some(_) => "tokenizer".to_owned(),
             None => format!("chars/{}", lllm_core::internal::CHARS_PER_TOKEN),
@@ -91,29 +126,58 @@ impl TraceRecorder {
             block_size: block_tokens,
             blocks,
         };
-        if header {
-            writeln!(out, "{}", serde_json::to_string(&blocks_header)?)?;
+        match format {
+            TraceFormat::Lllm => writeln!(out, "{}", serde_json::to_string(&blocks_header)?)?,
+            TraceFormat::RowsOnly => {}
+            TraceFormat::AgenticMooncake => {
+                let header = AgenticHeader::new(block_tokens, play.clone());
+                writeln!(out, "{}", serde_json::to_string(&header)?)?;
+            }
         }
         Ok(TraceRecorder {
             started: Instant::now(),
+            format,
+            play,
+            block_tokens,
             tokenizer,
             hasher: Mutex::new(BlockHasher::new(block_tokens)),
             chains: Mutex::new(HashMap::new()),
+            graph: Mutex::new(Graph::default()),
             out: Mutex::new(out),
         })
     }
 
-    /// A recorder writing to the file at `path` (created or truncated); with `header: false`, rows
-    /// only (see [`rows_only`](Self::rows_only)).
+    /// The format this recorder writes.
+    pub fn format(&self) -> TraceFormat {
+        self.format
+    }
+
+    /// Tells the trace that dialog `child` was forked from `parent` (agents do this themselves).
+    pub fn forked(&self, parent: DialogId, child: DialogId) {
+        self.graph().forked(parent, child);
+    }
+
+    /// Tells the trace that the next request of `dialog` waits for the work of the dialogs `on`
+    /// (their last answers), as a tactic's step waits for the steps or branches before it.
+    /// Tactics written in Rust call it to record their own joins.
+    pub fn waits(&self, dialog: DialogId, on: &[DialogId]) {
+        self.graph().waits(dialog, on);
+    }
+
+    fn graph(&self) -> std::sync::MutexGuard<'_, Graph> {
+        self.graph.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A recorder writing `format` to the file at `path` (created or truncated).
     pub fn to_file(
         path: &Path,
         block_tokens: usize,
         tokenizer: Option<tokenizers::Tokenizer>,
-        header: bool,
+        format: TraceFormat,
     ) -> std::io::Result<Self> {
         let file = std::fs::File::create(path)?;
         let out = Box::new(std::io::BufWriter::new(file));
-        Self::build(out, block_tokens, tokenizer, header)
+        Self::build(out, block_tokens, tokenizer, format)
     }
 
     /// Loads a Hugging Face `tokenizer.json`.
@@ -194,7 +258,7 @@ impl TraceRecorder {
 
     /// The wait since the chain's last answer, and how much of it was tools running: all of it when
     /// the request carries tool results, since the chain was waiting for them.
-    fn waits(&self, chain: String, sent: Instant, after_tools: bool) -> (Duration, Duration) {
+    fn chain_waits(&self, chain: String, sent: Instant, after_tools: bool) -> (Duration, Duration) {
         let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
         let state = chains.entry(chain).or_default();
         let delay = state
@@ -207,9 +271,14 @@ impl TraceRecorder {
     /// Writes the row of one answered request. A trace that cannot be written is reported once in the
     /// log; the run goes on.
     pub(crate) fn record(&self, answered: Answered<'_>) {
-        let row = self.row(&answered);
+        let line = match self.format {
+            TraceFormat::Lllm | TraceFormat::RowsOnly => {
+                serde_json::to_string(&self.row(&answered))
+            }
+            TraceFormat::AgenticMooncake => serde_json::to_string(&self.agentic_row(&answered)),
+        };
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let written = serde_json::to_string(&row)
+        let written = line
             .map_err(std::io::Error::other)
             .and_then(|line| writeln!(out, "{line}"));
         if let Err(error) = written {
@@ -220,16 +289,18 @@ impl TraceRecorder {
     fn row(&self, answered: &Answered<'_>) -> TraceRow {
         let request = answered.request;
         let chain = request.dialog.map(|d| d.to_string()).unwrap_or_default();
-        let session_id = session_header(request, false).unwrap_or_else(|| chain.clone());
-        let parent_session_id =
-            session_header(request, true).or_else(|| request.parent_dialog.map(|d| d.to_string()));
+        let sent_hints = SentHints::of(request);
+        let session_id = sent_hints.session.clone().unwrap_or_else(|| chain.clone());
+        let parent_session_id = sent_hints
+            .parent_session
+            .clone()
+            .or_else(|| request.parent_dialog.map(|d| d.to_string()));
         let messages: Vec<&Message> = request.messages.iter().collect();
         let usage = answered.response.message.usage;
         let prompt = self.prompt(&messages, usage.map(|u| u.prompt_tokens));
         let after_tools = messages.last().is_some_and(|m| m.role == Role::Tool);
-        let (delay, tool_wait) = self.waits(chain, answered.sent, after_tools);
+        let (delay, tool_wait) = self.chain_waits(chain, answered.sent, after_tools);
         let now = Instant::now();
-        let sent_hints = SentHints::of(request);
         TraceRow {
             session_id,
             parent_session_id,
@@ -255,6 +326,53 @@ impl TraceRecorder {
     }
 }
 
+impl TraceRecorder {
+    /// The agentic row of one answered request: its place in the request graph, and its prompt cut
+    /// into exactly one block id per `block_size` tokens of the length reported.
+    fn agentic_row(&self, answered: &Answered<'_>) -> AgenticRow {
+        let request = answered.request;
+        let now = Instant::now();
+        let placed = self.graph().place(request.dialog, answered.sent, now);
+        let sent_hints = SentHints::of(request);
+        let messages: Vec<&Message> = request.messages.iter().collect();
+        let usage = answered.response.message.usage;
+        let prompt = self.prompt(&messages, usage.map(|u| u.prompt_tokens));
+        // Dynamo counts a prompt of no tokens as invalid; every real prompt has some.
+        let input_length = prompt.input_length.max(1);
+        let blocks =
+            usize::try_from(input_length.div_ceil(self.block_tokens as u64)).unwrap_or(usize::MAX);
+        let hash_ids = self
+            .hasher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fit(prompt.hash_ids, blocks);
+        let not_before_ms = if placed.dependencies.is_empty() {
+            millis(answered.sent.saturating_duration_since(self.started))
+        } else {
+            0
+        };
+        AgenticRow {
+            request_id: placed.request_id,
+            play_id: self.play.clone(),
+            session_id: sent_hints
+                .session
+                .clone()
+                .or_else(|| request.dialog.map(|d| d.to_string()))
+                .unwrap_or_else(|| self.play.clone()),
+            model: lllm_core::strip_provider_prefix(&request.model).to_owned(),
+            input_length,
+            output_length: usage.map_or_else(
+                || self.count(&[&answered.response.message]),
+                |u| u.completion_tokens,
+            ),
+            hash_ids,
+            not_before_ms,
+            dependencies: placed.dependencies,
+            priority: sent_hints.priority,
+        }
+    }
+}
+
 /// Largest tokenizer file read.
 const MAX_TOKENIZER_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -267,21 +385,6 @@ pub struct TokenizerError {
     /// Why.
     #[source]
     pub source: tokenizers::Error,
-}
-
-/// The session (or parent) header the hints put on the request, whatever the profile.
-fn session_header(request: &ChatRequest, parent: bool) -> Option<String> {
-    Profile::ALL
-        .iter()
-        .map(|p| {
-            if parent {
-                p.parent_header()
-            } else {
-                p.session_header()
-            }
-        })
-        .find_map(|name| request.hint_fields.header(name))
-        .map(str::to_owned)
 }
 
 fn millis(d: Duration) -> u64 {
