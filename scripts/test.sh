@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 # This script decides whether the Dynamo suite runs and against what: ignore the caller's settings.
 unset LLLM_DYNAMO_URL LLLM_DYNAMO_LOG LLLM_REQUIRE_DYNAMO
 unset LLLM_MCP_EVERYTHING LLLM_MCP_TIME LLLM_MCP_PYTHON LLLM_REQUIRE_MCP
+unset LLLM_PHOENIX_URL LLLM_REQUIRE_PHOENIX LLLM_DYNAMO_PYTHON LLLM_REQUIRE_DYNAMO_REPLAY
 skip_dynamo=${LLLM_SKIP_DYNAMO:-0}
 results=$(mktemp)   # the output of every cargo test, for the summary line
 failed=()           # the steps that failed
@@ -37,6 +38,8 @@ finish() {
   local status=$?
   trap - EXIT
   [ "$skip_dynamo" = 1 ] || scripts/servers/dynamo.sh down || failed+=("stopping Dynamo")
+  scripts/servers/phoenix.sh down || failed+=("stopping Phoenix")
+  [ -n "${phoenix_out:-}" ] && rm -f "$phoenix_out"
   [ "$status" -ne 0 ] && [ -n "$current" ] && ! printf '%s\n' "${failed[@]}" | grep -qxF "$current" &&
     failed+=("$current")
   local f
@@ -51,6 +54,12 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# Arize Phoenix, the OpenTelemetry backend the observability suite exports to, starts in the background
+# (installed from PyPI on first use, about 2 minutes; then about 20 s) while the code is checked.
+phoenix_out=$(mktemp)
+scripts/servers/phoenix.sh up >"$phoenix_out" &
+phoenix_pid=$!
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -71,6 +80,25 @@ else
   failed+=("installing the MCP test servers")
 fi
 export LLLM_REQUIRE_MCP=1
+
+step "waiting for Arize Phoenix (OpenTelemetry backend)"
+if wait "$phoenix_pid"; then
+  LLLM_PHOENIX_URL=$(cat "$phoenix_out")
+  export LLLM_PHOENIX_URL
+else
+  failed+=("starting Phoenix")
+fi
+export LLLM_REQUIRE_PHOENIX=1
+
+# Dynamo's offline simulator replays the agentic trace of a fork tree (no server needed).
+if [ "$skip_dynamo" != 1 ]; then
+  step "installing NVIDIA Dynamo (its offline simulator replays agentic traces)"
+  if LLLM_DYNAMO_PYTHON=$(scripts/servers/dynamo.sh install); then
+    export LLLM_DYNAMO_PYTHON LLLM_REQUIRE_DYNAMO_REPLAY=1
+  else
+    failed+=("installing Dynamo")
+  fi
+fi
 
 # No Dynamo yet: the Dynamo tests skip themselves here and run below, against a running one.
 run_tests "cargo test --workspace" cargo test --workspace --all-features --locked

@@ -8,8 +8,8 @@
 //! - writes a `dynamo.agentic_mooncake` trace that NVIDIA Dynamo's offline simulator replays
 //!   (`LLLM_DYNAMO_PYTHON`, the Dynamo virtualenv's Python, set by `scripts/test.sh`).
 //!
-//! A missing Phoenix or Dynamo skips those tests with a note, unless `LLLM_REQUIRE_OBSERVABILITY=1`
-//! (as the test script sets) makes it a failure.
+//! A missing Phoenix or Dynamo skips those tests with a note, unless `LLLM_REQUIRE_PHOENIX=1` or
+//! `LLLM_REQUIRE_DYNAMO_REPLAY=1` (as the test script sets them) makes it a failure.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -476,14 +476,15 @@ async fn failures_mark_spans_and_an_unreachable_collector_changes_nothing() {
     assert!(stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL is `carrier-pigeon`"), "{stderr}");
 }
 
-/// Whether a test of an external service must run: its variable is set, or the suite requires it.
-fn service(variable: &str) -> Option<String> {
+/// The service a test needs, named by `variable`: skipped with a note when it is not set, a failure
+/// when `require` is `1`.
+fn service(variable: &str, require: &str) -> Option<String> {
     match std::env::var(variable) {
         Ok(value) if !value.is_empty() => Some(value),
         _ => {
             assert!(
-                std::env::var("LLLM_REQUIRE_OBSERVABILITY").as_deref() != Ok("1"),
-                "{variable} is not set; scripts/test.sh starts the service and sets it"
+                std::env::var(require).as_deref() != Ok("1"),
+                "{variable} is not set ({require}=1); scripts/test.sh starts the service and sets it"
             );
             eprintln!("skipped: {variable} is not set (scripts/test.sh sets it)");
             None
@@ -505,7 +506,7 @@ fn get_json(url: &str) -> Option<Value> {
 
 #[tokio::test]
 async fn phoenix_receives_the_span_tree_with_the_servers_session_ids() {
-    let Some(phoenix) = service("LLLM_PHOENIX_URL") else {
+    let Some(phoenix) = service("LLLM_PHOENIX_URL", "LLLM_REQUIRE_PHOENIX") else {
         return;
     };
     let server = stub().await;
@@ -589,7 +590,7 @@ async fn phoenix_receives_the_span_tree_with_the_servers_session_ids() {
 
 #[tokio::test]
 async fn dynamos_simulator_replays_the_agentic_trace_of_a_fork_tree() {
-    let Some(python) = service("LLLM_DYNAMO_PYTHON") else {
+    let Some(python) = service("LLLM_DYNAMO_PYTHON", "LLLM_REQUIRE_DYNAMO_REPLAY") else {
         return;
     };
     let server = stub().await;

@@ -3,6 +3,7 @@
 # "mocker": real tokenization and KV-cache bookkeeping, no model), all on 127.0.0.1. Installed from PyPI
 # into a cached virtualenv on first use (about a minute); later starts take seconds.
 #   scripts/servers/dynamo.sh up     # prints the base URL; the served model is "tiny"
+#   scripts/servers/dynamo.sh install  # installs only; prints the virtualenv's Python (offline replay)
 #   scripts/servers/dynamo.sh down
 #   scripts/servers/dynamo.sh log    # prints the frontend log's path (which worker served each request)
 # Env: DYNAMO_PORT (default 18000), FRONT_ARGS (extra frontend flags), MOCK_ARGS (extra mocker flags),
@@ -91,6 +92,7 @@ down() {
 }
 
 case "${1:-up}" in
+  install) install >&2; echo "$VENV/bin/python" ;;
   up) up ;;
   down) down ;;
   log) echo "$RUN/logs/frontend.log" ;;
