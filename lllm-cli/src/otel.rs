@@ -206,11 +206,22 @@ pub(crate) fn workflow_span(tactic: &str) -> Span {
     span
 }
 
-/// The name a run's span gives its tactic: the file's name without `.yaml`.
+/// The name a run's span gives its tactic: the file's name without `.yaml`, or its folder's for a
+/// file called `tactic.yaml` (`examples/fan_out/tactic.yaml` is `fan_out`).
 pub(crate) fn tactic_name(path: &std::path::Path) -> String {
-    path.file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "tactic".to_owned())
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let folder = || {
+        std::path::absolute(path).ok().and_then(|p| {
+            p.parent()
+                .and_then(|d| d.file_name())
+                .map(|d| d.to_string_lossy().into_owned())
+        })
+    };
+    match stem {
+        Some(stem) if stem == "tactic" => folder().unwrap_or(stem),
+        Some(stem) => stem,
+        None => "tactic".to_owned(),
+    }
 }
 
 /// Marks a run's span as failed, with the exit class and the message lllm prints (redacted).

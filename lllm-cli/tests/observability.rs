@@ -287,14 +287,28 @@ async fn spans_follow_the_genai_conventions_and_join_the_server_on_the_session_i
     assert_eq!(workflow.name, "invoke_workflow tree");
     assert_eq!(workflow.kind, INTERNAL);
     assert_eq!(workflow.str("gen_ai.operation.name"), "invoke_workflow");
-    assert_eq!(workflow.resource.get("service.name"), Some(&Value::from("lllm")));
+    assert_eq!(
+        workflow.resource.get("service.name"),
+        Some(&Value::from("lllm"))
+    );
 
     let by_id = |id: &str| spans.iter().find(|s| s.id == id);
-    let agents: Vec<&Span> = spans.iter().filter(|s| s.name == "invoke_agent lead").collect();
+    let agents: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_agent lead")
+        .collect();
     let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat tiny").collect();
-    let tools: Vec<&Span> = spans.iter().filter(|s| s.name == "execute_tool count").collect();
+    let tools: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "execute_tool count")
+        .collect();
     // Seven turns; the first calls the tool, so it makes two requests.
-    assert_eq!(agents.len(), 7, "{:?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>());
+    assert_eq!(
+        agents.len(),
+        7,
+        "{:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
     assert_eq!(chats.len(), 8);
     assert_eq!(tools.len(), 1);
     let requests = server.requests();
@@ -316,23 +330,39 @@ async fn spans_follow_the_genai_conventions_and_join_the_server_on_the_session_i
         assert_eq!(parent.name, "invoke_agent lead");
         assert_eq!(chat.str("gen_ai.operation.name"), "chat");
         assert_eq!(chat.str("gen_ai.request.model"), "tiny");
-        assert_eq!(chat.attr("gen_ai.request.max_tokens"), Some(&Value::from(24)));
-        assert_eq!(chat.attr("gen_ai.request.temperature"), Some(&Value::from(0.5)));
+        assert_eq!(
+            chat.attr("gen_ai.request.max_tokens"),
+            Some(&Value::from(24))
+        );
+        assert_eq!(
+            chat.attr("gen_ai.request.temperature"),
+            Some(&Value::from(0.5))
+        );
         assert_eq!(chat.attr("lllm.priority"), Some(&Value::from(7)));
         assert_eq!(chat.attr("lllm.retry.attempt"), Some(&Value::from(1)));
         assert_eq!(chat.str("lllm.profile"), "dynamo");
         assert_eq!(chat.str("server.address"), "127.0.0.1");
-        assert!(chat.attr("gen_ai.usage.input_tokens").is_some_and(Value::is_i64));
-        assert!(chat.attr("gen_ai.usage.output_tokens").is_some_and(Value::is_i64));
+        assert!(chat
+            .attr("gen_ai.usage.input_tokens")
+            .is_some_and(Value::is_i64));
+        assert!(chat
+            .attr("gen_ai.usage.output_tokens")
+            .is_some_and(Value::is_i64));
         assert!(!chat.str("gen_ai.response.id").is_empty());
         assert_eq!(chat.str("gen_ai.response.finish_reasons"), r#"["stop"]"#);
         // The conversation id is the session id the server received.
         let conversation = chat.str("gen_ai.conversation.id");
-        assert!(sessions.contains(&conversation), "{conversation} in {sessions:?}");
+        assert!(
+            sessions.contains(&conversation),
+            "{conversation} in {sessions:?}"
+        );
         assert_eq!(parent.str("gen_ai.conversation.id"), conversation);
     }
     // Each request's session header matches one chat span, one for one.
-    let mut from_spans: Vec<&str> = chats.iter().map(|c| c.str("gen_ai.conversation.id")).collect();
+    let mut from_spans: Vec<&str> = chats
+        .iter()
+        .map(|c| c.str("gen_ai.conversation.id"))
+        .collect();
     let mut on_wire = sessions.clone();
     from_spans.sort_unstable();
     on_wire.sort_unstable();
@@ -342,13 +372,20 @@ async fn spans_follow_the_genai_conventions_and_join_the_server_on_the_session_i
         .iter()
         .filter(|c| !c.str("lllm.parent_session.id").is_empty())
         .collect();
-    assert_eq!(forked.len(), 5, "the requests of forks a (two), a_cost, a_risk and b");
+    assert_eq!(
+        forked.len(),
+        5,
+        "the requests of forks a (two), a_cost, a_risk and b"
+    );
     let tool = tools[0];
     assert_eq!(tool.kind, INTERNAL);
     assert_eq!(tool.str("gen_ai.tool.name"), "count");
     assert_eq!(tool.str("gen_ai.tool.call.id"), "call_1");
     assert_eq!(tool.str("gen_ai.tool.type"), "function");
-    assert_eq!(by_id(&tool.parent).map(|p| p.name.as_str()), Some("invoke_agent lead"));
+    assert_eq!(
+        by_id(&tool.parent).map(|p| p.name.as_str()),
+        Some("invoke_agent lead")
+    );
 
     // Every fork's first span links to its parent dialog's latest span; nothing else links.
     let linked: Vec<&&Span> = agents.iter().filter(|a| !a.links.is_empty()).collect();
@@ -394,13 +431,19 @@ async fn content_is_recorded_when_asked_and_traceparent_joins_the_callers_trace(
     .await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     let spans = collector.spans();
-    assert!(spans.iter().all(|s| s.trace == trace_id), "every span joins the caller's trace");
+    assert!(
+        spans.iter().all(|s| s.trace == trace_id),
+        "every span joins the caller's trace"
+    );
     let workflow = spans
         .iter()
         .find(|s| s.name == "invoke_workflow tree")
         .expect("workflow span");
     assert_eq!(workflow.parent, caller);
-    assert_eq!(workflow.resource.get("service.name"), Some(&Value::from("planner-service")));
+    assert_eq!(
+        workflow.resource.get("service.name"),
+        Some(&Value::from("planner-service"))
+    );
     let first = spans
         .iter()
         .find(|s| s.str("gen_ai.input.messages").contains("SECRET-PROMPT"))
@@ -412,7 +455,10 @@ async fn content_is_recorded_when_asked_and_traceparent_joins_the_callers_trace(
         .iter()
         .find(|s| s.name == "execute_tool count")
         .expect("tool span");
-    assert_eq!(tool.str("gen_ai.tool.call.arguments"), r#"{"text": "one two"}"#);
+    assert_eq!(
+        tool.str("gen_ai.tool.call.arguments"),
+        r#"{"text": "one two"}"#
+    );
     assert_eq!(tool.str("gen_ai.tool.call.result").trim(), "2");
     assert!(spans
         .iter()
@@ -430,7 +476,10 @@ async fn failures_mark_spans_and_an_unreachable_collector_changes_nothing() {
     let (output, _dir) = run_exported(&collector, &server, &[]).await;
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     let spans = collector.spans();
-    let chat = spans.iter().find(|s| s.name == "chat tiny").expect("chat span");
+    let chat = spans
+        .iter()
+        .find(|s| s.name == "chat tiny")
+        .expect("chat span");
     assert_eq!(chat.status, 2, "status ERROR");
     assert_eq!(chat.str("error.type"), "400");
     let workflow = spans
@@ -448,7 +497,10 @@ async fn failures_mark_spans_and_an_unreachable_collector_changes_nothing() {
         &["run", arg(&tactic), "--input", "a garden"],
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"),
-            ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer sk-otel-secret-123"),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "authorization=Bearer sk-otel-secret-123",
+            ),
         ],
     )
     .await;
@@ -473,7 +525,10 @@ async fn failures_mark_spans_and_an_unreachable_collector_changes_nothing() {
     .await;
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    assert!(stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL is `carrier-pigeon`"), "{stderr}");
+    assert!(
+        stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL is `carrier-pigeon`"),
+        "{stderr}"
+    );
 }
 
 /// The service a test needs, named by `variable`: skipped with a note when it is not set, a failure
@@ -582,7 +637,10 @@ async fn phoenix_receives_the_span_tree_with_the_servers_session_ids() {
             other => panic!("unexpected span {other}"),
         }
         let all = attrs.to_string();
-        assert!(!all.contains("SECRET-PROMPT") && !all.contains("stub answer"), "{all}");
+        assert!(
+            !all.contains("SECRET-PROMPT") && !all.contains("stub answer"),
+            "{all}"
+        );
         assert!(attrs.get("gen_ai.input.messages").is_none());
     }
     assert_eq!(chats, 8);
@@ -667,7 +725,93 @@ async fn dynamos_simulator_replays_the_agentic_trace_of_a_fork_tree() {
         "{report}\n{}",
         text(&replay.stderr)
     );
-    assert_eq!(report.matches("requests 8/8 completed").count(), 2, "{report}");
-    assert_eq!(report.matches("trajectories 1/1 completed").count(), 2, "{report}");
+    assert_eq!(
+        report.matches("requests 8/8 completed").count(),
+        2,
+        "{report}"
+    );
+    assert_eq!(
+        report.matches("trajectories 1/1 completed").count(),
+        2,
+        "{report}"
+    );
     assert_eq!(report.matches("check: ok").count(), 2, "{report}");
+}
+
+fn one_turn(url: &str) -> String {
+    format!(
+        "global:\n  model_name: hosted_vllm/tiny\n  model_args: {{api_base: \"{url}\", max_tokens: 8}}\n  inference_hints: {{profile: dynamo}}\nagent_configs:\n  - name: solo\n    system_prompt: Be brief.\n"
+    )
+}
+
+#[tokio::test]
+async fn a_malformed_traceparent_is_reported_and_the_run_traces_on_its_own() {
+    let collector = Collector::start().await;
+    let server = StubServer::start().await.expect("stub");
+    let dir = TempDir::new("traceparent");
+    let tactic = dir.write("solo.yaml", &one_turn(&server.base_url()));
+    let output = run(
+        &["run", arg(&tactic), "--input", "hi"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ("TRACEPARENT", "00-zzzz-not-a-trace-\u{1b}[31m"),
+        ],
+    )
+    .await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("TRACEPARENT is not a W3C trace context"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    let spans = collector.spans();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names.contains(&"invoke_workflow solo"));
+    assert_eq!(spans.iter().filter(|s| s.parent.is_empty()).count(), 1);
+}
+
+#[tokio::test]
+async fn what_a_hostile_server_names_reaches_spans_bounded_and_printable() {
+    let collector = Collector::start().await;
+    let server = StubServer::start().await.expect("stub");
+    let huge_model = format!("\u{1b}]0;pwned\u{7}{}", "m".repeat(100_000));
+    server.push(StubReply::json(
+        200,
+        serde_json::json!({
+            "id": "chatcmpl-1",
+            "model": huge_model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1},
+            "nvext": {"worker_id": {"prefill_worker_id": 1, "decode_worker_id": 13432463561746359355u64}}
+        }),
+    ));
+    let dir = TempDir::new("hostile");
+    let tactic = dir.write("solo.yaml", &one_turn(&server.base_url()));
+    let output = run(
+        &["run", arg(&tactic), "--input", "hi"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let spans = collector.spans();
+    let chat = spans
+        .iter()
+        .find(|s| s.name == "chat tiny")
+        .expect("chat span");
+    let model = chat.str("gen_ai.response.model");
+    // 256 characters kept, control characters shown escaped, and a mark where it was cut.
+    assert!(
+        model.chars().count() <= 300,
+        "{} characters",
+        model.chars().count()
+    );
+    assert!(!model.chars().any(char::is_control), "{model:?}");
+    // The worker Dynamo reports (with `nvext.extra_fields: ["worker_id"]`) is the decode worker.
+    assert_eq!(chat.str("lllm.worker.id"), "13432463561746359355");
 }

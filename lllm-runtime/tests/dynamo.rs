@@ -271,6 +271,55 @@ async fn streaming_structured_answers_and_null_content_work_against_dynamo() {
         .expect("a family fork is accepted");
 }
 
+#[tokio::test]
+async fn dynamo_names_the_serving_worker_when_asked_and_the_answer_carries_it() {
+    let Some((url, _)) = dynamo() else {
+        return;
+    };
+    let extra = serde_json::json!({"nvext": {"extra_fields": ["worker_id"]}});
+    let agent = lllm_runtime::Agent::builder()
+        .name("worker")
+        .system_prompt("You answer briefly.")
+        .model("tiny")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(
+            ServerDefaults::none(),
+        )))
+        .model_args(
+            lllm_runtime::ModelArgs::new()
+                .api_base(url)
+                .max_tokens(4)
+                .extra_body(extra.as_object().cloned().unwrap_or_default()),
+        )
+        .inference_hints(
+            lllm_runtime::InferenceHints::builder()
+                .profile(lllm_runtime::Profile::Dynamo)
+                .priority(3)
+                .build()
+                .expect("hints"),
+        )
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    let request = agent
+        .chat_request(&agent.dialog("main").expect("dialog"))
+        .expect("request");
+    // The hints' nvext and the user's merge: Dynamo, which rejects unknown fields, takes both.
+    let invoker = OpenAiInvoker::with_defaults(ServerDefaults::none());
+    let mut request = request;
+    request.messages.push(lllm_runtime::Message::user("hello"));
+    let plain = invoker.invoke(&request).await.expect("accepted");
+    let worker = plain.worker.expect("Dynamo reports the worker when asked");
+    assert!(worker.parse::<u64>().is_ok(), "{worker}");
+    assert_eq!(plain.model.as_deref(), Some("tiny"));
+    let streamed = invoker
+        .invoke_stream(&request, &mut |_| {})
+        .await
+        .expect("accepted");
+    if let Some(worker) = streamed.worker {
+        assert!(worker.parse::<u64>().is_ok(), "{worker}");
+    }
+}
+
 /// Sessions that stayed on one worker, and cached ÷ prompt tokens, of a replay.
 /// How long the frontend may take to log the requests it answered.
 const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
