@@ -10,6 +10,7 @@
 //!
 //! A missing Phoenix or Dynamo skips those tests with a note, unless `LLLM_REQUIRE_PHOENIX=1` or
 //! `LLLM_REQUIRE_DYNAMO_REPLAY=1` (as the test script sets them) makes it a failure.
+#![allow(clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

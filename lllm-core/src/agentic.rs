@@ -120,9 +120,9 @@ mod tests {
 
     #[test]
     fn rows_read_dynamos_own_fixture_shape() {
-        let row: AgenticRow = serde_json::from_str(r#"{"request_id":"agent-join","play_id":"agent-play","session_id":"root","model":"tiny-model","input_length":4,"output_length":2,"hash_ids":[303],"not_before_ms":0,"dependencies":[{"request_id":"agent-root","trigger":"completion","delay_ms":1,"relation":"sequence"},{"request_id":"agent-child","trigger":"completion","delay_ms":1,"relation":"join"}]}"#).unwrap();
+        let row: AgenticRow = serde_json::from_str(r#"{"request_id":"agent-join","play_id":"agent-play","session_id":"root","model":"tiny-model","input_length":4,"output_length":2,"hash_ids":[303],"not_before_ms":0,"dependencies":[{"request_id":"agent-root","trigger":"completion","delay_ms":1,"relation":"sequence"},{"request_id":"agent-child","trigger":"completion","delay_ms":1,"relation":"join"}]}"#).expect("a row");
         assert_eq!(row.dependencies[1].relation, Relation::Join);
-        let header = serde_json::to_value(AgenticHeader::new(64, "run")).unwrap();
+        let header = serde_json::to_value(AgenticHeader::new(64, "run")).expect("JSON");
         assert_eq!(header["schema"], "dynamo.agentic_mooncake");
         assert_eq!(header["version"], 2);
         assert_eq!(header["hash_id_scope"], "local");

@@ -59,7 +59,7 @@ mod tests {
     #[test]
     fn messages_take_the_conventions_shape() {
         let text = messages([Message::system("be brief"), Message::user("hi")].iter());
-        let value: Value = serde_json::from_str(&text).unwrap();
+        let value: Value = serde_json::from_str(&text).expect("JSON");
         assert_eq!(
             value,
             json!([
