@@ -816,3 +816,48 @@ async fn what_a_hostile_server_names_reaches_spans_bounded_and_printable() {
     // The worker Dynamo reports (with `nvext.extra_fields: ["worker_id"]`) is the decode worker.
     assert_eq!(chat.str("lllm.worker.id"), "13432463561746359355");
 }
+
+#[tokio::test]
+async fn a_signal_still_sends_the_spans_that_ended() {
+    let collector = Collector::start().await;
+    let server = StubServer::start().await.expect("stub");
+    // The first turn answers; the second hangs until the signal.
+    server.push(StubReply::text("planned").for_message("SECRET-PROMPT"));
+    server.push(StubReply::text("late").delay(Duration::from_secs(60)));
+    let dir = TempDir::new("signal");
+    let tactic = dir.write("tree.yaml", &fork_tree(&server.base_url()));
+    let mut child = lllm()
+        .args(["run", arg(&tactic), "--input", "a garden"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("lllm starts");
+    for _ in 0..200 {
+        if server.requests().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        server.requests().len() >= 2,
+        "the run reached its second turn"
+    );
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("lllm exits")
+        .expect("status");
+    assert_eq!(output.code(), Some(143));
+    let spans = collector.spans();
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "chat tiny" && s.attr("gen_ai.usage.output_tokens").is_some()),
+        "the first turn's answered request was exported: {:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+}
