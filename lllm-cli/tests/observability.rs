@@ -645,6 +645,43 @@ async fn phoenix_receives_the_span_tree_with_the_servers_session_ids() {
         assert!(attrs.get("gen_ai.input.messages").is_none());
     }
     assert_eq!(chats, 8);
+
+    // The same run over gRPC reaches Phoenix's gRPC port (the HTTP port + 1, as
+    // scripts/servers/phoenix.sh opens it); the project comes from the resource this time.
+    let port: u16 = phoenix
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .expect("LLLM_PHOENIX_URL ends with its port");
+    let grpc = format!("http://127.0.0.1:{}", port + 1);
+    let project = format!("lllm-grpc-{}", std::process::id());
+    let resource = format!("openinference.project.name={project}");
+    let server = stub().await;
+    let tactic = dir.write("tree-grpc.yaml", &fork_tree(&server.base_url()));
+    let output = run(
+        &["run", arg(&tactic), "--input", "a garden"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", grpc.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_RESOURCE_ATTRIBUTES", resource.as_str()),
+        ],
+    )
+    .await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("cannot send spans"), "{stderr}");
+    let url = format!("{phoenix}/v1/projects/{project}/spans?limit=1000");
+    let mut received = 0;
+    for _ in 0..100 {
+        received = get_json(&url)
+            .and_then(|body| body["data"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        if received >= 17 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(received, 17, "every span arrives over gRPC too");
 }
 
 #[tokio::test]
