@@ -127,7 +127,9 @@ pub(crate) struct ToolsArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ReplayArgs {
-    /// The trace file.
+    /// The trace file: `lllm-trace/1` (what `lllm run --trace` writes) or NVIDIA Dynamo's agentic
+    /// trace (`dynamo.agentic_mooncake` version 2, `--trace-format agentic-mooncake`), whose requests
+    /// are sent when what they wait for is done.
     pub(crate) trace: std::path::PathBuf,
     /// The server's API base, an http or https URL such as http://127.0.0.1:8000/v1.
     #[arg(long, value_name = "URL")]
@@ -144,7 +146,8 @@ pub(crate) struct ReplayArgs {
     /// Time factor: 2 replays twice as fast (from 0.001 to 1000000).
     #[arg(long, value_name = "X", default_value_t = 1.0, allow_hyphen_values = true, value_parser = parse_speed)]
     pub(crate) speed: f64,
-    /// Also print every request as a JSON line (session, response id, tokens, latency, error).
+    /// Also print every request as a JSON line (session, response id, tokens, latency, error, when
+    /// it was sent; for agentic traces, its request and play ids).
     #[arg(long)]
     pub(crate) json: bool,
     /// Tokens per block, for a trace written without its header (`--trace-rows-only`).

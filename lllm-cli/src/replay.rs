@@ -43,14 +43,24 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     if args.json {
         for r in &report.requests {
-            let line = serde_json::json!({
+            let mut line = serde_json::json!({
                 "session_id": r.session_id,
                 "response_id": r.response_id,
                 "prompt_tokens": r.prompt_tokens,
                 "cached_tokens": r.cached_tokens,
                 "latency_ms": r.latency.as_secs_f64() * 1000.0,
                 "error": r.error,
+                "dispatched_ms": r.dispatched_at.as_secs_f64() * 1000.0,
             });
+            // Agentic traces: which recorded request this was.
+            if let Some(object) = line.as_object_mut() {
+                if let Some(id) = &r.request_id {
+                    object.insert("request_id".into(), id.as_str().into());
+                }
+                if let Some(play) = &r.play_id {
+                    object.insert("play_id".into(), play.as_str().into());
+                }
+            }
             writeln!(out, "{line}").map_err(stdout_failed)?;
         }
     }

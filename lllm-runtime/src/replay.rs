@@ -2,20 +2,25 @@
 //! structure, with synthetic text, and the hints of a chosen profile.
 //!
 //! Each block id becomes the same pseudo-text every time, so requests that shared a prefix when they
-//! were recorded share it again; each session sends its requests one after the other with the
-//! recorded delays (scaled by the speed), and sessions run concurrently from their recorded start.
+//! were recorded share it again. An `lllm-trace/1` trace sends each session's requests one after the
+//! other with the recorded delays (scaled by the speed), sessions running concurrently from their
+//! recorded start. An agentic trace (NVIDIA Dynamo's `dynamo.agentic_mooncake` version 2) sends
+//! each request when what it waits for is done: its dependencies' answers (or, for a `spawn` edge
+//! triggered by dispatch, their sending) plus each edge's `delay_ms`, and not before its
+//! `not_before_ms`, every time divided by the speed.
 
+mod agentic;
 pub mod limits;
 mod read;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use lllm_core::internal::redact_url;
-use lllm_core::{HintField, InferenceHints, Message, MessageLog, ModelArgs, Profile};
+use lllm_core::{HintField, InferenceHints, Message, MessageLog, ModelArgs, Profile, Trigger};
 
 use crate::invoker::{ChatRequest, Invoker, OpenAiInvoker, ServerDefaults};
 use read::Request;
@@ -79,6 +84,12 @@ pub enum ReplayError {
 pub struct Replayed {
     /// The recorded session.
     pub session_id: String,
+    /// The recorded request id (agentic traces; `None` for `lllm-trace/1`).
+    pub request_id: Option<String>,
+    /// The recorded play, the trajectory the request belongs to (agentic traces).
+    pub play_id: Option<String>,
+    /// When it was sent, from the replay's start.
+    pub dispatched_at: Duration,
     /// The server's id of the answer.
     pub response_id: Option<String>,
     /// Prompt tokens the server counted.
@@ -94,18 +105,25 @@ pub struct Replayed {
 /// Everything a replay did.
 #[derive(Debug, Clone, Default)]
 pub struct ReplayReport {
-    /// Every request, grouped by session in trace order.
+    /// Every request: for an `lllm-trace/1` trace grouped by session in trace order, for an agentic
+    /// trace in trace order.
     pub requests: Vec<Replayed>,
     /// The replay's wall time.
     pub elapsed: Duration,
 }
 
 impl ReplayReport {
-    /// Per-session and total figures, as text for a terminal.
+    /// Per-session and total figures, as text for a terminal. An agentic trace of several plays
+    /// counts each play's sessions apart, shown as `session (play)`.
     pub fn summary(&self) -> String {
-        let mut sessions: BTreeMap<&str, (usize, usize, u64, u64)> = BTreeMap::new();
+        let plays: BTreeSet<Option<&str>> =
+            self.requests.iter().map(|r| r.play_id.as_deref()).collect();
+        // (session, play) → (requests, errors, prompt tokens, cached tokens).
+        type Figures = (usize, usize, u64, u64);
+        let mut sessions: BTreeMap<(&str, Option<&str>), Figures> = BTreeMap::new();
         for r in &self.requests {
-            let entry = sessions.entry(&r.session_id).or_default();
+            let play = r.play_id.as_deref().filter(|_| plays.len() > 1);
+            let entry = sessions.entry((&r.session_id, play)).or_default();
             entry.0 += 1;
             entry.1 += usize::from(r.error.is_some());
             entry.2 += r.prompt_tokens;
@@ -114,7 +132,11 @@ impl ReplayReport {
         let mut out = String::from(
             "session                                     requests errors   prompt   cached\n",
         );
-        for (session, (requests, errors, prompt, cached)) in &sessions {
+        for ((session, play), (requests, errors, prompt, cached)) in &sessions {
+            let session = match play {
+                Some(play) => format!("{session} ({play})"),
+                None => (*session).to_owned(),
+            };
             out.push_str(&format!(
                 "{session:<44}{requests:>8}{errors:>7}{prompt:>9}{cached:>9}\n"
             ));
@@ -200,11 +222,15 @@ impl ReplayOptions {
     }
 }
 
-/// `ms` of the recording at `speed`, without overflow: `ms` and `speed` are within their limits, and
-/// anything beyond a year and a day is cut there.
-fn scaled(ms: u64, speed: f64) -> Duration {
+/// `ms` of the recording (a fraction, as agentic traces may give) at `speed`, without overflow:
+/// `ms` and `speed` are within their limits, and anything beyond a year and a day is cut there.
+fn scaled(ms: f64, speed: f64) -> Duration {
     const CEILING: Duration = Duration::from_secs(366 * 24 * 60 * 60);
-    let secs = ms as f64 / 1000.0 / speed;
+    let secs = ms / 1000.0 / speed;
+    if secs.is_nan() || secs <= 0.0 {
+        // Nothing to wait (and NaN, from speeds the options refuse).
+        return Duration::ZERO;
+    }
     Duration::try_from_secs_f64(secs).map_or(CEILING, |d| d.min(CEILING))
 }
 
@@ -227,16 +253,22 @@ fn push_block(out: &mut String, id: u64, tokens: usize) {
     }
 }
 
-/// The synthetic prompt of a request: its blocks' texts, one a line.
+/// The synthetic prompt of a request: its blocks' texts, one a line (the last block as long as the
+/// trace says, when it says).
 fn prompt(request: &Request, block: usize) -> String {
     // The capacity is bounded: hash_ids × block ≤ MAX_PROMPT_TOKENS, checked when read.
     let bound = usize::try_from(prompt_bytes(request, block)).unwrap_or(0);
     let mut out = String::with_capacity(bound.min(8 * 1024 * 1024));
+    let last = request.hash_ids.len().saturating_sub(1);
     for (i, id) in request.hash_ids.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        push_block(&mut out, *id, block);
+        let tokens = match request.last_block {
+            Some(tokens) if i == last => tokens.min(block),
+            _ => block,
+        };
+        push_block(&mut out, *id, tokens);
     }
     out
 }
@@ -248,11 +280,115 @@ pub async fn replay(text: &str, options: &ReplayOptions) -> Result<ReplayReport,
     replay_trace(&trace, options).await
 }
 
-/// Replays a trace that was read: each session's first request at its recorded time, each next one
-/// its recorded delay after the previous answer (times divided by the speed). At most
-/// [`limits::MAX_IN_FLIGHT`] requests and [`limits::MAX_IN_FLIGHT_PROMPT_BYTES`] of prompt text are
-/// in flight at once; a request beyond that waits for an answer, and its latency counts from when it
-/// is sent.
+/// One request to send.
+struct Step<'t> {
+    session: &'t str,
+    request: &'t Request,
+    request_id: Option<&'t str>,
+    play_id: Option<&'t str>,
+    not_before_ms: f64,
+}
+
+/// A trace as requests and the edges between them, whatever its format: an `lllm-trace/1` session
+/// is a chain in which each request waits for the previous one's answer and then its `delay`.
+struct Plan<'t> {
+    steps: Vec<Step<'t>>,
+    /// How many requests each step waits for.
+    waits: Vec<usize>,
+    /// The steps waiting for step `i`: `edges[starts[i]..starts[i + 1]]`, as (step, trigger, delay
+    /// in ms).
+    starts: Vec<usize>,
+    edges: Vec<(usize, Trigger, f64)>,
+}
+
+impl<'t> Plan<'t> {
+    fn of(trace: &'t Trace) -> Plan<'t> {
+        match &trace.graph {
+            Some(graph) => {
+                let steps = graph
+                    .nodes
+                    .iter()
+                    .map(|node| Step {
+                        session: &node.session_id,
+                        request: &node.request,
+                        request_id: Some(&node.request_id),
+                        play_id: Some(&node.play_id),
+                        not_before_ms: node.not_before_ms,
+                    })
+                    .collect();
+                let waits = graph.nodes.iter().map(|n| n.dependencies.len()).collect();
+                // The edges grouped by the request waited for (a counting sort).
+                let mut starts = vec![0usize; graph.nodes.len() + 1];
+                for node in &graph.nodes {
+                    for edge in &node.dependencies {
+                        starts[edge.from + 1] += 1;
+                    }
+                }
+                for i in 0..graph.nodes.len() {
+                    starts[i + 1] += starts[i];
+                }
+                let mut next = starts.clone();
+                let mut edges = vec![(0, Trigger::Completion, 0.0); starts[graph.nodes.len()]];
+                for (j, node) in graph.nodes.iter().enumerate() {
+                    for edge in &node.dependencies {
+                        edges[next[edge.from]] = (j, edge.trigger, edge.delay_ms);
+                        next[edge.from] += 1;
+                    }
+                }
+                Plan {
+                    steps,
+                    waits,
+                    starts,
+                    edges,
+                }
+            }
+            None => {
+                let mut plan = Plan {
+                    steps: Vec::with_capacity(trace.requests()),
+                    waits: Vec::with_capacity(trace.requests()),
+                    starts: Vec::with_capacity(trace.requests() + 1),
+                    edges: Vec::with_capacity(trace.requests()),
+                };
+                for session in &trace.sessions {
+                    for (r, request) in session.requests.iter().enumerate() {
+                        let i = plan.steps.len();
+                        plan.steps.push(Step {
+                            session: &session.id,
+                            request,
+                            request_id: None,
+                            play_id: None,
+                            not_before_ms: if r == 0 {
+                                request.timestamp as f64
+                            } else {
+                                0.0
+                            },
+                        });
+                        plan.waits.push(usize::from(r > 0));
+                        plan.starts.push(plan.edges.len());
+                        if let Some(next) = session.requests.get(r + 1) {
+                            plan.edges
+                                .push((i + 1, Trigger::Completion, next.delay as f64));
+                        }
+                    }
+                }
+                plan.starts.push(plan.edges.len());
+                plan
+            }
+        }
+    }
+}
+
+/// Replays a trace that was read. Each request is sent when it is due:
+///
+/// - `lllm-trace/1`: a session's first request at its recorded time, each next one its recorded
+///   delay after the previous answer;
+/// - agentic: at the latest of its `not_before_ms` and, for each dependency, the dependency's answer
+///   (its sending, for a `spawn` edge triggered by `dispatch`) plus the edge's `delay_ms`. A failed
+///   request counts as answered.
+///
+/// Times are divided by the speed. At most [`limits::MAX_IN_FLIGHT`] requests and
+/// [`limits::MAX_IN_FLIGHT_PROMPT_BYTES`] of prompt text are in flight at once; a request beyond that
+/// waits for an answer, and its latency counts from when it is sent.
 pub async fn replay_trace(
     trace: &Trace,
     options: &ReplayOptions,
@@ -260,32 +396,45 @@ pub async fn replay_trace(
     options.check()?;
     let invoker = OpenAiInvoker::with_defaults(ServerDefaults::none());
     let block = trace.block_size;
-    // Where each session's requests go in the report: grouped by session, in trace order.
-    let mut offsets = Vec::with_capacity(trace.sessions.len());
-    let mut total = 0usize;
-    for session in &trace.sessions {
-        offsets.push(total);
-        total += session.requests.len();
-    }
+    let plan = Plan::of(trace);
+    let total = plan.steps.len();
     let mut results: Vec<Option<Replayed>> = Vec::new();
     results.resize_with(total, || None);
-    // What is due next: (time from the start, session, request), earliest first.
-    let mut due: BinaryHeap<Reverse<(Duration, usize, usize)>> = trace
-        .sessions
+    let mut waits = plan.waits.clone();
+    let mut ready_at: Vec<Duration> = plan
+        .steps
         .iter()
-        .enumerate()
-        .filter_map(|(s, session)| {
-            let first = session.requests.first()?;
-            Some(Reverse((scaled(first.timestamp, options.speed), s, 0)))
-        })
+        .map(|s| scaled(s.not_before_ms, options.speed))
         .collect();
+    // What is due next: (time from the start, step), earliest first.
+    let mut due: BinaryHeap<Reverse<(Duration, usize)>> = (0..total)
+        .filter(|i| waits[*i] == 0)
+        .map(|i| Reverse((ready_at[i], i)))
+        .collect();
+    // Step `i` is done (`trigger`) at `now`: the steps waiting for that may become due.
+    let mut release = |i: usize,
+                       trigger: Trigger,
+                       now: Duration,
+                       waits: &mut Vec<usize>,
+                       due: &mut BinaryHeap<Reverse<(Duration, usize)>>| {
+        for &(j, on, delay) in &plan.edges[plan.starts[i]..plan.starts[i + 1]] {
+            if on != trigger {
+                continue;
+            }
+            ready_at[j] = ready_at[j].max(now.saturating_add(scaled(delay, options.speed)));
+            waits[j] -= 1;
+            if waits[j] == 0 {
+                due.push(Reverse((ready_at[j], j)));
+            }
+        }
+    };
     let started = Instant::now();
     let mut running = FuturesUnordered::new();
     let mut bytes_in_flight = 0u64;
     loop {
         let next = due.peek().map(|Reverse(entry)| *entry);
-        let startable = next.filter(|(_, s, r)| {
-            let bytes = prompt_bytes(&trace.sessions[*s].requests[*r], block);
+        let startable = next.filter(|(_, i)| {
+            let bytes = prompt_bytes(plan.steps[*i].request, block);
             running.is_empty()
                 || (running.len() < limits::MAX_IN_FLIGHT
                     && bytes_in_flight.saturating_add(bytes) <= limits::MAX_IN_FLIGHT_PROMPT_BYTES)
@@ -294,37 +443,55 @@ pub async fn replay_trace(
             break;
         }
         tokio::select! {
-            Some::<(usize, usize, u64, Replayed)>((s, r, bytes, replayed)) = running.next(), if !running.is_empty() => {
+            Some::<(usize, u64, Replayed)>((i, bytes, replayed)) = running.next(), if !running.is_empty() => {
                 bytes_in_flight -= bytes;
-                if let Some(slot) = results.get_mut(offsets[s] + r) {
+                if let Some(slot) = results.get_mut(i) {
                     *slot = Some(replayed);
                 }
-                let session = &trace.sessions[s];
-                if let Some(following) = session.requests.get(r + 1) {
-                    let at = started.elapsed().saturating_add(scaled(following.delay, options.speed));
-                    due.push(Reverse((at, s, r + 1)));
-                }
+                release(i, Trigger::Completion, started.elapsed(), &mut waits, &mut due);
             }
             () = tokio::time::sleep(
-                startable.map_or(Duration::ZERO, |(at, _, _)| at.saturating_sub(started.elapsed()))
+                startable.map_or(Duration::ZERO, |(at, _)| at.saturating_sub(started.elapsed()))
             ), if startable.is_some() => {
                 due.pop();
-                let Some((_, s, r)) = startable else { continue };
-                let session = &trace.sessions[s];
-                let request = &session.requests[r];
-                let bytes = prompt_bytes(request, block);
+                let Some((_, i)) = startable else { continue };
+                let step = &plan.steps[i];
+                let bytes = prompt_bytes(step.request, block);
                 bytes_in_flight += bytes;
                 let invoker = &invoker;
+                let dispatched_at = started.elapsed();
                 running.push(async move {
-                    (s, r, bytes, send(invoker, &session.id, request, block, options).await)
+                    let mut replayed = send(invoker, step.session, step.request, block, options).await;
+                    replayed.request_id = step.request_id.map(str::to_owned);
+                    replayed.play_id = step.play_id.map(str::to_owned);
+                    replayed.dispatched_at = dispatched_at;
+                    (i, bytes, replayed)
                 });
+                release(i, Trigger::Dispatch, dispatched_at, &mut waits, &mut due);
             }
         }
     }
-    Ok(ReplayReport {
-        requests: results.into_iter().flatten().collect(),
-        elapsed: started.elapsed(),
-    })
+    let elapsed = started.elapsed();
+    // Every step is sent once what it waits for is done, and the graph has no cycle; a step left
+    // unsent would be a bug, reported rather than dropped.
+    let requests = results
+        .into_iter()
+        .zip(&plan.steps)
+        .map(|(result, step)| {
+            result.unwrap_or_else(|| Replayed {
+                session_id: step.session.to_owned(),
+                request_id: step.request_id.map(str::to_owned),
+                play_id: step.play_id.map(str::to_owned),
+                dispatched_at: elapsed,
+                response_id: None,
+                prompt_tokens: 0,
+                cached_tokens: 0,
+                latency: Duration::ZERO,
+                error: Some("not sent: what it waits for never happened".into()),
+            })
+        })
+        .collect();
+    Ok(ReplayReport { requests, elapsed })
 }
 
 async fn send(
@@ -348,6 +515,9 @@ async fn send(
     );
     let failed = |error: String, latency: Duration| Replayed {
         session_id: session_id.to_owned(),
+        request_id: None,
+        play_id: None,
+        dispatched_at: Duration::ZERO,
         response_id: None,
         prompt_tokens: 0,
         cached_tokens: 0,
@@ -367,6 +537,9 @@ async fn send(
             let usage = response.message.usage.unwrap_or_default();
             Replayed {
                 session_id: session_id.to_owned(),
+                request_id: None,
+                play_id: None,
+                dispatched_at: Duration::ZERO,
                 response_id: response.id,
                 prompt_tokens: usage.prompt_tokens,
                 cached_tokens: usage.cached_tokens.unwrap_or(0),

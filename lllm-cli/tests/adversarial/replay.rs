@@ -433,3 +433,204 @@ async fn values_at_their_limits_replay() {
         .iter()
         .any(|r| r.body["max_tokens"] == serde_json::json!(16_777_216)));
 }
+
+// --- agentic traces (dynamo.agentic_mooncake version 2) ---------------------------------------
+
+const AGENTIC_HEADER: &str = r#"{"schema":"dynamo.agentic_mooncake","version":2,"block_size":4,"hash_id_scope":"local","source":{"format":"test","digest":"adversarial"}}"#;
+
+/// A row of play `p`, session `s`, one block, waiting for `dependencies` (raw JSON).
+fn agentic_row(id: &str, dependencies: &str) -> String {
+    format!(
+        r#"{{"request_id":"{id}","play_id":"p","session_id":"s","model":"m","input_length":4,"output_length":2,"hash_ids":[1],"not_before_ms":0,"dependencies":{dependencies}}}"#
+    )
+}
+
+fn agentic_dep(id: &str, trigger: &str, relation: &str) -> String {
+    format!(r#"{{"request_id":"{id}","trigger":"{trigger}","delay_ms":0,"relation":"{relation}"}}"#)
+}
+
+/// Hostile agentic traces: exit 2, the file, the line, the field and what is allowed.
+#[test]
+#[allow(clippy::print_stderr)]
+fn malformed_agentic_traces_are_refused_with_line_and_field() {
+    let dir = TempDir::new("replay-agentic-bad");
+    let root = agentic_row("a", "[]");
+    let cases: Vec<(&str, Vec<String>, Vec<&str>)> = vec![
+        (
+            "an unknown trigger",
+            vec![root.clone(), agentic_row("b", &format!("[{}]", agentic_dep("a", "soon", "sequence")))],
+            vec!["line 3: dependencies[0].trigger: `soon` is not one of completion, dispatch"],
+        ),
+        (
+            "dispatch on a sequence edge",
+            vec![root.clone(), agentic_row("b", &format!("[{}]", agentic_dep("a", "dispatch", "sequence")))],
+            vec!["line 3: dependencies[0].trigger: `dispatch` is allowed only on a `spawn` dependency"],
+        ),
+        (
+            "a cycle",
+            vec![
+                root.clone(),
+                agentic_row("b", &format!("[{}]", agentic_dep("c", "completion", "join"))),
+                agentic_row("c", &format!("[{}]", agentic_dep("b", "completion", "sequence"))),
+            ],
+            vec!["line 3: dependencies: the requests `b` → `c` → `b` wait for each other in a cycle"],
+        ),
+        (
+            "an unknown dependency",
+            vec![root.clone(), agentic_row("b", &format!("[{}]", agentic_dep("nowhere", "completion", "join")))],
+            vec!["line 3: dependencies[0].request_id: `nowhere` is not the request_id of any request"],
+        ),
+        (
+            "a wrong count of hash ids",
+            vec![root.replace("\"hash_ids\":[1]", "\"hash_ids\":[1,2]")],
+            vec!["line 2: hash_ids: 2 ids, but input_length 4 in blocks of 4 tokens needs exactly 1"],
+        ),
+        (
+            "a dependency across plays",
+            vec![
+                root.clone(),
+                agentic_row("b", &format!("[{}]", agentic_dep("a", "completion", "sequence")))
+                    .replace("\"play_id\":\"p\"", "\"play_id\":\"q\""),
+            ],
+            vec!["line 3: dependencies[0].request_id: `a` is in play `p`, and this request in play `q`"],
+        ),
+        (
+            "null dependencies",
+            vec![agentic_row("a", "null")],
+            vec!["line 2: dependencies: null is not allowed"],
+        ),
+        (
+            "a duplicate request id",
+            vec![root.clone(), root.clone()],
+            vec!["line 3: request_id: `a` is already the request_id of line 2"],
+        ),
+        (
+            "an input_length of 0",
+            vec![root.replace("\"input_length\":4", "\"input_length\":0")],
+            vec!["line 2: input_length: 0 is out of range; use a whole number of tokens from 1"],
+        ),
+        (
+            "version 3",
+            vec![root.clone()],
+            vec!["line 1: version: 3 is not 2"],
+        ),
+    ];
+    for (name, rows, messages) in cases {
+        let header = if name == "version 3" {
+            AGENTIC_HEADER.replace("\"version\":2", "\"version\":3")
+        } else {
+            AGENTIC_HEADER.to_owned()
+        };
+        let mut text = vec![header.as_str()];
+        text.extend(rows.iter().map(String::as_str));
+        let path = dir.write("t.jsonl", lines(&text));
+        let mut expected = vec!["t.jsonl: "];
+        expected.extend(messages);
+        eprintln!("case: {name}");
+        replay_file(arg(&path), NOWHERE, &[])
+            .run_blocking()
+            .assert_clean(2, &expected);
+    }
+}
+
+/// A long agentic chain with a cycle at its end is read in memory proportional to it, and the cycle
+/// still names its requests and line.
+#[test]
+fn a_long_agentic_chain_is_read_in_proportion() {
+    let dir = TempDir::new("replay-agentic-many");
+    let path = dir.path("chain.jsonl");
+    let rows = 200_000;
+    write_streamed(&path, |out| {
+        writeln!(out, "{AGENTIC_HEADER}").expect("write");
+        // Rows in reverse order: each waits for one written after it.
+        for i in (1..rows).rev() {
+            let dep = agentic_dep(&format!("r{}", i - 1), "completion", "sequence");
+            writeln!(
+                out,
+                "{}",
+                agentic_row(&format!("r{i}"), &format!("[{dep}]"))
+            )
+            .expect("write");
+        }
+        let back = agentic_dep("r199999", "completion", "join");
+        writeln!(out, "{}", agentic_row("r0", &format!("[{back}]"))).expect("write");
+    });
+    replay_file(arg(&path), NOWHERE, &[])
+        .run_blocking()
+        .assert_clean(
+            2,
+            &[
+                "line 2: dependencies: the requests `r199999` → `r199998`",
+                "(200000 requests in all)",
+            ],
+        );
+}
+
+/// A trace recorded with `--trace-format agentic-mooncake` replays: every request once, each sent
+/// no earlier than what it waits for, and `--json` names each request and when it was sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_agentic_trace_replays_with_its_graph() {
+    let dir = TempDir::new("replay-agentic-run");
+    let trace = dir.path("agentic.jsonl");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tactic = root.join("examples/plan_and_critique/tactic.yaml");
+    lllm(&[
+        "run",
+        arg(&tactic),
+        "--dry-run",
+        "--input",
+        "a trip",
+        "--trace",
+        arg(&trace),
+        "--trace-format",
+        "agentic-mooncake",
+        "--trace-block-size",
+        "16",
+    ])
+    .cwd(&root)
+    .run()
+    .await
+    .assert_clean(0, &[]);
+    let recorded: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert!(recorded.len() >= 2, "{recorded:?}");
+
+    let server = StubServer::start().await.expect("server");
+    let outcome = replay_file(
+        arg(&trace),
+        &server.base_url(),
+        &["--json", "--speed", "50"],
+    )
+    .run()
+    .await;
+    outcome.assert_clean(0, &[]);
+    let stdout = outcome.stdout_text();
+    let sent: std::collections::HashMap<String, serde_json::Value> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON line"))
+        .map(|v| (v["request_id"].as_str().expect("request_id").to_owned(), v))
+        .collect();
+    assert_eq!(sent.len(), recorded.len(), "{stdout}");
+    assert_eq!(server.requests().len(), recorded.len());
+    let ms = |v: &serde_json::Value, key: &str| v[key].as_f64().expect(key);
+    for row in &recorded {
+        let this = &sent[row["request_id"].as_str().expect("id")];
+        assert!(this["error"].is_null(), "{this}");
+        assert_eq!(this["play_id"], row["play_id"]);
+        assert_eq!(this["session_id"], row["session_id"]);
+        for dependency in row["dependencies"].as_array().expect("dependencies") {
+            let on = &sent[dependency["request_id"].as_str().expect("dependency")];
+            let answered = ms(on, "dispatched_ms") + ms(on, "latency_ms");
+            let delay = dependency["delay_ms"].as_f64().expect("delay") / 50.0;
+            assert!(
+                ms(this, "dispatched_ms") + 0.001 >= answered + delay,
+                "{this} sent before {on} was answered + {delay} ms"
+            );
+        }
+    }
+}

@@ -4,10 +4,12 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
 
-use lllm_core::{InferenceHints, Profile, TraceHeader, TraceRow, TRACE_FORMAT};
+use lllm_core::{InferenceHints, Profile, TraceHeader, TraceRow, AGENTIC_SCHEMA, TRACE_FORMAT};
 use serde_json::Value;
 
+use super::agentic::{self, Graph};
 use super::limits::{
     MAX_BLOCK_TOKENS, MAX_HASH_ID, MAX_LINE_BYTES, MAX_PROMPT_TOKENS, MAX_ROWS, MAX_SCHEDULE_MS,
     MAX_TOKENS, MAX_TRACE_BYTES,
@@ -18,12 +20,15 @@ use super::ReplayError;
 const REQUIRED: &str = "session_id, agent, timestamp, delay, tool_wait_ms, input_length, \
                         output_length, hash_ids and latency_ms";
 
-/// A trace read and checked, ready to replay: its sessions (in order of their ids), each with its
-/// requests in trace order.
+/// A trace read and checked, ready to replay. An `lllm-trace/1` trace (or header-less Mooncake
+/// rows) gives its sessions (in order of their ids), each with its requests in trace order; an
+/// agentic trace (`dynamo.agentic_mooncake` version 2) gives its request graph.
 #[derive(Debug, Clone)]
 pub struct Trace {
     pub(super) block_size: usize,
     pub(super) sessions: Vec<Session>,
+    /// The request graph of an agentic trace (then `sessions` is empty).
+    pub(super) graph: Option<Graph>,
     requests: usize,
 }
 
@@ -37,13 +42,16 @@ pub(super) struct Session {
 /// What replay needs of one row: no text, no agent name, no figures it does not use.
 #[derive(Debug, Clone)]
 pub(super) struct Request {
-    pub(super) parent: Option<String>,
+    pub(super) parent: Option<Arc<str>>,
     pub(super) timestamp: u64,
     pub(super) delay: u64,
     pub(super) output_length: u64,
     pub(super) hash_ids: Box<[u64]>,
     pub(super) priority: Option<i32>,
     pub(super) osl: Option<u32>,
+    /// Tokens of the last block, when the trace gives the exact prompt length (agentic traces);
+    /// otherwise every block is whole.
+    pub(super) last_block: Option<usize>,
 }
 
 impl Trace {
@@ -61,7 +69,10 @@ impl Trace {
         Trace::read(text.as_bytes(), default_block)
     }
 
-    /// Reads a trace line by line: at most
+    /// Reads a trace line by line, in either format: `lllm-trace/1` (a first line
+    /// `{"format": "lllm-trace/1", ...}`, or rows only) or NVIDIA Dynamo's agentic traces (a first
+    /// line `{"schema": "dynamo.agentic_mooncake", "version": 2, ...}`, then one request a line in
+    /// any order, each naming the requests it waits for). At most
     /// [`MAX_LINE_BYTES`](super::limits::MAX_LINE_BYTES) a line and
     /// [`MAX_TRACE_BYTES`](super::limits::MAX_TRACE_BYTES) in all, every field checked against
     /// [`limits`](super::limits). Memory grows with the trace's rows, never with a number written in
@@ -82,6 +93,7 @@ impl Trace {
         })?;
         let mut reader = reader.take(max_bytes.saturating_add(1));
         let mut builder = Builder::new(default_block, max_rows)?;
+        let mut agentic: Option<agentic::Builder> = None;
         let mut buf = Vec::new();
         let mut line = 0usize;
         let mut header: Option<(usize, usize)> = None; // (line, block size)
@@ -138,15 +150,31 @@ impl Trace {
                 continue;
             }
             let at = |message: String| ReplayError::Format { line, message };
-            if std::mem::take(&mut first) && is_header(text).map_err(at)? {
-                let block = read_header(text).map_err(at)?;
-                header = Some((line, block));
-                builder.block_size = block;
-                continue;
+            if std::mem::take(&mut first) {
+                match is_header(text).map_err(at)? {
+                    Some(Header::Lllm) => {
+                        let block = read_header(text).map_err(at)?;
+                        header = Some((line, block));
+                        builder.block_size = block;
+                        continue;
+                    }
+                    Some(Header::Agentic) => {
+                        let block = agentic::read_header(text).map_err(at)?;
+                        header = Some((line, block));
+                        builder.block_size = block;
+                        agentic = Some(agentic::Builder::new(block, builder.ids.clone(), max_rows));
+                        continue;
+                    }
+                    None => {}
+                }
             }
-            builder.row(text).map_err(at)?;
+            match &mut agentic {
+                Some(graph) => graph.row(text, line).map_err(at)?,
+                None => builder.row(text).map_err(at)?,
+            }
         }
-        match (builder.requests, header) {
+        let requests = agentic.as_ref().map_or(builder.requests, |g| g.requests());
+        match (requests, header) {
             (0, Some((header_line, _))) => Err(ReplayError::Format {
                 line: header_line,
                 message: "the trace has a header but no rows (no request to replay); record one \
@@ -160,7 +188,18 @@ impl Trace {
                      \"{TRACE_FORMAT}\", ...}} and one row per request (`lllm run --trace` writes one)"
                 ),
             }),
-            _ => Ok(builder.finish()),
+            _ => match agentic {
+                Some(graph) => {
+                    let graph = graph.finish()?;
+                    Ok(Trace {
+                        block_size: builder.block_size,
+                        sessions: Vec::new(),
+                        requests: graph.nodes.len(),
+                        graph: Some(graph),
+                    })
+                }
+                None => Ok(builder.finish()),
+            },
         }
     }
 
@@ -174,9 +213,17 @@ impl Trace {
         self.requests
     }
 
-    /// How many sessions it has.
+    /// How many sessions it has (in an agentic trace, distinct sessions of each play).
     pub fn sessions(&self) -> usize {
-        self.sessions.len()
+        self.graph
+            .as_ref()
+            .map_or(self.sessions.len(), |g| g.sessions)
+    }
+
+    /// Whether it is an agentic trace (`dynamo.agentic_mooncake`): requests sent when what they
+    /// wait for is done, rather than by session.
+    pub fn is_agentic(&self) -> bool {
+        self.graph.is_some()
     }
 }
 
@@ -233,25 +280,42 @@ fn check_file_type(meta: &std::fs::Metadata, path: &Path) -> Result<(), ReplayEr
     Ok(())
 }
 
-/// Whether the first line is a header (an object with a `format` key) rather than a row.
-fn is_header(text: &str) -> Result<bool, String> {
+/// The two kinds of header line.
+enum Header {
+    /// `{"format": "lllm-trace/1", ...}`.
+    Lllm,
+    /// `{"schema": "dynamo.agentic_mooncake", ...}`.
+    Agentic,
+}
+
+/// Whether the first line is a header (an object with a `format` or `schema` key) rather than a
+/// row, and which.
+fn is_header(text: &str) -> Result<Option<Header>, String> {
     #[derive(serde::Deserialize)]
     struct Probe {
         #[serde(default)]
         format: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        schema: Option<serde::de::IgnoredAny>,
     }
     match serde_json::from_str::<Probe>(text) {
-        Ok(probe) => Ok(probe.format.is_some()),
+        Ok(Probe {
+            schema: Some(_), ..
+        }) => Ok(Some(Header::Agentic)),
+        Ok(Probe {
+            format: Some(_), ..
+        }) => Ok(Some(Header::Lllm)),
+        Ok(_) => Ok(None),
         Err(e) => Err(match serde_json::from_str::<Value>(text) {
             Err(_) => format!(
-                "not a trace header or row: not valid JSON ({}); a trace starts with {{\"format\": \"{TRACE_FORMAT}\", ...}} \
-                 or a row",
+                "not a trace header or row: not valid JSON ({}); a trace starts with {{\"format\": \"{TRACE_FORMAT}\", ...}}, \
+                 {{\"schema\": \"{AGENTIC_SCHEMA}\", ...}} or a row",
                 plain_in(&e, text)
             ),
             Ok(value) => format!(
                 "not a trace header or row: a trace line must be a JSON object, not {}; a trace \
                  starts with {{\"format\": \
-                 \"{TRACE_FORMAT}\", ...}} or a row",
+                 \"{TRACE_FORMAT}\", ...}}, {{\"schema\": \"{AGENTIC_SCHEMA}\", ...}} or a row",
                 kind(&value)
             ),
         }),
@@ -369,6 +433,7 @@ impl Builder {
         Trace {
             block_size: self.block_size,
             sessions: self.sessions,
+            graph: None,
             requests: self.requests,
         }
     }
@@ -438,7 +503,7 @@ fn check_row(row: &TraceRow, block: usize, ids: &InferenceHints) -> Result<Reque
         })
         .transpose()?;
     Ok(Request {
-        parent: row.parent_session_id.clone(),
+        parent: row.parent_session_id.as_deref().map(Arc::from),
         timestamp: row.timestamp,
         delay: row.delay,
         output_length: row.output_length,
@@ -449,6 +514,7 @@ fn check_row(row: &TraceRow, block: usize, ids: &InferenceHints) -> Result<Reque
             .osl
             .and_then(|o| u32::try_from(o).ok())
             .filter(|o| *o > 0),
+        last_block: None,
     })
 }
 
@@ -577,7 +643,7 @@ fn mismatch(found: &Value, expect: Expect) -> Option<String> {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
+pub(super) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -588,7 +654,7 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn describe(value: &Value) -> String {
+pub(super) fn describe(value: &Value) -> String {
     match value {
         Value::Number(n) => n.to_string(),
         Value::String(s) => format!("the string \"{}\"", shorten(s)),
@@ -598,7 +664,7 @@ fn describe(value: &Value) -> String {
 
 /// A serde_json message without its "at line 1 column N" (every line is line 1 to it), with the
 /// column kept.
-fn plain(error: &serde_json::Error) -> String {
+pub(super) fn plain(error: &serde_json::Error) -> String {
     let text = error.to_string();
     let message = match text.rfind(" at line ") {
         Some(at) => &text[..at],
@@ -609,7 +675,7 @@ fn plain(error: &serde_json::Error) -> String {
 
 /// [`plain`], and the field whose value the error is in, when the line shows one before it: serde
 /// refuses numbers beyond a double (`1e400`) before any field is known.
-fn plain_in(error: &serde_json::Error, text: &str) -> String {
+pub(super) fn plain_in(error: &serde_json::Error, text: &str) -> String {
     let before = text
         .get(..error.column().saturating_sub(1))
         .unwrap_or_default();
@@ -625,7 +691,7 @@ fn plain_in(error: &serde_json::Error, text: &str) -> String {
 }
 
 /// At most 64 characters of `text`, for messages.
-fn shorten(text: &str) -> String {
+pub(super) fn shorten(text: &str) -> String {
     match text.char_indices().nth(64) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),

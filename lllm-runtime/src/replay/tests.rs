@@ -392,22 +392,31 @@ fn speeds_are_from_0_001_to_1000000() {
 
 #[test]
 fn scaled_waits_cannot_overflow() {
-    assert_eq!(scaled(1000, 1.0), Duration::from_secs(1));
-    assert_eq!(scaled(1000, 2.0), Duration::from_millis(500));
+    assert_eq!(scaled(1000.0, 1.0), Duration::from_secs(1));
+    assert_eq!(scaled(1000.0, 2.0), Duration::from_millis(500));
+    assert_eq!(scaled(1.5, 1.0), Duration::from_micros(1500));
     // The longest schedule at the slowest speed is still a valid duration.
-    let longest = scaled(MAX_SCHEDULE_MS, MIN_SPEED);
+    let longest = scaled(MAX_SCHEDULE_MS as f64, MIN_SPEED);
     assert!(longest > Duration::from_secs(86_400) && longest <= Duration::from_secs(366 * 86_400));
     // Even values the reader refuses, at speeds the options refuse, give a duration, not a panic.
     for (ms, speed) in [
-        (u64::MAX, MIN_SPEED),
-        (u64::MAX, 1e-300),
-        (1, 0.0),
-        (1, f64::NAN),
-        (1, -1.0),
+        (u64::MAX as f64, MIN_SPEED),
+        (u64::MAX as f64, 1e-300),
+        (1.0, 0.0),
+        (1.0, f64::NAN),
+        (1.0, -1.0),
+        (f64::MAX, 1.0),
+        (f64::INFINITY, 1.0),
+        (-1.0, 1.0),
+        (f64::NAN, 1.0),
     ] {
         let _ = scaled(ms, speed);
     }
-    assert_eq!(scaled(u64::MAX, MAX_SPEED), scaled(u64::MAX, MAX_SPEED));
+    assert_eq!(scaled(-1.0, 1.0), Duration::ZERO);
+    assert_eq!(
+        scaled(u64::MAX as f64, MAX_SPEED),
+        scaled(u64::MAX as f64, MAX_SPEED)
+    );
 }
 
 #[test]
@@ -645,5 +654,127 @@ mod fuzz {
                 Err(other) => prop_assert!(false, "unexpected error: {}", other),
             }
         }
+    }
+}
+
+mod agentic_traces {
+    use super::*;
+
+    const AGENTIC: &str = r#"{"schema": "dynamo.agentic_mooncake", "version": 2, "block_size": 4, "hash_id_scope": "local", "source": {"format": "t", "digest": "d"}}"#;
+
+    fn agentic_row(id: &str, session: &str, input: u64, ids: &str, deps: &str) -> String {
+        format!(
+            r#"{{"request_id": "{id}", "play_id": "p", "session_id": "{session}", "model": "m", "input_length": {input}, "output_length": 3, "hash_ids": {ids}, "not_before_ms": 0, "dependencies": {deps}}}"#
+        )
+    }
+
+    fn graph(trace: &Trace) -> &agentic::Graph {
+        trace.graph.as_ref().expect("an agentic trace")
+    }
+
+    #[test]
+    fn the_last_block_is_as_long_as_input_length_says() {
+        let text = format!("{AGENTIC}\n{}", agentic_row("a", "s", 6, "[7, 8]", "[]"));
+        let trace = Trace::parse(&text, 64).expect("reads");
+        let request = &graph(&trace).nodes[0].request;
+        assert_eq!(request.last_block, Some(2));
+        let text = prompt(request, trace.block_size);
+        assert_eq!(text.split_whitespace().count(), 6, "{text}");
+        assert!(text.len() as u64 <= prompt_bytes(request, trace.block_size));
+        // The partial block is the start of the whole one: prefixes stay shared.
+        let mut whole = String::new();
+        push_block(&mut whole, 8, 4);
+        let last = text.lines().nth(1).expect("two blocks");
+        assert!(whole.starts_with(last), "{whole} / {last}");
+    }
+
+    #[test]
+    fn a_forks_turns_all_name_its_parent() {
+        let spawn =
+            r#"[{"request_id": "m1", "trigger": "dispatch", "delay_ms": 0, "relation": "spawn"}]"#;
+        let next = r#"[{"request_id": "f1", "trigger": "completion", "delay_ms": 2.5, "relation": "sequence"}]"#;
+        let own = r#"[{"request_id": "m1", "trigger": "completion", "delay_ms": 0, "relation": "spawn"}]"#;
+        let text = [
+            AGENTIC.to_owned(),
+            agentic_row("f2", "fork", 4, "[1]", next),
+            agentic_row("m1", "main", 4, "[1]", "[]"),
+            agentic_row("f1", "fork", 4, "[1]", spawn),
+            agentic_row("m2", "main", 4, "[1]", own),
+        ]
+        .join("\n");
+        let trace = Trace::parse(&text, 64).expect("reads");
+        let parents: Vec<Option<&str>> = graph(&trace)
+            .nodes
+            .iter()
+            .map(|n| n.request.parent.as_deref())
+            .collect();
+        // A spawn from its own session names no parent.
+        assert_eq!(parents, [Some("main"), None, Some("main"), None]);
+        assert_eq!(trace.sessions(), 2);
+        let f2 = &graph(&trace).nodes[0];
+        assert_eq!(f2.dependencies.len(), 1);
+        assert_eq!(f2.dependencies[0].from, 2);
+        assert_eq!(f2.dependencies[0].delay_ms, 2.5);
+    }
+
+    #[test]
+    fn not_before_is_shifted_to_start_at_0() {
+        let rows: Vec<String> = [("a", 5000.0), ("b", 5250.5)]
+            .iter()
+            .map(|(id, at)| {
+                agentic_row(id, "s", 4, "[1]", "[]")
+                    .replace("\"not_before_ms\": 0", &format!("\"not_before_ms\": {at}"))
+            })
+            .collect();
+        let trace = Trace::parse(&format!("{AGENTIC}\n{}", rows.join("\n")), 64).expect("reads");
+        let at: Vec<f64> = graph(&trace)
+            .nodes
+            .iter()
+            .map(|n| n.not_before_ms)
+            .collect();
+        assert_eq!(at, [0.0, 250.5]);
+    }
+
+    #[test]
+    fn agentic_traces_keep_the_byte_and_row_bounds() {
+        let text = [
+            AGENTIC.to_owned(),
+            agentic_row("a", "s", 4, "[1]", "[]"),
+            agentic_row("b", "s", 4, "[1]", "[]"),
+        ]
+        .join("\n");
+        match Trace::read_within(text.as_bytes(), 64, MAX_TRACE_BYTES, 1) {
+            Err(ReplayError::Format { line: 3, message }) => {
+                assert!(message.contains("more than 1 requests"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        match Trace::read_within(text.as_bytes(), 64, 200, MAX_ROWS) {
+            Err(ReplayError::Format { message, .. }) => {
+                assert!(message.contains("larger than 200 bytes"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // The prompt bound: blocks × block size ≤ MAX_PROMPT_TOKENS, as for lllm traces.
+        let big = AGENTIC.replace("\"block_size\": 4", "\"block_size\": 65536");
+        let ids = format!(
+            "[{}]",
+            (1..=17)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let over = agentic_row("a", "s", 16 * 65_536 + 1, &ids, "[]");
+        assert_refused(
+            &format!("{big}\n{over}"),
+            2,
+            &[
+                "input_length: 1048577 tokens in blocks of 65536",
+                "at most 16 blocks",
+            ],
+        );
+        // Block ids are only seeds of text: any u64 is one.
+        let any = agentic_row("a", "s", 4, &format!("[{}]", u64::MAX), "[]");
+        Trace::parse(&format!("{AGENTIC}\n{any}"), 64).expect("a u64 block id");
     }
 }
