@@ -50,7 +50,11 @@
 //! - **Tactics**: a [`Tactic`] runs a [`Team`] of agents; [`TacticRegistry`] names them for
 //!   `tactic_type:`; the built-ins are [`ChatTactic`] and [`StepsTactic`]. Tactic files load with
 //!   [`load_tactic`].
-//! - **Traces**: [`TraceRecorder`] writes content-free traces of runs; [`replay()`] sends one again.
+//! - **Traces**: [`TraceRecorder`] writes content-free traces of runs, in lllm's format or Dynamo's
+//!   agentic one ([`TraceFormat`]); [`replay()`] sends one again, honouring an agentic trace's
+//!   dependencies.
+//! - **Observability**: [`telemetry`] makes OpenTelemetry GenAI spans (`invoke_workflow`,
+//!   `invoke_agent`, `chat`, `execute_tool`) as `tracing` spans; the `otel` feature adds fork links.
 //! - **Testing** (feature `testing`): a scripted invoker and a recording stub server in [`testing`].
 
 mod agent;
