@@ -388,8 +388,9 @@ async fn runs_killed_at_random_points_resume_to_the_uninterrupted_result() {
         let file = dir.write("t.yaml", tactic(&url, &dir.0, false, ""));
         let journal = dir.path("run.jsonl");
         let mut kills = 0;
-        let mut first = true;
         let final_outcome = loop {
+            // A run killed before it created its journal left nothing to resume: it starts again.
+            let first = !journal.exists();
             let run = if first {
                 lllm(&[
                     "run",
@@ -402,7 +403,6 @@ async fn runs_killed_at_random_points_resume_to_the_uninterrupted_result() {
             } else {
                 lllm(&["resume", arg(&journal)])
             };
-            first = false;
             let running = run.spawn();
             rng_seed = rng_seed
                 .wrapping_mul(6364136223846793005)
