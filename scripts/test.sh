@@ -109,6 +109,9 @@ scripts/bench_mcp.sh || failed+=("the MCP benchmark")
 step "what a journal adds to a 100-turn run (about 20 seconds)"
 LLLM_JOURNAL_REPETITIONS=${LLLM_JOURNAL_REPETITIONS:-31} scripts/bench_journal.sh || failed+=("the journal benchmark")
 
+step "what OpenTelemetry export adds to a 100-turn run (about 10 seconds)"
+LLLM_OTEL_REPETITIONS=${LLLM_OTEL_REPETITIONS:-31} scripts/bench_otel.sh || failed+=("the OpenTelemetry export benchmark")
+
 if [ "$skip_dynamo" != 1 ]; then
   step "starting NVIDIA Dynamo for the integration suite (KV router with session affinity)"
   # Affinity is what makes session headers pin a dialog; the queue threshold lets priority reorder.
