@@ -243,7 +243,16 @@ async fn run_items(
             counts.in_flight.fetch_add(1, Ordering::SeqCst);
             refresh(bar, counts);
             let began = Instant::now();
-            let result = run_item(spec, tactic.as_ref(), vars, &item, invoker, confirm, servers).await;
+            let shared = Shared {
+                spec,
+                tactic: tactic.as_ref(),
+                vars,
+                invoker,
+                confirm,
+                servers,
+                class: args.priority_class.into(),
+            };
+            let result = run_item(&shared, &item).await;
             let seconds = began.elapsed().as_secs_f64();
             counts.in_flight.fetch_sub(1, Ordering::SeqCst);
             let line = match result {
@@ -292,16 +301,30 @@ async fn run_items(
     }
 }
 
+/// What every item of a batch shares.
+#[derive(Clone, Copy)]
+struct Shared<'a> {
+    spec: &'a TacticSpec,
+    tactic: &'a dyn lllm_runtime::Tactic,
+    vars: &'a PromptVars,
+    invoker: &'a Arc<dyn Invoker>,
+    confirm: &'a Arc<dyn lllm_runtime::Confirm>,
+    servers: &'a McpServers,
+    /// How the items' requests rank under `priority: auto`.
+    class: lllm_core::RunClass,
+}
+
 /// One item: its own team (its own dialogs and sessions), its variables over `--var`.
-async fn run_item(
-    spec: &TacticSpec,
-    tactic: &dyn lllm_runtime::Tactic,
-    vars: &PromptVars,
-    item: &Item,
-    invoker: &Arc<dyn Invoker>,
-    confirm: &Arc<dyn lllm_runtime::Confirm>,
-    servers: &McpServers,
-) -> Result<(String, Usage), String> {
+async fn run_item(shared: &Shared<'_>, item: &Item) -> Result<(String, Usage), String> {
+    let Shared {
+        spec,
+        tactic,
+        vars,
+        invoker,
+        confirm,
+        servers,
+        class,
+    } = *shared;
     let mut vars = vars.clone();
     vars.extend(item.vars.clone());
     if let Some(input) = &item.input {
@@ -315,6 +338,7 @@ async fn run_item(
         .confirm(confirm.clone())
         .budget(Arc::new(RunBudget::new(*spec.limits())))
         .item(item.id.clone())
+        .run_class(class)
         .build()
         .map_err(|e| text(&e))?;
     // One trace per item: each is a run of its own.

@@ -84,6 +84,10 @@ pub(crate) struct RunArgs {
     /// after a crash, a pause for a confirmation, or a limit. The journal holds the conversation.
     #[arg(long, value_name = "FILE")]
     pub(crate) journal: Option<PathBuf>,
+    /// How the run's requests rank under `inference_hints.priority: auto`: `interactive` (the
+    /// default) above every `batch` request, whatever waits for them.
+    #[arg(long, value_name = "CLASS", value_enum, default_value_t = RunClassArg::Interactive)]
+    pub(crate) priority_class: RunClassArg,
     /// Sets or overrides a limit of the run (`limits:` in the tactic): max_requests,
     /// max_total_tokens, max_tool_calls or max_seconds (repeatable).
     #[arg(long = "limit", value_name = "KEY=VALUE")]
@@ -200,6 +204,28 @@ pub(crate) struct BatchArgs {
     /// and declines such calls when there is none.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+    /// How the items' requests rank under `inference_hints.priority: auto`: `batch` (the default)
+    /// below every interactive run, or `interactive`.
+    #[arg(long, value_name = "CLASS", value_enum, default_value_t = RunClassArg::Batch)]
+    pub(crate) priority_class: RunClassArg,
+}
+
+/// The classes `--priority-class` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RunClassArg {
+    /// Someone waits for the run.
+    Interactive,
+    /// Work nobody watches.
+    Batch,
+}
+
+impl From<RunClassArg> for lllm_core::RunClass {
+    fn from(class: RunClassArg) -> Self {
+        match class {
+            RunClassArg::Interactive => lllm_core::RunClass::Interactive,
+            RunClassArg::Batch => lllm_core::RunClass::Batch,
+        }
+    }
 }
 
 /// The formats `--trace-format` takes.

@@ -65,6 +65,7 @@ pub(crate) fn resume(args: ResumeArgs, registry: &TacticRegistry) -> Result<(), 
         tokenizer: None,
         stream: false,
         yes: args.yes,
+        priority_class: crate::cli::RunClassArg::Interactive,
         journal: Some(args.journal.clone()),
         // The run's own --limit settings first, then the resume's (which win).
         limits: start.limits.iter().cloned().chain(args.limits).collect(),

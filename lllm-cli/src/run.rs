@@ -215,7 +215,8 @@ fn run_started(
             .invoker(invoker(args.dry_run, &printed))
             .mcp(servers)
             .confirm(confirm)
-            .budget(budget);
+            .budget(budget)
+            .run_class(args.priority_class.into());
         if let Some(journal) = journal {
             team = team.journal(journal);
         }

@@ -273,3 +273,43 @@ async fn a_rerun_after_sigkill_finishes_only_what_was_missing() {
         120 - before.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_items_under_priority_auto_rank_below_interactive_runs_unless_told_otherwise() {
+    let server = StubServer::start().await.expect("stub");
+    let dir = TempDir::new("batch-priority");
+    let tactic = format!(
+        "agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: You answer.\n    model_args: {{api_base: \"{}\", max_tokens: 8}}\n    inference_hints: {{profile: dynamo, priority: auto}}\n",
+        server.base_url()
+    );
+    let file = dir.write("t.yaml", tactic);
+    let input = inputs(&dir, 2);
+    for (class, tier) in [(None, None), (Some("interactive"), Some(1))] {
+        server.clear_requests();
+        let output = dir.path(&format!("out-{}.jsonl", class.unwrap_or("default")));
+        let mut args = vec![
+            "batch",
+            arg(&file),
+            "--inputs",
+            arg(&input),
+            "--output",
+            arg(&output),
+        ];
+        if let Some(class) = class {
+            args.extend(["--priority-class", class]);
+        }
+        let outcome = lllm(&args).time_limit(Duration::from_secs(60)).run().await;
+        outcome.assert_clean(0, &["2 item(s) run, 2 answered"]);
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for request in requests {
+            let hints = &request.body["nvext"]["agent_hints"];
+            assert_eq!(hints["priority"], 1, "a lone turn: {hints}");
+            assert_eq!(
+                hints.get("strict_priority").and_then(Value::as_u64),
+                tier,
+                "{class:?}: {hints}"
+            );
+        }
+    }
+}

@@ -873,3 +873,94 @@ async fn replay_sends_the_recorded_sessions_with_the_same_prefix_structure() {
         text(&bad.stderr)
     );
 }
+
+/// `nvext.agent_hints` of each printed request of a dry run, in order.
+fn dry_run_hints(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| {
+            let request: Value = serde_json::from_str(line).expect("a request line");
+            request["body"]["nvext"]["agent_hints"].clone()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_dry_run_shows_the_priority_auto_gives_each_request_and_batch_drops_the_tier() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tactic = root.join("examples/priority_auto/tactic.yaml");
+    let dir = TempDir::new("priority-auto");
+    let trace = dir.0.join("trace.jsonl");
+    let args = |class: &'static str| {
+        vec![
+            "run".to_owned(),
+            path_str(&tactic).to_owned(),
+            "--dry-run".to_owned(),
+            "--input".to_owned(),
+            "a street festival".to_owned(),
+            "--priority-class".to_owned(),
+            class.to_owned(),
+            "--trace".to_owned(),
+            path_str(&trace).to_owned(),
+        ]
+    };
+    let out = lllm()
+        .current_dir(&root)
+        .args(args("interactive"))
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let hints = dry_run_hints(&out.stdout);
+    assert_eq!(hints.len(), 5, "{hints:?}");
+    assert_eq!(
+        hints[0]["priority"], 5,
+        "the split: itself, three forks, the merge"
+    );
+    assert_eq!(hints[4]["priority"], 1, "the merge");
+    for part in &hints[1..4] {
+        // 2, plus the parts that finished before this one was sent.
+        let p = part["priority"].as_u64().unwrap_or(0);
+        assert!((2..=4).contains(&p), "{hints:?}");
+    }
+    assert!(hints.iter().all(|h| h["strict_priority"] == 1), "{hints:?}");
+
+    // The trace records what each request got.
+    let rows: Vec<Value> = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("row"))
+        .collect();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[0]["priority"], 5);
+    assert_eq!(rows[0]["strict_priority"], 1);
+
+    let batch = lllm()
+        .current_dir(&root)
+        .args(args("batch"))
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(batch.status.code(), Some(0), "{}", text(&batch.stderr));
+    let hints = dry_run_hints(&batch.stdout);
+    assert_eq!(hints[0]["priority"], 5);
+    assert!(
+        hints.iter().all(|h| h.get("strict_priority").is_none()),
+        "{hints:?}"
+    );
+
+    let wrong = lllm()
+        .current_dir(&root)
+        .args([
+            "run",
+            path_str(&tactic),
+            "--dry-run",
+            "--priority-class",
+            "urgent",
+        ])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(wrong.status.code(), Some(2), "a bad class is a usage error");
+}

@@ -50,6 +50,7 @@ pub use agentic::{
     AgenticHeader, AgenticRow, AgenticSource, Dependency, Relation, Trigger, AGENTIC_SCHEMA,
     AGENTIC_VERSION,
 };
+pub use config::waiting_turns;
 pub use config::{
     is_variable_name, load_tactic, parse_tactic, tactic_schema, AgentSpec, Branch, ConfigError,
     ConfigErrorKind, EnvError, Origin, Position, Step, StepsError, TacticLoader, TacticSpec, Turn,
@@ -59,8 +60,8 @@ pub use config::{
 pub use dialog::{Dialog, DialogId, DialogTree, InvalidDialogId, MessageLog, NamedDialog};
 pub use files::{DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR};
 pub use hints::{
-    ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder, Profile,
-    RequestFields, SessionIds,
+    AutoFields, Demand, ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder,
+    Priority, Profile, RequestFields, RunClass, SessionIds, MAX_WEIGHT,
 };
 pub use limits::RunLimits;
 pub use mcp::{

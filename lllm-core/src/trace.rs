@@ -64,6 +64,9 @@ pub struct TraceRow {
     /// The priority hint, when sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
+    /// Dynamo's `strict_priority` tier, when sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_priority: Option<u64>,
     /// The expected output length hint, when sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub osl: Option<u64>,

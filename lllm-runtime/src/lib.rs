@@ -74,7 +74,7 @@ mod tools;
 mod trace;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentError, AgentErrorKind, EventSink, PromptArg, Respond,
+    Agent, AgentBuilder, AgentError, AgentErrorKind, DemandSource, EventSink, PromptArg, Respond,
     RespondStructured, StreamEvent,
 };
 pub use budget::RunBudget;
@@ -87,10 +87,10 @@ pub use journal::{content_hash, Journal, JournalError, RunStart, JOURNAL_VERSION
 pub use lllm_core::parse_tactic;
 pub use lllm_core::RunLimits;
 pub use lllm_core::{
-    load_tactic, AgentSpec, CommandToolConfig, ConfigError, Dialog, DialogId, DialogTree,
+    load_tactic, AgentSpec, CommandToolConfig, ConfigError, Demand, Dialog, DialogId, DialogTree,
     ForkSession, HintsError, InferenceHints, InferenceHintsBuilder, Message, MessageLog, ModelArgs,
-    ModelArgsError, NamedDialog, Profile, Prompt, PromptError, PromptVars, RequestFields, Role,
-    Secret, TacticSpec, ToolCall, ToolSpec, Usage,
+    ModelArgsError, NamedDialog, Priority, Profile, Prompt, PromptError, PromptVars, RequestFields,
+    Role, RunClass, Secret, TacticSpec, ToolCall, ToolSpec, Usage,
 };
 pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
 pub use mcp::{McpError, McpServer, McpServerBuilder, McpServers};

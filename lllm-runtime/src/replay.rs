@@ -562,6 +562,11 @@ fn hints_for(request: &Request, options: &ReplayOptions) -> InferenceHints {
             builder = builder.priority(p);
         }
     }
+    if let Some(tier) = request.strict_priority {
+        if profile.sends(HintField::StrictPriority) {
+            builder = builder.strict_priority(tier);
+        }
+    }
     if let Some(osl) = request.osl {
         if profile.sends(HintField::Osl) {
             builder = builder.osl(osl);

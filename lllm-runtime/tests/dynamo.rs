@@ -77,6 +77,10 @@ struct Seen {
     response_id: String,
     prompt_tokens: u64,
     cached_tokens: u64,
+    /// `nvext.agent_hints` as sent.
+    agent_hints: serde_json::Value,
+    /// The last user message: which step sent it.
+    asked: String,
 }
 
 /// Sends through the real invoker and remembers each call's session and response id.
@@ -103,6 +107,20 @@ impl Watching {
             response_id: response.id.clone().unwrap_or_default(),
             prompt_tokens: usage.prompt_tokens,
             cached_tokens: usage.cached_tokens.unwrap_or(0),
+            agent_hints: request
+                .hint_fields
+                .body
+                .get("nvext")
+                .and_then(|n| n.get("agent_hints"))
+                .cloned()
+                .unwrap_or_default(),
+            asked: request
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == lllm_runtime::Role::User)
+                .and_then(|m| m.content.clone())
+                .unwrap_or_default(),
         });
     }
 }
@@ -411,4 +429,73 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
         100.0 * cached,
         100.0 * plain_cached
     );
+}
+
+const AUTO_TACTIC: &str = "
+global:
+  model_name: dynamo/tiny
+  model_args: {api_base: \"${LLLM_DYNAMO_URL}\", max_tokens: 12}
+  inference_hints: {profile: dynamo, session_prefix: auto-suite, priority: auto}
+agent_configs:
+  - {name: lead, system_prompt: You split work into parts and merge the answers. Be brief.}
+  - {name: critic, system_prompt: You review plans. Be brief.}
+steps:
+  - {agent: lead, receive: \"Split into parts: {{ input }}\", save: plan}
+  - parallel:
+      - {agent: lead, dialog: a, fork_from: main, receive: Do part A., save: a}
+      - steps:
+          - {agent: lead, dialog: b, fork_from: main, receive: Do part B.}
+          - {agent: lead, dialog: b, receive: Shorten part B., save: b}
+      - {agent: critic, receive: \"Review: {{ plan }}\", save: review}
+  - {agent: lead, receive: \"Merge: {{ a }} {{ b }} {{ review }}\"}
+";
+
+#[tokio::test]
+async fn a_tactic_with_auto_priority_is_accepted_and_each_request_carries_its_computed_priority() {
+    let Some((url, _)) = dynamo() else {
+        return;
+    };
+    let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.clone());
+    let spec = parse_tactic(AUTO_TACTIC.as_bytes(), Path::new("auto.yaml"), &env).expect("tactic");
+    let invoker = Arc::new(Watching {
+        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
+        seen: Mutex::new(Vec::new()),
+    });
+    let team = Team::from_spec(&spec, invoker.clone()).expect("team");
+    let vars: PromptVars = [("input".to_owned(), "a garden party".into())]
+        .into_iter()
+        .collect();
+    let tactic = TacticRegistry::new().create(&spec).expect("steps");
+    tactic
+        .run(&team, &vars)
+        .await
+        .expect("Dynamo accepts every request");
+    let seen = invoker.seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 6, "six turns");
+    // Weight = 1 + turns waiting + finished sibling branches (which depend on timing: a range).
+    let expected: [(&str, u64, u64); 6] = [
+        ("Split into parts", 6, 6),
+        ("Do part A.", 2, 4),
+        ("Do part B.", 3, 5),
+        ("Shorten part B.", 2, 4),
+        ("Review:", 2, 4),
+        ("Merge:", 1, 1),
+    ];
+    for (asked, low, high) in expected {
+        let call = seen
+            .iter()
+            .find(|c| c.asked.starts_with(asked))
+            .unwrap_or_else(|| panic!("no request asked {asked:?}: {seen:?}"));
+        let priority = call.agent_hints["priority"].as_u64().unwrap_or(0);
+        assert!(
+            (low..=high).contains(&priority),
+            "{asked}: priority {priority}, expected {low}..={high}: {:?}",
+            call.agent_hints
+        );
+        assert_eq!(
+            call.agent_hints["strict_priority"], 1,
+            "{asked}: interactive tier"
+        );
+        assert_eq!(call.agent_hints["osl"], 12, "{asked}");
+    }
 }

@@ -16,6 +16,7 @@ mod schema;
 mod source;
 mod span;
 mod steps;
+mod waiting;
 
 #[cfg(test)]
 mod tests;
@@ -27,6 +28,8 @@ mod tests_files;
 mod tests_mcp;
 #[cfg(test)]
 mod tests_steps;
+#[cfg(test)]
+mod tests_waiting;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -41,6 +44,7 @@ pub use error::{ConfigError, ConfigErrorKind, Origin, Position};
 pub use schema::tactic_schema;
 pub use source::MAX_BASE_DEPTH;
 pub use steps::{is_variable_name, Branch, Step, StepsError, Turn, DEFAULT_DIALOG};
+pub use waiting::waiting_turns;
 
 use crate::mcp::McpServerConfig;
 use agent::AgentContext;

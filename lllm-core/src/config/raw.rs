@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::span::At;
-use crate::hints::{ForkSession, Profile};
+use crate::hints::{ForkSession, Priority, Profile};
 
 /// An lllm tactic: agents, and optionally the steps `lllm run` executes.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -160,8 +160,8 @@ pub(crate) struct RawHints {
     pub(crate) session_prefix: Option<At<String>>,
     /// How forks identify themselves: `own` (default) or `family`.
     pub(crate) fork_session: Option<At<ForkSession>>,
-    /// Priority; higher is more urgent (dynamo, vllm, sglang).
-    pub(crate) priority: Option<At<i32>>,
+    /// Priority: higher is more urgent, or `auto` (computed from the tactic) (dynamo, vllm, sglang).
+    pub(crate) priority: Option<At<Priority>>,
     /// Dynamo router queue tier.
     pub(crate) strict_priority: Option<At<u32>>,
     /// Expected output tokens (dynamo).

@@ -249,3 +249,37 @@ fn system_prompt_path_resolves_next_to_the_file() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn priority_auto_is_read_and_overrides_a_global_number_per_agent() {
+    let spec = parse(
+        "global: {model_name: m, system_prompt: s, inference_hints: {profile: dynamo, priority: 4}}\nagent_configs:\n  - {name: a, inference_hints: {priority: auto}}\n  - {name: b}\n",
+    )
+    .expect("valid");
+    let hints = |i: usize| spec.agents()[i].inference_hints().cloned().expect("hints");
+    assert!(hints(0).priority_is_auto());
+    assert_eq!(
+        hints(1).priority(),
+        Some(4),
+        "a written number keeps its meaning"
+    );
+}
+
+#[test]
+fn a_priority_that_is_neither_a_number_nor_auto_is_refused_where_it_is_written() {
+    let err = parse_err("agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    inference_hints: {profile: dynamo, priority: urgent}\n");
+    assert!(err.starts_with("t.yaml:5:"), "{err}");
+    assert!(err.contains("an integer or `auto`"), "{err}");
+    let err = parse_err("agent_configs:\n  - {name: a, model_name: m, system_prompt: s, inference_hints: {priority: auto}}\n");
+    assert_eq!(
+        err,
+        "t.yaml:2:76: agent_configs[0] (a): inference_hints.priority: the `openai` profile cannot send `priority`; profiles that can: dynamo, vllm, sglang"
+    );
+}
+
+#[test]
+fn the_schema_takes_auto_for_priority() {
+    let schema = tactic_schema();
+    let text = schema.to_string();
+    assert!(text.contains("\"const\":\"auto\""), "{text}");
+}

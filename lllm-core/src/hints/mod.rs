@@ -4,12 +4,14 @@
 //! [`RequestFields`] (headers and body fields) shaped for the server's [`Profile`]; the invoker then merges
 //! them *under* the user's own `extra_headers` and `extra_body` (see [`crate::merge`]).
 
+mod auto;
 mod profile;
 mod wire;
 
 #[cfg(test)]
 mod tests;
 
+pub use auto::{AutoFields, Demand, Priority, RunClass, MAX_WEIGHT};
 pub use profile::{ForkSession, HintField, Profile};
 pub use wire::{RequestFields, SessionIds};
 
@@ -87,7 +89,7 @@ pub struct InferenceHints {
     session: bool,
     session_prefix: Option<String>,
     fork_session: ForkSession,
-    priority: Option<i32>,
+    priority: Option<Priority>,
     strict_priority: Option<u32>,
     osl: Option<u32>,
     speculative_prefill: Option<bool>,
@@ -141,9 +143,20 @@ impl InferenceHints {
     pub fn fork_session(&self) -> ForkSession {
         self.fork_session
     }
-    /// Priority (higher is more urgent).
+    /// The written priority number (higher is more urgent); `None` when unset or `auto`.
     pub fn priority(&self) -> Option<i32> {
+        match self.priority {
+            Some(Priority::Fixed(n)) => Some(n),
+            _ => None,
+        }
+    }
+    /// The priority setting as written: a number or `auto`.
+    pub fn priority_setting(&self) -> Option<Priority> {
         self.priority
+    }
+    /// Whether each request's priority is computed from the tactic (`priority: auto`).
+    pub fn priority_is_auto(&self) -> bool {
+        self.priority == Some(Priority::Auto)
     }
     /// Dynamo router queue tier.
     pub fn strict_priority(&self) -> Option<u32> {
@@ -194,7 +207,7 @@ pub struct InferenceHintsBuilder {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fork_session: Option<ForkSession>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    priority: Option<i32>,
+    priority: Option<Priority>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     strict_priority: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -226,9 +239,10 @@ impl InferenceHintsBuilder {
         self.fork_session = Some(mode);
         self
     }
-    /// Priority; higher is more urgent.
-    pub fn priority(mut self, priority: i32) -> Self {
-        self.priority = Some(priority);
+    /// Priority: a number (higher is more urgent), or [`Priority::Auto`] to compute each request's
+    /// priority from what waits for its answer.
+    pub fn priority(mut self, priority: impl Into<Priority>) -> Self {
+        self.priority = Some(priority.into());
         self
     }
     /// Dynamo router queue tier; higher tiers always go first.

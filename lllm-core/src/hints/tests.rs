@@ -255,3 +255,139 @@ fn the_osl_sent_is_the_one_on_the_wire() {
         None
     );
 }
+
+fn auto(profile: Profile) -> InferenceHints {
+    InferenceHints::builder()
+        .profile(profile)
+        .priority(Priority::Auto)
+        .build()
+        .expect("auto is sendable")
+}
+
+fn lead_of_three_forks() -> Demand {
+    Demand {
+        waiting_turns: 4,
+        waiting_branches: 0,
+        class: RunClass::Interactive,
+    }
+}
+
+#[test]
+fn auto_priority_on_dynamo_is_an_interactive_tier_and_the_weight() {
+    let hints = auto(Profile::Dynamo);
+    assert!(hints.priority_is_auto());
+    assert_eq!(hints.priority(), None, "no written number");
+    let dialog = Dialog::new();
+    let body = hints
+        .dialog_request_fields_for(&dialog, &ModelArgs::new(), &lead_of_three_forks())
+        .expect("fields")
+        .body;
+    assert_eq!(
+        Value::Object(body),
+        json!({"nvext": {"agent_hints": {"priority": 5, "strict_priority": 1}}})
+    );
+    // A batch run: no tier, so every interactive request goes first.
+    let batch = Demand {
+        class: RunClass::Batch,
+        ..lead_of_three_forks()
+    };
+    assert_eq!(hints.priority_fields(&batch), (Some(5), None));
+    // Without a demand, a lone interactive request.
+    let lone = hints
+        .dialog_request_fields(&dialog, &ModelArgs::new())
+        .expect("fields");
+    assert_eq!(
+        lone.to_json()["extra_body"],
+        json!({"nvext": {"agent_hints": {"priority": 1, "strict_priority": 1}}})
+    );
+}
+
+#[test]
+fn a_written_strict_priority_wins_over_the_computed_tier() {
+    let hints = InferenceHints::builder()
+        .profile(Profile::Dynamo)
+        .priority(Priority::Auto)
+        .strict_priority(3)
+        .build()
+        .expect("hints");
+    assert_eq!(
+        hints.priority_fields(&lead_of_three_forks()),
+        (Some(5), Some(3))
+    );
+    let batch = Demand::of_class(RunClass::Batch);
+    assert_eq!(hints.priority_fields(&batch), (Some(1), Some(3)));
+}
+
+#[test]
+fn auto_priority_on_vllm_and_sglang_puts_the_tier_above_any_weight() {
+    let demand = lead_of_three_forks();
+    let busy_batch = Demand {
+        waiting_turns: 5000,
+        waiting_branches: 7,
+        class: RunClass::Batch,
+    };
+    assert_eq!(busy_batch.weight(), MAX_WEIGHT);
+    // vLLM runs lower values first.
+    let vllm = auto(Profile::Vllm);
+    assert_eq!(vllm.priority_fields(&demand), (Some(-1005), None));
+    assert_eq!(vllm.priority_fields(&busy_batch), (Some(-999), None));
+    let sglang = auto(Profile::Sglang);
+    assert_eq!(sglang.priority_fields(&demand), (Some(1005), None));
+    assert_eq!(sglang.priority_fields(&busy_batch), (Some(999), None));
+    let waiting_join = Demand {
+        waiting_turns: 1,
+        waiting_branches: 2,
+        class: RunClass::Interactive,
+    };
+    assert_eq!(
+        waiting_join.weight(),
+        4,
+        "itself, the join, two finished branches"
+    );
+}
+
+#[test]
+fn a_written_number_keeps_its_meaning_whatever_the_demand() {
+    let hints = InferenceHints::builder()
+        .profile(Profile::Vllm)
+        .priority(7)
+        .build()
+        .expect("hints");
+    assert_eq!(
+        hints.priority_fields(&lead_of_three_forks()),
+        (Some(-7), None)
+    );
+    assert_eq!(hints.priority(), Some(7));
+    assert!(!hints.priority_is_auto());
+}
+
+#[test]
+fn auto_cannot_go_to_a_server_that_takes_no_priority() {
+    let err = InferenceHints::builder()
+        .priority(Priority::Auto)
+        .build()
+        .expect_err("openai takes no priority");
+    assert!(err.to_string().contains("cannot send `priority`"), "{err}");
+}
+
+#[test]
+fn priority_reads_a_number_or_auto_and_nothing_else() {
+    let read = |text: &str| serde_json::from_str::<InferenceHintsBuilder>(text);
+    let hints = read(r#"{"profile": "dynamo", "priority": "auto"}"#).expect("auto");
+    assert!(hints.build().expect("valid").priority_is_auto());
+    assert_eq!(
+        read(r#"{"profile": "dynamo", "priority": 4}"#)
+            .expect("number")
+            .build()
+            .expect("valid")
+            .priority(),
+        Some(4)
+    );
+    let err = read(r#"{"priority": "urgent"}"#).expect_err("not a priority");
+    assert!(err.to_string().contains("an integer or `auto`"), "{err}");
+    assert!(read(r#"{"priority": 3000000000}"#).is_err(), "beyond i32");
+    assert_eq!(
+        serde_json::to_value(InferenceHints::builder().priority(Priority::Auto)).expect("json"),
+        json!({"priority": "auto"})
+    );
+}

@@ -2,7 +2,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{check_session_id, ForkSession, HintField, HintsError, InferenceHints, Profile};
+use super::{
+    check_session_id, Demand, ForkSession, HintField, HintsError, InferenceHints, Priority, Profile,
+};
 use crate::dialog::{Dialog, DialogId};
 use crate::model_args::ModelArgs;
 
@@ -80,11 +82,24 @@ impl InferenceHints {
 
     /// The headers and body fields of one request for a dialog (`dialog_id`, forked from
     /// `parent_dialog_id`), with `osl` defaulting from `model_args` under the dynamo profile.
+    ///
+    /// Under `priority: auto` the request counts as a lone interactive one (weight 1); use
+    /// [`dialog_request_fields_for`](Self::dialog_request_fields_for) to say what waits for it.
     pub fn request_fields(
         &self,
         dialog_id: Option<&str>,
         parent_dialog_id: Option<&str>,
         model_args: &ModelArgs,
+    ) -> Result<RequestFields, HintsError> {
+        self.request_fields_for(dialog_id, parent_dialog_id, model_args, &Demand::default())
+    }
+
+    fn request_fields_for(
+        &self,
+        dialog_id: Option<&str>,
+        parent_dialog_id: Option<&str>,
+        model_args: &ModelArgs,
+        demand: &Demand,
     ) -> Result<RequestFields, HintsError> {
         let mut fields = RequestFields::default();
         if let (None, Some(parent)) = (dialog_id, parent_dialog_id) {
@@ -106,7 +121,7 @@ impl InferenceHints {
                     .push((self.profile.parent_header().to_owned(), parent));
             }
         }
-        self.body_fields(&mut fields.body, model_args);
+        self.body_fields(&mut fields.body, model_args, demand);
         Ok(fields)
     }
 
@@ -117,9 +132,42 @@ impl InferenceHints {
         dialog: &Dialog,
         model_args: &ModelArgs,
     ) -> Result<RequestFields, HintsError> {
+        self.dialog_request_fields_for(dialog, model_args, &Demand::default())
+    }
+
+    /// [`dialog_request_fields`](Self::dialog_request_fields) for a request that `demand` waits for:
+    /// under `priority: auto` the priority fields are computed from it ([`Demand::shape`]); a
+    /// written `strict_priority` wins over the computed tier. Other settings ignore `demand`.
+    pub fn dialog_request_fields_for(
+        &self,
+        dialog: &Dialog,
+        model_args: &ModelArgs,
+        demand: &Demand,
+    ) -> Result<RequestFields, HintsError> {
         let (id, parent) = self.identity(dialog);
         let parent = parent.map(|p| p.to_string());
-        self.request_fields(Some(&id.to_string()), parent.as_deref(), model_args)
+        self.request_fields_for(Some(&id.to_string()), parent.as_deref(), model_args, demand)
+    }
+
+    /// The `priority` (as sent, after the profile's transformation) and `strict_priority` of a
+    /// request that `demand` waits for.
+    pub fn priority_fields(&self, demand: &Demand) -> (Option<i64>, Option<u32>) {
+        match self.priority {
+            None => (None, self.strict_priority),
+            Some(Priority::Fixed(p)) => {
+                let sent = match self.profile {
+                    Profile::OpenAi => None,
+                    Profile::Dynamo | Profile::Sglang => Some(i64::from(p)),
+                    // vLLM runs lower values first; negate in i64 so i32::MIN does not overflow.
+                    Profile::Vllm => Some(-i64::from(p)),
+                };
+                (sent, self.strict_priority)
+            }
+            Some(Priority::Auto) => {
+                let auto = demand.shape(self.profile);
+                (auto.priority, self.strict_priority.or(auto.strict_priority))
+            }
+        }
     }
 
     /// [`final_request_fields`](Self::final_request_fields) for a dialog, applying [`ForkSession`]: the
@@ -191,18 +239,18 @@ impl InferenceHints {
         })
     }
 
-    fn body_fields(&self, body: &mut Map<String, Value>, model_args: &ModelArgs) {
+    fn body_fields(&self, body: &mut Map<String, Value>, model_args: &ModelArgs, demand: &Demand) {
+        let (priority, strict_priority) = self.priority_fields(demand);
         match self.profile {
             Profile::OpenAi => {}
             Profile::Sglang => {
-                if let Some(p) = self.priority {
+                if let Some(p) = priority {
                     body.insert("priority".into(), json!(p));
                 }
             }
             Profile::Vllm => {
-                // vLLM runs lower values first; negate in i64 so i32::MIN does not overflow.
-                if let Some(p) = self.priority {
-                    body.insert("priority".into(), json!(-i64::from(p)));
+                if let Some(p) = priority {
+                    body.insert("priority".into(), json!(p));
                 }
                 if let Some(salt) = &self.cache_salt {
                     body.insert("cache_salt".into(), json!(salt));
@@ -210,10 +258,10 @@ impl InferenceHints {
             }
             Profile::Dynamo => {
                 let mut agent_hints = Map::new();
-                if let Some(p) = self.priority {
+                if let Some(p) = priority {
                     agent_hints.insert("priority".into(), json!(p));
                 }
-                if let Some(t) = self.strict_priority {
+                if let Some(t) = strict_priority {
                     agent_hints.insert("strict_priority".into(), json!(t));
                 }
                 if let Some(osl) = self.osl_sent(model_args) {

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt, ToolFilter, Usage};
+use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt, RunClass, ToolFilter, Usage};
 use serde_json::Value;
 
 use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
@@ -25,6 +25,7 @@ pub struct AgentBuilder {
     invoker: Option<Arc<dyn Invoker>>,
     model_args: ModelArgs,
     inference_hints: Option<InferenceHints>,
+    run_class: RunClass,
     retry: Option<RetryPolicy>,
     max_call_retries: Option<u32>,
     tools: Vec<Arc<dyn Tool>>,
@@ -165,6 +166,13 @@ impl AgentBuilder {
         self
     }
 
+    /// How the agent's requests rank under `priority: auto`: [`RunClass::Interactive`] (the default)
+    /// above every [`RunClass::Batch`] request.
+    pub fn run_class(mut self, class: RunClass) -> Self {
+        self.run_class = class;
+        self
+    }
+
     /// Records every model call of the agent in a content-free trace.
     pub fn trace(mut self, recorder: Arc<TraceRecorder>) -> Self {
         self.trace = Some(recorder);
@@ -239,6 +247,7 @@ impl AgentBuilder {
             model,
             model_args: Arc::new(self.model_args),
             hints: self.inference_hints,
+            run_class: self.run_class,
             toolbox,
             confirm: self.confirm,
             journal: self.journal,

@@ -2,6 +2,7 @@
 
 mod answer;
 mod builder;
+mod demand;
 mod error;
 mod request;
 mod respond;
@@ -15,11 +16,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lllm_core::{
     Dialog, DialogId, DialogTree, InferenceHints, Message, ModelArgs, NamedDialog, Prompt,
-    PromptVars, Usage,
+    PromptVars, RunClass, Usage,
 };
 
 use answer::OutputSchema;
 pub use builder::{AgentBuilder, PromptArg};
+pub use demand::DemandSource;
 pub use error::{AgentError, AgentErrorKind};
 pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
 
@@ -45,6 +47,8 @@ pub struct Agent {
     invoker: Stack,
     model_args: Arc<ModelArgs>,
     hints: Option<InferenceHints>,
+    /// How its requests rank under `priority: auto` when a respond says nothing else.
+    run_class: RunClass,
     toolbox: Toolbox,
     /// Approves the calls of tools that need confirmation; without it they are declined.
     confirm: Option<Arc<dyn Confirm>>,
@@ -104,6 +108,11 @@ impl Agent {
     /// The inference hints, when configured.
     pub fn inference_hints(&self) -> Option<&InferenceHints> {
         self.hints.as_ref()
+    }
+
+    /// How the agent's requests rank under `priority: auto` (default interactive).
+    pub fn run_class(&self) -> RunClass {
+        self.run_class
     }
 
     /// The retry settings.

@@ -1,6 +1,6 @@
 //! The requests an agent sends for a dialog: the dialog's messages with that dialog's hints.
 
-use lllm_core::Dialog;
+use lllm_core::{Demand, Dialog};
 
 use super::{Agent, AgentError, AgentErrorKind};
 use crate::invoker::ChatRequest;
@@ -9,14 +9,19 @@ impl Agent {
     /// The request for a dialog: its messages and the hints of *that* dialog (session = its id, parent =
     /// the dialog it was forked from). What [`respond`](Self::respond) sends first, before tools.
     pub fn chat_request(&self, dialog: &Dialog) -> Result<ChatRequest, AgentError> {
-        self.request_for(dialog)
+        self.request_for(dialog, &Demand::of_class(self.run_class))
             .map_err(|kind| self.error(None, kind))
     }
 
-    pub(super) fn request_for(&self, dialog: &Dialog) -> Result<ChatRequest, AgentErrorKind> {
+    /// The request for a dialog whose answer `demand` waits for (used by `priority: auto`).
+    pub(super) fn request_for(
+        &self,
+        dialog: &Dialog,
+        demand: &Demand,
+    ) -> Result<ChatRequest, AgentErrorKind> {
         let hint_fields = match &self.hints {
             Some(hints) => hints
-                .dialog_request_fields(dialog, &self.model_args)
+                .dialog_request_fields_for(dialog, &self.model_args, demand)
                 .map_err(AgentErrorKind::Hints)?,
             None => Default::default(),
         };

@@ -43,6 +43,7 @@ pub(crate) struct RespondOptions {
     pub(crate) tools: Option<Vec<Arc<dyn Tool>>>,
     pub(crate) output_schema: Option<(String, Value)>,
     pub(crate) message: Option<String>,
+    pub(crate) demand: Option<super::DemandSource>,
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -104,6 +105,14 @@ impl<'a> Respond<'a> {
     /// [`structured`](Self::structured).
     pub fn output_schema(mut self, name: impl Into<String>, schema: Value) -> Self {
         self.options.output_schema = Some((name.into(), schema));
+        self
+    }
+
+    /// What waits for this respond's answer, for `priority: auto` (by default nothing: a lone
+    /// request of the agent's [`run_class`](crate::AgentBuilder::run_class)). A
+    /// [`DemandSource`](super::DemandSource) is read again before each request of the respond.
+    pub fn demand(mut self, demand: impl Into<super::DemandSource>) -> Self {
+        self.options.demand = Some(demand.into());
         self
     }
 

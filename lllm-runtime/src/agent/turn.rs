@@ -4,14 +4,14 @@
 
 use std::collections::HashSet;
 
-use lllm_core::{Dialog, DialogId, InferenceHints, Message, MessageLog};
+use lllm_core::{Demand, Dialog, DialogId, InferenceHints, Message, MessageLog};
 use serde_json::json;
 use tracing::Instrument;
 
 use super::answer::{schema_feedback, AnswerCheck, OutputSchema};
 use super::respond::{EventSink, RespondOptions, StreamEvent};
 use super::tool_round::{run_tools, unique_call_ids, CallLog, Round};
-use super::{Agent, AgentError, AgentErrorKind};
+use super::{Agent, AgentError, AgentErrorKind, DemandSource};
 use crate::invoker::{ChatRequest, ChatResponse, Delta};
 use crate::telemetry::{self, AgentFacts};
 use crate::tools::Toolbox;
@@ -52,6 +52,8 @@ struct Turn<'a, 'e> {
     used_ids: HashSet<String>,
     /// Tokens in and out over the respond's calls, for its span.
     tokens: (u64, u64),
+    /// What waits for the answer (`priority: auto`); none: a lone request of the agent's class.
+    demand: Option<DemandSource>,
 }
 
 impl Agent {
@@ -117,6 +119,7 @@ impl Agent {
             calls: CallLog::default(),
             used_ids: used_call_ids(&work),
             tokens: (0, 0),
+            demand: options.demand,
         };
         let answer = match self.model_args.deadline {
             Some(after) => tokio::time::timeout(after, turn.run(&mut work))
@@ -251,7 +254,11 @@ impl Turn<'_, '_> {
     }
 
     fn request(&self, work: &Dialog, last_round: bool) -> Result<ChatRequest, AgentErrorKind> {
-        let mut request = self.agent.request_for(work)?;
+        let demand = match &self.demand {
+            Some(source) => source.get(),
+            None => Demand::of_class(self.agent.run_class),
+        };
+        let mut request = self.agent.request_for(work, &demand)?;
         if !self.feedback.is_empty() {
             let mut messages: MessageLog = request.messages.clone();
             for message in &self.feedback {

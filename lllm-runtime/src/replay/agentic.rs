@@ -598,6 +598,7 @@ fn check_row(
         output_length: row.output_length,
         hash_ids: std::mem::take(&mut row.hash_ids).into_boxed_slice(),
         priority,
+        strict_priority: None,
         osl: None,
         last_block: usize::try_from(last).ok(),
     };

@@ -48,6 +48,7 @@ pub(super) struct Request {
     pub(super) output_length: u64,
     pub(super) hash_ids: Box<[u64]>,
     pub(super) priority: Option<i32>,
+    pub(super) strict_priority: Option<u32>,
     pub(super) osl: Option<u32>,
     /// Tokens of the last block, when the trace gives the exact prompt length (agentic traces);
     /// otherwise every block is whole.
@@ -509,6 +510,8 @@ fn check_row(row: &TraceRow, block: usize, ids: &InferenceHints) -> Result<Reque
         output_length: row.output_length,
         hash_ids: row.hash_ids.clone().into_boxed_slice(),
         priority,
+        // Checked against u32::MAX with the row's fields.
+        strict_priority: row.strict_priority.and_then(|t| u32::try_from(t).ok()),
         // Checked against MAX_TOKENS above, which is below u32::MAX.
         osl: row
             .osl
@@ -568,6 +571,7 @@ const ROW_FIELDS: &[(&str, Expect, bool)] = &[
     ("cached_tokens", Expect::Whole(MAX_TOKENS), false),
     ("hash_ids", Expect::Ids, true),
     ("priority", Expect::Integer, false),
+    ("strict_priority", Expect::Whole(u32::MAX as u64), false),
     ("osl", Expect::Whole(MAX_TOKENS), false),
     ("latency_ms", Expect::Whole(MAX_SCHEDULE_MS), true),
     ("ttft_ms", Expect::Whole(MAX_SCHEDULE_MS), false),

@@ -1,12 +1,16 @@
 //! The `steps` tactic: turns, forks and parallel branches, run as the file describes them.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::future::{try_join_all, BoxFuture, FutureExt};
-use lllm_core::{Branch, Step, Turn};
+use lllm_core::{waiting_turns, Branch, Demand, Step, Turn};
 use lllm_core::{DialogId, PromptVars};
+
+use crate::agent::DemandSource;
 
 use super::{render, Progress, ProgressEvent, Tactic, TacticError, Team};
 
@@ -52,11 +56,21 @@ pub(crate) fn receive_at(turn: &Turn) -> String {
 /// (for a final `parallel` step, the last branch's in file order).
 ///
 /// A run opens and forks the dialogs it names, so a [`Team`] serves one run of a steps tactic.
+///
+/// Each turn tells its requests what waits for its answer ([`Demand`], used by `priority: auto`):
+/// the turns after it ([`waiting_turns`]) and the branches of its parallel groups that have
+/// already finished.
 #[derive(Debug, Clone)]
 pub struct StepsTactic {
     steps: Vec<Step>,
     output: Option<String>,
+    /// Turns waiting for each turn's answer, by the turn's field path.
+    waiting: HashMap<String, u32>,
 }
+
+/// Finished branches of the parallel groups around a step, innermost last: each waits for the
+/// branches still running.
+type Groups = Vec<Arc<AtomicU32>>;
 
 /// What a step ends with: its answer, and the dialogs whose work the next step waits for.
 struct Done {
@@ -79,7 +93,12 @@ impl Run<'_> {
 impl StepsTactic {
     /// A tactic running `steps`, answering with `output` (a template) or else the last step's answer.
     pub fn new(steps: Vec<Step>, output: Option<String>) -> Self {
-        StepsTactic { steps, output }
+        let waiting = waiting_turns(&steps);
+        StepsTactic {
+            steps,
+            output,
+            waiting,
+        }
     }
 
     /// Runs `steps` in order, the first waiting for the dialogs `after`; answers with the last
@@ -89,6 +108,7 @@ impl StepsTactic {
         steps: &'a [Step],
         run: &'a Run<'a>,
         after: Vec<DialogId>,
+        groups: Groups,
     ) -> BoxFuture<'a, Result<Done, TacticError>> {
         async move {
             let mut done = Done {
@@ -96,7 +116,7 @@ impl StepsTactic {
                 dialogs: after,
             };
             for step in steps {
-                done = self.step(step, run, done.dialogs).await?;
+                done = self.step(step, run, done.dialogs, groups.clone()).await?;
             }
             Ok(done)
         }
@@ -108,14 +128,30 @@ impl StepsTactic {
         step: &'a Step,
         run: &'a Run<'a>,
         after: Vec<DialogId>,
+        groups: Groups,
     ) -> BoxFuture<'a, Result<Done, TacticError>> {
         async move {
             match step {
-                Step::Turn(turn) => self.turn(turn, run, &after).await,
+                Step::Turn(turn) => self.turn(turn, run, &after, &groups).await,
                 Step::Parallel { branches, .. } => {
-                    let branches = try_join_all(branches.iter().map(|branch| match branch {
-                        Branch::Step(step) => self.step(step, run, after.clone()),
-                        Branch::Sequence { steps, .. } => self.sequence(steps, run, after.clone()),
+                    let finished = Arc::new(AtomicU32::new(0));
+                    let mut inner = groups.clone();
+                    inner.push(finished.clone());
+                    let branches = try_join_all(branches.iter().map(|branch| {
+                        let branch = match branch {
+                            Branch::Step(step) => {
+                                self.step(step, run, after.clone(), inner.clone())
+                            }
+                            Branch::Sequence { steps, .. } => {
+                                self.sequence(steps, run, after.clone(), inner.clone())
+                            }
+                        };
+                        let finished = finished.clone();
+                        async move {
+                            let done = branch.await?;
+                            finished.fetch_add(1, Ordering::Relaxed);
+                            Ok::<_, TacticError>(done)
+                        }
                     }))
                     .await?;
                     // The next step waits for every branch.
@@ -136,6 +172,7 @@ impl StepsTactic {
         turn: &Turn,
         run: &Run<'_>,
         after: &[DialogId],
+        groups: &Groups,
     ) -> Result<Done, TacticError> {
         let agent = run
             .team
@@ -145,7 +182,9 @@ impl StepsTactic {
                 agent: turn.agent.clone(),
             })?;
         let vars = run.vars();
-        let mut respond = agent.respond_to(&turn.dialog);
+        let mut respond = agent
+            .respond_to(&turn.dialog)
+            .demand(self.demand(turn, run.team, groups));
         if let Some(template) = &turn.receive {
             respond = respond.message(render(template, &receive_at(turn), &vars)?);
         }
@@ -189,6 +228,22 @@ impl StepsTactic {
         })
     }
 
+    /// What waits for `turn`'s answer: the turns after it, and (read before each request) the
+    /// branches of its groups that have finished since.
+    fn demand(&self, turn: &Turn, team: &Team, groups: &Groups) -> DemandSource {
+        let waiting_turns = self.waiting.get(&turn.at).copied().unwrap_or(0);
+        let class = team.run_class();
+        let groups = groups.clone();
+        DemandSource::new(move || Demand {
+            waiting_turns,
+            waiting_branches: groups
+                .iter()
+                .map(|g| g.load(Ordering::Relaxed))
+                .fold(0u32, u32::saturating_add),
+            class,
+        })
+    }
+
     /// The variables after a run, for callers that report them (`--json`).
     pub async fn run_with_vars(
         &self,
@@ -199,7 +254,10 @@ impl StepsTactic {
             team,
             vars: Mutex::new(vars.clone()),
         };
-        let last = self.sequence(&self.steps, &run, Vec::new()).await?.answer;
+        let last = self
+            .sequence(&self.steps, &run, Vec::new(), Vec::new())
+            .await?
+            .answer;
         let vars = run.vars();
         let answer = match &self.output {
             Some(template) => render(template, "output", &vars)?,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lllm_core::{TacticSpec, Usage};
+use lllm_core::{RunClass, TacticSpec, Usage};
 
 use crate::agent::{AgentBuilder, AgentError, AgentErrorKind};
 use crate::budget::RunBudget;
@@ -49,6 +49,7 @@ pub struct Team {
     progress: Option<ProgressSink>,
     journal: Option<Arc<Journal>>,
     trace: Option<Arc<TraceRecorder>>,
+    run_class: RunClass,
 }
 
 impl std::fmt::Debug for Team {
@@ -93,6 +94,7 @@ impl Team {
             journal: None,
             budget: None,
             item: None,
+            run_class: RunClass::default(),
         }
     }
 
@@ -137,6 +139,11 @@ impl Team {
         self.journal.as_ref()
     }
 
+    /// How the run's requests rank under `priority: auto`.
+    pub fn run_class(&self) -> RunClass {
+        self.run_class
+    }
+
     pub(crate) fn report(&self, progress: Progress<'_>) {
         if let Some(sink) = &self.progress {
             sink(progress);
@@ -155,6 +162,7 @@ pub struct TeamBuilder<'a> {
     journal: Option<Arc<Journal>>,
     budget: Option<Arc<RunBudget>>,
     item: Option<String>,
+    run_class: RunClass,
 }
 
 /// What a session prefix may contain to name the batch item its dialogs answer.
@@ -207,6 +215,13 @@ impl<'a> TeamBuilder<'a> {
         self
     }
 
+    /// How the run's requests rank under `priority: auto`: interactive (the default) above batch.
+    /// `lllm batch` makes its items' teams [`RunClass::Batch`] unless told otherwise.
+    pub fn run_class(mut self, class: RunClass) -> Self {
+        self.run_class = class;
+        self
+    }
+
     /// Builds every agent.
     pub fn build(self) -> Result<Team, AgentError> {
         let budget = self
@@ -251,7 +266,10 @@ impl<'a> TeamBuilder<'a> {
                 if let Some(journal) = &self.journal {
                     builder = builder.journal(journal.clone());
                 }
-                builder.budget(budget.clone()).build()
+                builder
+                    .budget(budget.clone())
+                    .run_class(self.run_class)
+                    .build()
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Team {
@@ -260,6 +278,7 @@ impl<'a> TeamBuilder<'a> {
             progress: None,
             journal: self.journal,
             trace: self.trace,
+            run_class: self.run_class,
         })
     }
 }

@@ -317,6 +317,7 @@ impl TraceRecorder {
             cached_tokens: usage.and_then(|u| u.cached_tokens),
             hash_ids: prompt.hash_ids,
             priority: sent_hints.priority,
+            strict_priority: sent_hints.strict_priority,
             osl: sent_hints.osl,
             latency_ms: millis(now.saturating_duration_since(answered.sent)),
             ttft_ms: answered
