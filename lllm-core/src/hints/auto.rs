@@ -15,6 +15,25 @@
 //! | `sglang` | `priority`: 1000 × tier + weight |
 //!
 //! The weight is capped at [`MAX_WEIGHT`], so a tier always outranks any weight.
+//!
+//! ```
+//! use lllm_core::{Demand, Dialog, InferenceHints, ModelArgs, Priority, Profile, RunClass};
+//!
+//! let hints = InferenceHints::builder()
+//!     .profile(Profile::Dynamo)
+//!     .priority(Priority::Auto)
+//!     .build()
+//!     .expect("dynamo takes priority");
+//! // The lead's turn of a fan-out: three forks and a join wait for it.
+//! let lead = Demand { waiting_turns: 4, waiting_branches: 0, class: RunClass::Interactive };
+//! let fields = hints
+//!     .dialog_request_fields_for(&Dialog::new(), &ModelArgs::new(), &lead)
+//!     .expect("fields");
+//! assert_eq!(
+//!     fields.to_json()["extra_body"]["nvext"]["agent_hints"],
+//!     serde_json::json!({"priority": 5, "strict_priority": 1})
+//! );
+//! ```
 
 use serde::{Deserialize, Serialize};
 
