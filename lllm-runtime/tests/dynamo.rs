@@ -172,26 +172,32 @@ steps:
 output: \"{{ merged }}\"
 ";
 
-#[tokio::test]
-async fn a_multi_agent_tactic_is_accepted_and_every_dialog_stays_on_one_worker() {
-    let Some((url, log)) = dynamo() else {
-        return;
-    };
-    let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.clone());
-    let spec = parse_tactic(TACTIC.as_bytes(), Path::new("dynamo.yaml"), &env).expect("tactic");
+/// Runs a steps tactic (its `${LLLM_DYNAMO_URL}` set to `url`) once on Dynamo through a
+/// [`Watching`] invoker; every request must be accepted.
+async fn run_on_dynamo(tactic: &str, url: &str, input: &str) -> (Team, Arc<Watching>) {
+    let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.to_owned());
+    let spec = parse_tactic(tactic.as_bytes(), Path::new("dynamo.yaml"), &env).expect("tactic");
     let invoker = Arc::new(Watching {
         inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
         seen: Mutex::new(Vec::new()),
     });
     let team = Team::from_spec(&spec, invoker.clone()).expect("team");
-    let vars: PromptVars = [("input".to_owned(), "a family of four".into())]
-        .into_iter()
-        .collect();
-    let tactic = TacticRegistry::new().create(&spec).expect("steps");
-    tactic
+    let vars: PromptVars = [("input".to_owned(), input.into())].into_iter().collect();
+    TacticRegistry::new()
+        .create(&spec)
+        .expect("steps")
         .run(&team, &vars)
         .await
-        .expect("every request is accepted");
+        .expect("Dynamo accepts every request");
+    (team, invoker)
+}
+
+#[tokio::test]
+async fn a_multi_agent_tactic_is_accepted_and_every_dialog_stays_on_one_worker() {
+    let Some((url, log)) = dynamo() else {
+        return;
+    };
+    let (team, invoker) = run_on_dynamo(TACTIC, &url, "a family of four").await;
     // part_1 is a fork: its end-of-session request must follow it to its worker too.
     for (agent, alias) in [("lead", "main"), ("lead", "part_1"), ("critic", "main")] {
         team.agent(agent)
@@ -455,21 +461,7 @@ async fn a_tactic_with_auto_priority_is_accepted_and_each_request_carries_its_co
     let Some((url, _)) = dynamo() else {
         return;
     };
-    let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.clone());
-    let spec = parse_tactic(AUTO_TACTIC.as_bytes(), Path::new("auto.yaml"), &env).expect("tactic");
-    let invoker = Arc::new(Watching {
-        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
-        seen: Mutex::new(Vec::new()),
-    });
-    let team = Team::from_spec(&spec, invoker.clone()).expect("team");
-    let vars: PromptVars = [("input".to_owned(), "a garden party".into())]
-        .into_iter()
-        .collect();
-    let tactic = TacticRegistry::new().create(&spec).expect("steps");
-    tactic
-        .run(&team, &vars)
-        .await
-        .expect("Dynamo accepts every request");
+    let (_, invoker) = run_on_dynamo(AUTO_TACTIC, &url, "a garden party").await;
     let seen = invoker.seen.lock().expect("lock").clone();
     assert_eq!(seen.len(), 6, "six turns");
     // Weight = 1 + turns waiting + finished sibling branches (which depend on timing: a range).
