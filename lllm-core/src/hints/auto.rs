@@ -1,39 +1,4 @@
 //! `priority: auto`: the priority of each request computed from what waits for its answer.
-//!
-//! The rule, in one paragraph (the hints guide says the same): a request's *weight* is 1, plus the
-//! turns of the run that cannot start until its answer arrives (the later turns of its own branch,
-//! the forks that will start from its dialog, every turn after its parallel group), plus the
-//! branches of its parallel groups that have already finished and whose answers now wait for it (so
-//! the last branch still running carries the most). A run is `interactive` (`lllm run`, the default)
-//! or `batch` (`lllm batch`, unless configured); every interactive request ranks above every batch
-//! request, whatever the weights. Each profile gets this in the form its scheduler acts on:
-//!
-//! | profile | sent |
-//! |---|---|
-//! | `dynamo` | `strict_priority`: 1 for interactive (a router queue tier above untagged traffic), none for batch; `priority`: the weight, which the router's default `fcfs` queue policy reads as seconds of head start |
-//! | `vllm` | `priority`: −(1000 × tier + weight), since vLLM runs lower values first |
-//! | `sglang` | `priority`: 1000 × tier + weight |
-//!
-//! The weight is capped at [`MAX_WEIGHT`], so a tier always outranks any weight.
-//!
-//! ```
-//! use lllm_core::{Demand, Dialog, InferenceHints, ModelArgs, Priority, Profile, RunClass};
-//!
-//! let hints = InferenceHints::builder()
-//!     .profile(Profile::Dynamo)
-//!     .priority(Priority::Auto)
-//!     .build()
-//!     .expect("dynamo takes priority");
-//! // The lead's turn of a fan-out: three forks and a join wait for it.
-//! let lead = Demand { waiting_turns: 4, waiting_branches: 0, class: RunClass::Interactive };
-//! let fields = hints
-//!     .dialog_request_fields_for(&Dialog::new(), &ModelArgs::new(), &lead)
-//!     .expect("fields");
-//! assert_eq!(
-//!     fields.to_json()["extra_body"]["nvext"]["agent_hints"],
-//!     serde_json::json!({"priority": 5, "strict_priority": 1})
-//! );
-//! ```
 
 use serde::{Deserialize, Serialize};
 
@@ -45,11 +10,46 @@ pub const MAX_WEIGHT: u32 = 999;
 const TIER_SPAN: i64 = 1000;
 
 /// A priority as written: a number, or `auto`.
+///
+/// `auto` follows one rule (the hints guide says the same): a request's *weight* is 1, plus the
+/// turns of the run that cannot start until its answer arrives (the later turns of its own branch,
+/// the forks that will start from its dialog, every turn after its parallel group), plus the
+/// branches of its parallel groups that have already finished and whose answers now wait for it (so
+/// the last branch still running carries the most). A run is `interactive` (`lllm run`, the default)
+/// or `batch` (`lllm batch`, unless configured); every interactive request ranks above every batch
+/// request, whatever the weights. Each profile gets this in the form its scheduler acts on:
+///
+/// | profile | sent |
+/// |---|---|
+/// | `dynamo` | `strict_priority`: 1 for interactive (a router queue tier above untagged traffic), none for batch; `priority`: the weight, which the router's default `fcfs` queue policy reads as seconds of head start |
+/// | `vllm` | `priority`: −(1000 × tier + weight), since vLLM runs lower values first |
+/// | `sglang` | `priority`: 1000 × tier + weight |
+///
+/// The weight is capped at [`MAX_WEIGHT`], so a tier always outranks any weight.
+///
+/// ```
+/// use lllm_core::{Demand, Dialog, InferenceHints, ModelArgs, Priority, Profile, RunClass};
+///
+/// let hints = InferenceHints::builder()
+///     .profile(Profile::Dynamo)
+///     .priority(Priority::Auto)
+///     .build()
+///     .expect("dynamo takes priority");
+/// // The lead's turn of a fan-out: three forks and a join wait for it.
+/// let lead = Demand { waiting_turns: 4, waiting_branches: 0, class: RunClass::Interactive };
+/// let fields = hints
+///     .dialog_request_fields_for(&Dialog::new(), &ModelArgs::new(), &lead)
+///     .expect("fields");
+/// assert_eq!(
+///     fields.to_json()["extra_body"]["nvext"]["agent_hints"],
+///     serde_json::json!({"priority": 5, "strict_priority": 1})
+/// );
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Priority {
     /// A written number, sent as written (negated for vLLM). Higher is more urgent.
     Fixed(i32),
-    /// Computed for each request from the running tactic (see the [module docs](self)).
+    /// Computed for each request from the running tactic (see [`Priority`]).
     Auto,
 }
 
