@@ -7,7 +7,7 @@ mod hostile_server;
 mod scripted;
 mod stub_server;
 
-pub use capture::{dynamo_workers, dynamo_workers_for, SharedBuffer};
+pub use capture::{dynamo_ttfts, dynamo_workers, dynamo_workers_for, SharedBuffer};
 pub use hostile_server::{parse_completion, parse_event_stream, HostileReply, HostileServer};
 pub use scripted::{RecordedCall, ScriptedInvoker};
 pub use stub_server::{RecordedRequest, StubReply, StubServer, TOGETHER_LIMIT};
