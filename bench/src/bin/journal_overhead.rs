@@ -29,6 +29,8 @@ use lllm_runtime::{
 };
 use serde_json::json;
 
+use lllm_bench::percentile;
+
 const TURNS: usize = 100;
 /// Runs of each leg before the measured ones (connection pool, allocator, page cache).
 const WARMUP: usize = 3;
@@ -155,11 +157,6 @@ async fn run(
         None => (0, 0),
     };
     Ok(Run { time, bytes, lines })
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
 }
 
 fn median(values: &[f64]) -> f64 {

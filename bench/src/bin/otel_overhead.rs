@@ -46,6 +46,8 @@ use tracing::Dispatch;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::Layer as _;
 
+use lllm_bench::percentile;
+
 const TURNS: usize = 100;
 /// Runs of each leg before the measured ones (connection pool, allocator, the exporter's client).
 const WARMUP: usize = 3;
@@ -377,11 +379,6 @@ async fn run(setup: &Setup, leg: Leg, flush: bool) -> Result<Run, Box<dyn std::e
 }
 
 // --- figures -----------------------------------------------------------------------------------
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
 
 fn sorted(mut values: Vec<f64>) -> Vec<f64> {
     values.sort_by(f64::total_cmp);

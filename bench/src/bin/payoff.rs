@@ -22,13 +22,6 @@ use serde_json::json;
 const ROOTS: usize = 48;
 const ARRIVALS: Duration = Duration::from_secs(10);
 const SEED: u64 = 20_261_202;
-const WORDS: &[&str] = &[
-    "plan", "step", "task", "part", "agent", "tool", "answer", "question", "result", "first",
-    "next", "then", "last", "time", "day", "week", "weather", "city", "write", "read", "count",
-    "word", "list", "make", "find", "check", "again", "more", "less", "good", "best", "session",
-    "dialog", "team", "merge", "split", "reply", "review", "point", "revise", "draft", "polish",
-    "the", "of", "and",
-];
 
 /// One request as sent: which dialog, which session it carried, and what the engine reported.
 #[derive(Debug, Clone)]
@@ -88,13 +81,6 @@ impl Invoker for Recorder {
     }
 }
 
-fn text(rng: &mut fastrand::Rng, words: usize) -> String {
-    (0..words)
-        .map(|_| WORDS[rng.usize(..WORDS.len())])
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// A dialog's script: its turns' tool results, waits and answer lengths, drawn up front so every leg
 /// sends the same work.
 #[derive(Debug, Clone)]
@@ -108,7 +94,7 @@ fn script(rng: &mut fastrand::Rng, turns: usize) -> Script {
             .map(|_| {
                 let wait = Duration::from_millis(rng.u64(200..=2000));
                 let words = rng.usize(50..=300);
-                (wait, text(rng, words))
+                (wait, lllm_bench::random_words(rng, words))
             })
             .collect(),
     }
@@ -168,7 +154,7 @@ async fn main() {
     for root in 0..ROOTS {
         let arrival = ARRIVALS.mul_f64(root as f64 / ROOTS as f64);
         let words = rng.usize(300..=2000);
-        let system = text(&mut rng, words);
+        let system = lllm_bench::random_words(&mut rng, words);
         let turns = rng.usize(4..=8);
         let main = script(&mut rng, turns);
         let mut forks = Vec::new();

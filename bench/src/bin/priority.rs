@@ -73,14 +73,6 @@ const SEED: u64 = 20_261_203;
 /// How much earlier (seconds) a request must have been sent for one that overtakes it to count as
 /// reordered.
 const REORDER_MARGIN: f64 = 0.010;
-/// Words the simulated engine's tokenizer knows: about one token each.
-const WORDS: &[&str] = &[
-    "plan", "step", "task", "part", "agent", "tool", "answer", "question", "result", "first",
-    "next", "then", "last", "time", "day", "week", "weather", "city", "write", "read", "count",
-    "word", "list", "make", "find", "check", "again", "more", "less", "good", "best", "session",
-    "dialog", "team", "merge", "split", "reply", "review", "point", "revise", "draft", "polish",
-    "the", "of", "and",
-];
 
 /// What a request is, read from the tag that starts its last user message (`fork#7 ...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -314,13 +306,6 @@ impl Config {
     }
 }
 
-fn text(rng: &mut fastrand::Rng, words: usize) -> String {
-    (0..words)
-        .map(|_| WORDS[rng.usize(..WORDS.len())])
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The two shapes of tactic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -349,7 +334,7 @@ fn tactic_yaml(config: &Config, run: usize, shape: Shape, rng: &mut fastrand::Rn
     );
     let mut system = || {
         let words = rng.usize(150..=300);
-        text(rng, words)
+        lllm_bench::random_words(rng, words)
     };
     match shape {
         Shape::FanOut => format!(
@@ -425,7 +410,10 @@ async fn background(timed: Arc<Timed>, config: Arc<Config>, client: usize, stop:
     let mut rng = fastrand::Rng::with_seed(SEED ^ (0xb0 + client as u64));
     let hints = config.background_hints(client);
     while !stop.load(Ordering::Relaxed) {
-        let prompt = format!("background#{client} {}", text(&mut rng, config.bg_words));
+        let prompt = format!(
+            "background#{client} {}",
+            lllm_bench::random_words(&mut rng, config.bg_words)
+        );
         let max_tokens = rng.u32(config.bg_tokens.0..=config.bg_tokens.1);
         let messages: MessageLog = [Message::user(prompt)].into_iter().collect();
         let args = ModelArgs::new()
@@ -449,57 +437,13 @@ async fn background(timed: Arc<Timed>, config: Arc<Config>, client: usize, stop:
     }
 }
 
-/// `ttft_ms` of each request the frontend completed, by request id (the response id without
-/// `chatcmpl-`).
-fn frontend_ttfts(log: &str) -> HashMap<String, f64> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut out = HashMap::new();
-    for line in text.lines() {
-        let line = strip_ansi(line);
-        let Some(at) = line.find("service::metrics: request completed") else {
-            continue;
-        };
-        let rest = &line[at..];
-        let id = field(rest, "request_id=");
-        let ttft = field(rest, "ttft_ms=")
-            .map(|v| v.trim_matches('"'))
-            .and_then(|v| v.parse::<f64>().ok());
-        if let (Some(id), Some(ttft)) = (id, ttft) {
-            out.insert(id.to_owned(), ttft);
-        }
-    }
-    out
-}
-
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let start = line.find(key)? + key.len();
-    line[start..].split_whitespace().next()
-}
-
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn quantile(values: &[f64], p: f64) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    Some(sorted[((sorted.len() - 1) as f64 * p).round() as usize])
+    Some(lllm_bench::percentile(&sorted, p))
 }
 
 fn summary(values: &[f64]) -> Value {
@@ -535,7 +479,7 @@ async fn main() {
             let at =
                 config.warmup + config.wave_gap.mul_f64(wave as f64) + config.stagger * i as u32;
             let yaml = tactic_yaml(&config, run, shape, &mut rng);
-            let input = text(&mut rng, 20);
+            let input = lllm_bench::random_words(&mut rng, 20);
             plans.push((run, shape, at, yaml, input));
         }
     }
@@ -586,7 +530,7 @@ async fn main() {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(10);
     let ttfts = loop {
-        let ttfts = frontend_ttfts(&config.log);
+        let ttfts = lllm_runtime::testing::dynamo_ttfts(&config.log);
         if wanted.iter().all(|id| ttfts.contains_key(id)) || Instant::now() >= deadline {
             break ttfts;
         }
