@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::limits::{MAX_BLOCK_TOKENS, MAX_PROMPT_TOKENS, MAX_SCHEDULE_MS, MAX_TOKENS};
-use super::read::{describe, kind, plain, plain_in, shorten, Request};
+use super::read::{describe, kind, plain, plain_in, priority_in_range, shorten, Request};
 use super::ReplayError;
 
 /// The fields every row needs, as the error for a missing one lists them.
@@ -577,18 +577,7 @@ fn check_row(
             delay_ms: dependency.delay_ms,
         });
     }
-    let priority = row
-        .priority
-        .map(|p| {
-            i32::try_from(p).map_err(|_| {
-                format!(
-                    "priority: {p} is out of range; use a whole number from {} to {}",
-                    i32::MIN,
-                    i32::MAX
-                )
-            })
-        })
-        .transpose()?;
+    let priority = priority_in_range(row.priority, "priority")?;
     // In 1..=block: blocks = ceil(input_length / block), input_length > 0.
     let last = row.input_length - (blocks - 1) * size;
     let request = Request {

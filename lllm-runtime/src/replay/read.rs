@@ -491,18 +491,7 @@ fn check_row(row: &TraceRow, block: usize, ids: &InferenceHints) -> Result<Reque
             i + 1
         ));
     }
-    let priority = row
-        .priority
-        .map(|p| {
-            i32::try_from(p).map_err(|_| {
-                format!(
-                    "field `priority`: {p} is out of range; use a whole number from {} to {}",
-                    i32::MIN,
-                    i32::MAX
-                )
-            })
-        })
-        .transpose()?;
+    let priority = priority_in_range(row.priority, "field `priority`")?;
     Ok(Request {
         parent: row.parent_session_id.as_deref().map(Arc::from),
         timestamp: row.timestamp,
@@ -519,6 +508,21 @@ fn check_row(row: &TraceRow, block: usize, ids: &InferenceHints) -> Result<Reque
             .filter(|o| *o > 0),
         last_block: None,
     })
+}
+
+/// A recorded priority as the i32 the hints take; `label` names the field in the error.
+pub(super) fn priority_in_range(priority: Option<i64>, label: &str) -> Result<Option<i32>, String> {
+    priority
+        .map(|p| {
+            i32::try_from(p).map_err(|_| {
+                format!(
+                    "{label}: {p} is out of range; use a whole number from {} to {}",
+                    i32::MIN,
+                    i32::MAX
+                )
+            })
+        })
+        .transpose()
 }
 
 fn at_most(field: &str, value: u64, max: u64) -> Result<(), String> {
