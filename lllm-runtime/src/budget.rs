@@ -5,10 +5,18 @@ use std::time::Instant;
 
 use lllm_core::{RunLimits, Usage};
 
-use crate::agent::AgentErrorKind;
+/// A limit of the run was reached: the agent reports it as
+/// [`AgentErrorKind::Limit`](crate::AgentErrorKind::Limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LimitReached {
+    /// The limit (`max_requests`, `max_total_tokens`, `max_tool_calls`, `max_seconds`).
+    pub(crate) limit: &'static str,
+    /// Its value, as the run has it.
+    pub(crate) value: String,
+}
 
 /// A run's spending so far, shared by its agents. Reaching a limit fails the next request or tool
-/// call with [`AgentErrorKind::Limit`].
+/// call with [`AgentErrorKind::Limit`](crate::AgentErrorKind::Limit).
 #[derive(Debug)]
 pub struct RunBudget {
     limits: RunLimits,
@@ -45,7 +53,7 @@ impl RunBudget {
     }
 
     /// Counts a request about to be sent (or answered from a journal), unless a limit forbids it.
-    pub(crate) fn request(&self) -> Result<(), AgentErrorKind> {
+    pub(crate) fn request(&self) -> Result<(), LimitReached> {
         self.time()?;
         if let Some(max) = self.limits.max_total_tokens {
             if self.tokens.load(Ordering::SeqCst) >= max {
@@ -64,7 +72,7 @@ impl RunBudget {
     }
 
     /// Counts a tool call about to run, unless a limit forbids it.
-    pub(crate) fn tool_call(&self) -> Result<(), AgentErrorKind> {
+    pub(crate) fn tool_call(&self) -> Result<(), LimitReached> {
         self.time()?;
         take(
             &self.tool_calls,
@@ -73,7 +81,7 @@ impl RunBudget {
         )
     }
 
-    fn time(&self) -> Result<(), AgentErrorKind> {
+    fn time(&self) -> Result<(), LimitReached> {
         match self.limits.max_seconds {
             Some(max) if self.started.elapsed().as_secs_f64() >= max => {
                 Err(limit("max_seconds", max.to_string()))
@@ -84,7 +92,7 @@ impl RunBudget {
 }
 
 /// Takes one from `counter` if it stays within `max`.
-fn take(counter: &AtomicU64, max: Option<u64>, name: &'static str) -> Result<(), AgentErrorKind> {
+fn take(counter: &AtomicU64, max: Option<u64>, name: &'static str) -> Result<(), LimitReached> {
     let Some(max) = max else {
         counter.fetch_add(1, Ordering::SeqCst);
         return Ok(());
@@ -97,8 +105,8 @@ fn take(counter: &AtomicU64, max: Option<u64>, name: &'static str) -> Result<(),
         .map_err(|_| limit(name, max.to_string()))
 }
 
-fn limit(limit: &'static str, value: String) -> AgentErrorKind {
-    AgentErrorKind::Limit { limit, value }
+fn limit(limit: &'static str, value: String) -> LimitReached {
+    LimitReached { limit, value }
 }
 
 #[cfg(test)]
@@ -116,7 +124,7 @@ mod tests {
         assert!(budget.request().is_ok() && budget.request().is_ok());
         assert!(matches!(
             budget.request(),
-            Err(AgentErrorKind::Limit {
+            Err(LimitReached {
                 limit: "max_requests",
                 ref value
             }) if value == "2"
@@ -135,7 +143,7 @@ mod tests {
         }));
         assert!(matches!(
             tokens.request(),
-            Err(AgentErrorKind::Limit {
+            Err(LimitReached {
                 limit: "max_total_tokens",
                 ..
             })

@@ -233,13 +233,23 @@ impl AgentBuilder {
         Ok(Agent {
             invoker: layers::stack(
                 invoker,
-                retry,
                 AgentFacts {
                     agent: name.clone(),
                     model: model.clone(),
                     profile: self.inference_hints.as_ref().map(|h| h.profile()),
                 },
-                self.trace.clone(),
+                layers::StackParts {
+                    retry,
+                    trace: self.trace.clone(),
+                    journal: self.journal.clone(),
+                    budget: self.budget.clone(),
+                },
+            ),
+            retry,
+            tool_calls: crate::tools::calls::pipeline(
+                self.confirm,
+                self.journal.clone(),
+                self.budget,
             ),
             trace: self.trace,
             name,
@@ -249,9 +259,7 @@ impl AgentBuilder {
             hints: self.inference_hints,
             run_class: self.run_class,
             toolbox,
-            confirm: self.confirm,
             journal: self.journal,
-            budget: self.budget,
             output_schema,
             max_tool_rounds: self
                 .max_tool_rounds

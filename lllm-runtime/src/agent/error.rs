@@ -153,6 +153,40 @@ impl AgentErrorKind {
     }
 }
 
+impl From<crate::layers::CallError> for AgentErrorKind {
+    fn from(error: crate::layers::CallError) -> Self {
+        use crate::layers::CallError;
+        match error {
+            CallError::Limit(reached) => reached.into(),
+            CallError::Journal(e) => AgentErrorKind::Journal(e),
+            CallError::Invoke { attempts, error } => AgentErrorKind::Invoke {
+                attempts,
+                source: error,
+            },
+        }
+    }
+}
+
+impl From<crate::tools::calls::ToolCallError> for AgentErrorKind {
+    fn from(error: crate::tools::calls::ToolCallError) -> Self {
+        use crate::tools::calls::ToolCallError;
+        match error {
+            ToolCallError::Limit(reached) => reached.into(),
+            ToolCallError::Journal(e) => AgentErrorKind::Journal(e),
+            ToolCallError::Paused { tool } => AgentErrorKind::Paused { tool },
+        }
+    }
+}
+
+impl From<crate::budget::LimitReached> for AgentErrorKind {
+    fn from(reached: crate::budget::LimitReached) -> Self {
+        AgentErrorKind::Limit {
+            limit: reached.limit,
+            value: reached.value,
+        }
+    }
+}
+
 fn list(known: &[String]) -> String {
     if known.is_empty() {
         "none".to_owned()

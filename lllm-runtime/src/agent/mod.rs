@@ -27,7 +27,8 @@ pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
 
 use crate::layers::Stack;
 use crate::retry::RetryPolicy;
-use crate::tools::{Confirm, Toolbox};
+use crate::tools::calls::ToolPipeline;
+use crate::tools::Toolbox;
 
 /// An agent: it owns named dialogs (aliases such as `main`), answers them with its model, and sends the
 /// dialog's identity as inference hints with every call.
@@ -43,19 +44,20 @@ pub struct Agent {
     name: String,
     system_prompt: Prompt,
     model: String,
-    /// The invoker inside its retry, trace and timeout layers.
+    /// The invoker inside its budget, journal, retry, trace and timeout layers.
     invoker: Stack,
+    /// The retry settings of that stack.
+    retry: RetryPolicy,
+    /// What every tool call goes through: the halt, the budget, the journal, the confirmation.
+    tool_calls: ToolPipeline,
     model_args: Arc<ModelArgs>,
     hints: Option<InferenceHints>,
     /// How its requests rank under `priority: auto` when a respond says nothing else.
     run_class: RunClass,
     toolbox: Toolbox,
-    /// Approves the calls of tools that need confirmation; without it they are declined.
-    confirm: Option<Arc<dyn Confirm>>,
-    /// The run's journal: dialog ids, answers and tool results are taken from it and added to it.
+    /// The run's journal, which gives a resumed run's dialogs back their ids (its layers answer and
+    /// record the calls).
     journal: Option<Arc<crate::journal::Journal>>,
-    /// The run's limits and spending, shared with the other agents of the run.
-    budget: Option<Arc<crate::budget::RunBudget>>,
     /// The run's trace, told about forks (its layer sees the requests).
     trace: Option<Arc<crate::trace::TraceRecorder>>,
     output_schema: Option<OutputSchema>,
@@ -117,7 +119,7 @@ impl Agent {
 
     /// The retry settings.
     pub fn retry_policy(&self) -> RetryPolicy {
-        self.invoker.policy()
+        self.retry
     }
 
     /// An error about this agent and, when given, the dialog `alias`.

@@ -1,19 +1,17 @@
 //! One round of tool calls: run them (concurrently, bounded), each answered by a result or an error the model reads.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use futures::StreamExt;
-use lllm_core::ToolCall;
+use lllm_core::{DialogId, ToolCall};
 use serde_json::Value;
-
-use lllm_core::DialogId;
+use tracing::Instrument;
 
 use super::AgentErrorKind;
-use crate::budget::RunBudget;
-use crate::journal::{Journal, ToolMemory};
 use crate::telemetry;
-use crate::tools::{Confirm, ConfirmRequest, Decision, Toolbox, DECLINED};
-use tracing::Instrument;
+use crate::tools::calls::{reply_text, CallTool, PreparedCall, ToolPipeline};
+use crate::tools::{Tool, Toolbox};
 
 /// Most calls of one turn that run: a server asking for thousands must not start thousands of
 /// programs. The rest are answered with an error that says so.
@@ -44,13 +42,11 @@ impl CallLog {
     }
 }
 
-/// What one round's calls share: the agent, its tools, who confirms, the journal and the dialog.
+/// What one round's calls share: the agent, its tools, the pipeline its calls go through, the dialog.
 pub(crate) struct Round<'a> {
     pub(crate) agent: &'a str,
     pub(crate) toolbox: &'a Toolbox,
-    pub(crate) confirm: Option<&'a dyn Confirm>,
-    pub(crate) journal: Option<&'a Journal>,
-    pub(crate) budget: Option<&'a RunBudget>,
+    pub(crate) pipeline: &'a ToolPipeline,
     pub(crate) dialog: DialogId,
 }
 
@@ -110,29 +106,32 @@ async fn answer_unspanned(
     i: usize,
     repeated: bool,
 ) -> Result<ToolResult, AgentErrorKind> {
-    if crate::halt::halted() {
-        return Ok(result("error: not run: the run is stopping", true));
-    }
     if i >= MAX_CALLS_PER_TURN {
         return Ok(result(format!("error: not run: at most {MAX_CALLS_PER_TURN} tool calls run per turn; make this call again in a later turn if it is still needed"), true));
     }
     if repeated {
         return Ok(result("note: this exact call was already made while answering this message; its result is above, so it was not run again", false));
     }
-    match run_tool(round, call).await? {
-        Ok(content) => Ok(result(content, false)),
-        Err(problem) => Ok(result(format!("error: {problem}"), true)),
-    }
+    let reply = match checked(round, call) {
+        Ok((tool, arguments)) => {
+            let prepared = PreparedCall {
+                agent: round.agent,
+                dialog: round.dialog,
+                call,
+                tool,
+                arguments: &arguments,
+            };
+            round.pipeline.call(prepared).await?
+        }
+        Err(problem) => Err(problem),
+    };
+    let (content, is_error) = reply_text(&reply);
+    Ok(result(content, is_error))
 }
 
-/// What the model is told about a call the crash interrupted, when running it again is not safe.
-const INTERRUPTED: &str = "this call was interrupted when the run stopped, and its outcome is unknown: it may or may not have taken effect. It was not run again (the tool is not marked idempotent); check its effect before calling it again";
-
-/// Runs one call. The inner error is text for the model (what to fix); the outer one ends the round.
-async fn run_tool(
-    round: &Round<'_>,
-    call: &ToolCall,
-) -> Result<Result<String, String>, AgentErrorKind> {
+/// The tool a call names and its arguments, checked against the tool's parameters; otherwise what
+/// the model must fix.
+fn checked<'r>(round: &Round<'r>, call: &ToolCall) -> Result<(&'r Arc<dyn Tool>, Value), String> {
     let Some((tool, schema)) = round.toolbox.get(&call.name) else {
         let name: String = call.name.chars().take(MAX_ECHOED_NAME_CHARS).collect();
         let cut = if name.len() < call.name.len() {
@@ -140,122 +139,23 @@ async fn run_tool(
         } else {
             ""
         };
-        return Ok(Err(format!(
+        return Err(format!(
             "there is no tool `{name}{cut}`; the tools are: {}",
             round.toolbox.names().join(", ")
-        )));
+        ));
     };
     let raw = if call.arguments.trim().is_empty() {
         "{}"
     } else {
         call.arguments.as_str()
     };
-    let arguments: Value = match serde_json::from_str(raw) {
-        Ok(arguments) => arguments,
-        Err(e) => {
-            return Ok(Err(format!(
-                "the arguments are not valid JSON ({e}); call the tool again with a JSON object"
-            )))
-        }
-    };
-    if let Err(problem) = schema.check(&arguments) {
-        return Ok(Err(format!(
-            "the arguments do not match the tool's parameters: {problem}"
-        )));
-    }
-    // Counted before the journal is asked, as answers are: a resumed run spends what it replays.
-    if let Some(budget) = round.budget {
-        budget.tool_call()?;
-    }
-    let journal = round.journal;
-    if let Some(journal) = journal {
-        match journal.tool(round.dialog, &call.id) {
-            ToolMemory::Finished { content, is_error } => {
-                let content = if is_error {
-                    Err(content
-                        .strip_prefix("error: ")
-                        .unwrap_or(&content)
-                        .to_owned())
-                } else {
-                    Ok(content)
-                };
-                return Ok(content);
-            }
-            ToolMemory::Interrupted if !tool.idempotent() => {
-                let content = format!("error: {INTERRUPTED}");
-                journal
-                    .tool_finished(round.dialog, &call.id, &content, true)
-                    .map_err(AgentErrorKind::Journal)?;
-                return Ok(Err(INTERRUPTED.to_owned()));
-            }
-            ToolMemory::Interrupted | ToolMemory::New => {}
-        }
-    }
-    if tool.needs_confirmation() {
-        let source = tool.source();
-        let request = ConfirmRequest {
-            agent: round.agent,
-            tool: &call.name,
-            source: &source,
-            arguments: &arguments,
-        };
-        let decision = match round.confirm {
-            Some(confirm) => confirm.confirm(request).await,
-            None => Decision::Decline,
-        };
-        match (decision, journal) {
-            (Decision::Approve, _) => {}
-            (Decision::Pause, Some(journal)) => {
-                journal
-                    .pending(round.dialog, &call.id, &call.name, &arguments)
-                    .map_err(AgentErrorKind::Journal)?;
-                return Err(AgentErrorKind::Paused {
-                    tool: call.name.clone(),
-                });
-            }
-            (Decision::Decline | Decision::Pause, _) => {
-                tracing::info!(agent = round.agent, tool = %call.name, "the call was declined");
-                let content = Err(DECLINED.to_owned());
-                journal_result(round, call, &content)?;
-                return Ok(content);
-            }
-        }
-    }
-    if let Some(journal) = journal {
-        journal
-            .tool_started(round.dialog, &call.id, &call.name, &arguments)
-            .map_err(AgentErrorKind::Journal)?;
-    }
-    tracing::debug!(agent = round.agent, tool = %call.name, "calling tool");
-    let content = tool
-        .call(arguments)
-        .await
-        .map(|output| output.into_content())
-        .map_err(|e| e.message().to_owned());
-    if crate::halt::halted() {
-        // The stop killed the call: it stays started only, so a resume treats it as interrupted.
-        return Ok(content);
-    }
-    journal_result(round, call, &content)?;
-    Ok(content)
-}
-
-/// Records a call's result in the journal, as the model reads it.
-fn journal_result(
-    round: &Round<'_>,
-    call: &ToolCall,
-    content: &Result<String, String>,
-) -> Result<(), AgentErrorKind> {
-    let Some(journal) = round.journal else {
-        return Ok(());
-    };
-    let (text, is_error) = match content {
-        Ok(text) => (text.clone(), false),
-        Err(problem) => (format!("error: {problem}"), true),
-    };
-    journal
-        .tool_finished(round.dialog, &call.id, &text, is_error)
-        .map_err(AgentErrorKind::Journal)
+    let arguments: Value = serde_json::from_str(raw).map_err(|e| {
+        format!("the arguments are not valid JSON ({e}); call the tool again with a JSON object")
+    })?;
+    schema
+        .check(&arguments)
+        .map_err(|problem| format!("the arguments do not match the tool's parameters: {problem}"))?;
+    Ok((tool, arguments))
 }
 
 /// Gives every call an id that is neither empty nor used before in the dialog, since results are

@@ -13,6 +13,7 @@ use super::respond::{EventSink, RespondOptions, StreamEvent};
 use super::tool_round::{run_tools, unique_call_ids, CallLog, Round};
 use super::{Agent, AgentError, AgentErrorKind, DemandSource};
 use crate::invoker::{ChatRequest, ChatResponse, Delta};
+use crate::layers::Service as _;
 use crate::telemetry::{self, AgentFacts};
 use crate::tools::Toolbox;
 
@@ -152,42 +153,9 @@ impl Agent {
         Ok((snapshot, guard))
     }
 
-    /// Sends `request` through the invoker layers, streaming to `sink` when there is one.
+    /// Sends `request` through the invoker layers (budget, journal, retries, trace, timeout),
+    /// streaming to `sink` when there is one, and counts its tokens.
     pub(super) async fn call(
-        &self,
-        request: &ChatRequest,
-        sink: Option<&mut EventSink<'_>>,
-    ) -> Result<ChatResponse, AgentErrorKind> {
-        if let Some(budget) = &self.budget {
-            budget.request()?;
-        }
-        let journaled = match (&self.journal, request.dialog) {
-            (Some(journal), Some(dialog)) => Some((journal, dialog, journal.next_answer(dialog))),
-            _ => None,
-        };
-        if let Some((_, _, (_, Some(message)))) = &journaled {
-            // Answered before the crash: never sent again.
-            if let Some(usage) = &message.usage {
-                self.add_usage(usage);
-            }
-            if let Some(budget) = &self.budget {
-                budget.answered(message.usage.as_ref());
-            }
-            return Ok(ChatResponse::new(message.clone()));
-        }
-        let response = self.send(request, sink).await?;
-        if let Some(budget) = &self.budget {
-            budget.answered(response.message.usage.as_ref());
-        }
-        if let Some((journal, dialog, (n, None))) = journaled {
-            journal
-                .answered(dialog, n, &response.message)
-                .map_err(AgentErrorKind::Journal)?;
-        }
-        Ok(response)
-    }
-
-    async fn send(
         &self,
         request: &ChatRequest,
         sink: Option<&mut EventSink<'_>>,
@@ -198,14 +166,11 @@ impl Agent {
                     Delta::Text(text) => sink(StreamEvent::Text(text)),
                     Delta::Reasoning(text) => sink(StreamEvent::Reasoning(text)),
                 };
-                self.invoker.call(request, Some(&mut forward)).await
+                self.invoker.send(request, Some(&mut forward)).await
             }
-            None => self.invoker.call(request, None).await,
+            None => self.invoker.send(request, None).await,
         };
-        let response = result.map_err(|e| AgentErrorKind::Invoke {
-            attempts: e.attempts,
-            source: e.error,
-        })?;
+        let response = result?;
         if let Some(usage) = &response.message.usage {
             self.add_usage(usage);
         }
@@ -309,9 +274,7 @@ impl Turn<'_, '_> {
         let round = Round {
             agent: &self.agent.name,
             toolbox: self.toolbox,
-            confirm: self.agent.confirm.as_deref(),
-            journal: self.agent.journal.as_deref(),
-            budget: self.agent.budget.as_deref(),
+            pipeline: &self.agent.tool_calls,
             dialog: work.id(),
         };
         let results = run_tools(&round, calls, &mut self.calls).await?;

@@ -1,24 +1,36 @@
 //! Layers around an [`Invoker`]: what happens to every model call of an agent besides sending it.
 //!
-//! An agent sends through `Retrying<Traced<TimeLimited<I>>>`, composed once when it is built, so the
-//! respond loop only decides *what* to ask (tool rounds, structured-output re-asks). Each layer resends
-//! or watches the request it was given, so every attempt carries the dialog's own hints.
+//! An agent sends through `Budgeted<Journaled<Retrying<Traced<TimeLimited<I>>>>>`, composed once when
+//! it is built, so the respond loop only decides *what* to ask (tool rounds, structured-output
+//! re-asks). Each layer resends or watches the request it was given, so every attempt carries the
+//! dialog's own hints.
 //!
-//! The order matters: the timeout bounds one attempt; the trace sees one row per answered attempt, timed
-//! from that attempt's start; retries wrap both, and make one `chat` span per attempt (see
-//! `crate::telemetry`).
+//! The order matters: the timeout bounds one attempt; the trace sees one row per answered attempt,
+//! timed from that attempt's start; retries wrap both, and make one `chat` span per attempt (see
+//! `crate::telemetry`). The journal sits outside the retries: an answer it holds is never sent again,
+//! and an answer is journaled once, whatever it took to get. The budget is outermost: a request
+//! answered from the journal counts against the run's limits as a sent one does, so a resumed run
+//! spends what it replays.
 
+mod budgeted;
+mod journaled;
 mod retrying;
 mod time_limited;
 mod traced;
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+
+pub(crate) use budgeted::Budgeted;
+pub(crate) use journaled::Journaled;
 pub(crate) use retrying::Retrying;
 pub(crate) use time_limited::TimeLimited;
 pub(crate) use traced::Traced;
 
-use crate::invoker::{Delta, Invoker};
+use crate::budget::{LimitReached, RunBudget};
+use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
+use crate::journal::{Journal, JournalError};
 use crate::retry::RetryPolicy;
 use crate::telemetry::AgentFacts;
 use crate::trace::TraceRecorder;
@@ -26,18 +38,51 @@ use crate::trace::TraceRecorder;
 /// Where streamed pieces go, as [`Invoker::invoke_stream`] takes them.
 pub(crate) type DeltaSink<'a> = dyn for<'d> FnMut(Delta<'d>) + Send + 'a;
 
+/// Why a call through the layers has no answer: the agent turns it into its own error kind.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// A limit of the run forbids the request.
+    Limit(LimitReached),
+    /// The journal cannot record the answer.
+    Journal(JournalError),
+    /// The server did not answer, after `attempts` requests.
+    Invoke {
+        /// Requests sent.
+        attempts: u32,
+        /// The last failure.
+        error: InvokeError,
+    },
+}
+
+/// One model call as the respond loop makes it: sent through whatever layers the agent has, answered
+/// or failed once.
+#[async_trait]
+pub(crate) trait Service: Send + Sync + std::fmt::Debug {
+    /// Answers `request`, streaming to `sink` when there is one.
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        sink: Option<&mut DeltaSink<'_>>,
+    ) -> Result<ChatResponse, CallError>;
+}
+
 /// The invoker stack of an agent.
-pub(crate) type Stack = Retrying<Traced<TimeLimited<Arc<dyn Invoker>>>>;
+pub(crate) type Stack = Budgeted<Journaled<Retrying<Traced<TimeLimited<Arc<dyn Invoker>>>>>>;
+
+/// What an agent's layers are made of, besides its invoker.
+#[derive(Debug, Default)]
+pub(crate) struct StackParts {
+    pub(crate) retry: RetryPolicy,
+    pub(crate) trace: Option<Arc<TraceRecorder>>,
+    pub(crate) journal: Option<Arc<Journal>>,
+    pub(crate) budget: Option<Arc<RunBudget>>,
+}
 
 /// Wraps `invoker` in the agent's layers.
-pub(crate) fn stack(
-    invoker: Arc<dyn Invoker>,
-    retry: RetryPolicy,
-    facts: AgentFacts,
-    trace: Option<Arc<TraceRecorder>>,
-) -> Stack {
-    let traced = Traced::new(TimeLimited::new(invoker), &facts.agent, trace);
-    Retrying::new(traced, retry).spans(facts)
+pub(crate) fn stack(invoker: Arc<dyn Invoker>, facts: AgentFacts, parts: StackParts) -> Stack {
+    let traced = Traced::new(TimeLimited::new(invoker), &facts.agent, parts.trace);
+    let retrying = Retrying::new(traced, parts.retry).spans(facts);
+    Budgeted::new(Journaled::new(retrying, parts.journal), parts.budget)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::DeltaSink;
+use super::{CallError, DeltaSink, Service};
 use crate::invoker::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit, DEFAULT_TIMEOUT,
 };
@@ -43,10 +43,6 @@ impl<I: Invoker> Retrying<I> {
     pub(crate) fn spans(mut self, facts: AgentFacts) -> Self {
         self.facts = Some(facts);
         self
-    }
-
-    pub(crate) fn policy(&self) -> RetryPolicy {
-        self.policy
     }
 
     /// Sends `request` until it is answered, a failure is not worth retrying, or retries run out.
@@ -154,6 +150,22 @@ impl<I> Retrying<I> {
             allowed,
             limited_by,
         })
+    }
+}
+
+#[async_trait]
+impl<I: Invoker> Service for Retrying<I> {
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        sink: Option<&mut DeltaSink<'_>>,
+    ) -> Result<ChatResponse, CallError> {
+        self.call(request, sink)
+            .await
+            .map_err(|e| CallError::Invoke {
+                attempts: e.attempts,
+                error: e.error,
+            })
     }
 }
 

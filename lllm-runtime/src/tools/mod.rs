@@ -1,5 +1,6 @@
 //! Tools an agent can call: the [`Tool`] trait, tools from Rust closures, and command tools.
 
+pub(crate) mod calls;
 mod command;
 mod confirm;
 mod error;

@@ -1,0 +1,40 @@
+//! The run's limits, as a layer.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{CallError, DeltaSink, Service};
+use crate::budget::RunBudget;
+use crate::invoker::{ChatRequest, ChatResponse};
+
+/// Counts every call against the run's [`RunBudget`] before it goes on, and the tokens of its answer
+/// after: a limit reached fails the call with [`CallError::Limit`] before anything is sent.
+#[derive(Debug)]
+pub(crate) struct Budgeted<S> {
+    inner: S,
+    budget: Option<Arc<RunBudget>>,
+}
+
+impl<S> Budgeted<S> {
+    pub(crate) fn new(inner: S, budget: Option<Arc<RunBudget>>) -> Self {
+        Budgeted { inner, budget }
+    }
+}
+
+#[async_trait]
+impl<S: Service> Service for Budgeted<S> {
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        sink: Option<&mut DeltaSink<'_>>,
+    ) -> Result<ChatResponse, CallError> {
+        let Some(budget) = &self.budget else {
+            return self.inner.send(request, sink).await;
+        };
+        budget.request().map_err(CallError::Limit)?;
+        let response = self.inner.send(request, sink).await?;
+        budget.answered(response.message.usage.as_ref());
+        Ok(response)
+    }
+}

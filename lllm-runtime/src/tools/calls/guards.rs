@@ -1,0 +1,53 @@
+//! The stop of the process and the run's budget, as tool-call layers.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{CallTool, PreparedCall, Reply, ToolCallError};
+use crate::budget::RunBudget;
+
+/// A halted process ([`crate::halt`]) starts no more tool calls: each is answered at once.
+#[derive(Debug)]
+pub(crate) struct Halting<L> {
+    inner: L,
+}
+
+impl<L> Halting<L> {
+    pub(crate) fn new(inner: L) -> Self {
+        Halting { inner }
+    }
+}
+
+#[async_trait]
+impl<L: CallTool> CallTool for Halting<L> {
+    async fn call(&self, call: PreparedCall<'_>) -> Result<Reply, ToolCallError> {
+        if crate::halt::halted() {
+            return Ok(Err("not run: the run is stopping".to_owned()));
+        }
+        self.inner.call(call).await
+    }
+}
+
+/// Counts each call against the run's `max_tool_calls` and `max_seconds`.
+#[derive(Debug)]
+pub(crate) struct Budgeted<L> {
+    inner: L,
+    budget: Option<Arc<RunBudget>>,
+}
+
+impl<L> Budgeted<L> {
+    pub(crate) fn new(inner: L, budget: Option<Arc<RunBudget>>) -> Self {
+        Budgeted { inner, budget }
+    }
+}
+
+#[async_trait]
+impl<L: CallTool> CallTool for Budgeted<L> {
+    async fn call(&self, call: PreparedCall<'_>) -> Result<Reply, ToolCallError> {
+        if let Some(budget) = &self.budget {
+            budget.tool_call().map_err(ToolCallError::Limit)?;
+        }
+        self.inner.call(call).await
+    }
+}

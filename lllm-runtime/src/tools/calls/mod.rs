@@ -1,0 +1,96 @@
+//! What happens to a tool call besides running it, as layers around the call (as
+//! `crate::layers` does for model calls): the halt, the run's budget, the journal, the user's
+//! confirmation. An agent composes them once, when it is built:
+//!
+//! `Halting<Budgeted<Journaled<Confirmed<Started<Execute>>>>>`
+//!
+//! The order matters. A halted run starts nothing. The budget counts a call before the journal is
+//! asked, as it counts requests: a resumed run spends what it replays. The journal answers a call it
+//! already holds (so a finished call never runs again and is never asked about again), records every
+//! result the model reads (declines included) and the calls that wait for a confirmation. The
+//! confirmation comes next, and only an approved call is recorded as started, just before it runs:
+//! a call started and never finished is one that a crash interrupted.
+
+mod confirmed;
+mod execute;
+mod guards;
+mod journaled;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lllm_core::{DialogId, ToolCall};
+use serde_json::Value;
+
+pub(crate) use confirmed::Confirmed;
+pub(crate) use execute::Execute;
+pub(crate) use guards::{Budgeted, Halting};
+pub(crate) use journaled::{Journaled, Started};
+
+use super::{Confirm, Tool};
+use crate::budget::{LimitReached, RunBudget};
+use crate::journal::{Journal, JournalError};
+
+/// One call on its way to its tool: checked (the tool exists, the arguments are JSON that match its
+/// parameters), not yet run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PreparedCall<'a> {
+    /// The agent making the call.
+    pub(crate) agent: &'a str,
+    /// The dialog whose answer made it.
+    pub(crate) dialog: DialogId,
+    /// The call, as the model made it (its id, name, arguments as text).
+    pub(crate) call: &'a ToolCall,
+    /// The tool it names.
+    pub(crate) tool: &'a Arc<dyn Tool>,
+    /// The arguments, parsed and checked.
+    pub(crate) arguments: &'a Value,
+}
+
+/// What the model reads of a call: its content, or a problem it reads as `error: ...`.
+pub(crate) type Reply = Result<String, String>;
+
+/// Why a call has no reply for the model: the run stops (or pauses) instead.
+#[derive(Debug)]
+pub(crate) enum ToolCallError {
+    /// A limit of the run forbids the call.
+    Limit(LimitReached),
+    /// The journal cannot be written.
+    Journal(JournalError),
+    /// The call waits for the user's confirmation, and the run pauses (its journal holds the call).
+    Paused {
+        /// The tool.
+        tool: String,
+    },
+}
+
+/// A layer of the tool-call pipeline.
+#[async_trait]
+pub(crate) trait CallTool: Send + Sync + std::fmt::Debug {
+    /// Answers one call.
+    async fn call(&self, call: PreparedCall<'_>) -> Result<Reply, ToolCallError>;
+}
+
+/// The pipeline every tool call of an agent goes through.
+pub(crate) type ToolPipeline = Halting<Budgeted<Journaled<Confirmed<Started<Execute>>>>>;
+
+/// Builds an agent's pipeline from what its run has: who confirms, the journal, the budget.
+pub(crate) fn pipeline(
+    confirm: Option<Arc<dyn Confirm>>,
+    journal: Option<Arc<Journal>>,
+    budget: Option<Arc<RunBudget>>,
+) -> ToolPipeline {
+    // Without a journal nothing can hold a paused call until someone decides: a pause declines.
+    let can_pause = journal.is_some();
+    let started = Started::new(Execute, journal.clone());
+    let confirmed = Confirmed::new(started, confirm, can_pause);
+    Halting::new(Budgeted::new(Journaled::new(confirmed, journal), budget))
+}
+
+/// `Err(problem)` as the text the model reads.
+pub(crate) fn reply_text(reply: &Reply) -> (String, bool) {
+    match reply {
+        Ok(text) => (text.clone(), false),
+        Err(problem) => (format!("error: {problem}"), true),
+    }
+}
