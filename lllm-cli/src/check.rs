@@ -3,8 +3,7 @@
 use std::io::Write;
 
 use anyhow::anyhow;
-use lllm_core::tactic_schema;
-use lllm_runtime::{load_tactic, TacticRegistry};
+use lllm_runtime::{load_tactic, tactic_schema, TacticRegistry};
 
 use crate::cli::CheckArgs;
 use crate::exit::{failed, stdout_failed, usage, Failure};

@@ -92,9 +92,6 @@ pub(crate) struct RunArgs {
     /// max_total_tokens, max_tool_calls or max_seconds (repeatable).
     #[arg(long = "limit", value_name = "KEY=VALUE")]
     pub(crate) limits: Vec<String>,
-    /// Set by `lllm resume`.
-    #[arg(skip)]
-    pub(crate) resume: Option<crate::resume::Resuming>,
 }
 
 #[derive(Debug, Args)]
@@ -195,7 +192,7 @@ pub(crate) struct BatchArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) output: PathBuf,
     /// Items run at the same time.
-    #[arg(long, value_name = "N", default_value_t = crate::batch::DEFAULT_CONCURRENCY, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    #[arg(long, value_name = "N", default_value_t = lllm_runtime::DEFAULT_BATCH_CONCURRENCY as u16, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub(crate) concurrency: u16,
     /// A variable for every item (an item's own `vars` win), as KEY=VALUE (repeatable).
     #[arg(long = "var", value_name = "KEY=VALUE")]
@@ -219,11 +216,11 @@ pub(crate) enum RunClassArg {
     Batch,
 }
 
-impl From<RunClassArg> for lllm_core::RunClass {
+impl From<RunClassArg> for lllm_runtime::RunClass {
     fn from(class: RunClassArg) -> Self {
         match class {
-            RunClassArg::Interactive => lllm_core::RunClass::Interactive,
-            RunClassArg::Batch => lllm_core::RunClass::Batch,
+            RunClassArg::Interactive => lllm_runtime::RunClass::Interactive,
+            RunClassArg::Batch => lllm_runtime::RunClass::Batch,
         }
     }
 }

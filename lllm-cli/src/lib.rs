@@ -13,17 +13,21 @@
 //! ```
 
 mod batch;
+mod chat;
 mod check;
 mod cli;
 mod confirm;
+mod execute;
 mod exit;
 mod otel;
 mod redact;
 mod replay;
 mod resume;
 mod run;
+mod show;
 mod signals;
 mod tools;
+mod vars;
 
 use std::process::ExitCode;
 
@@ -53,7 +57,7 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         Command::Batch(args) => contained(|| batch::batch(args, &registry)),
         Command::Check(args) => check::check(&args, &registry),
         // MCP servers started to list their tools: their orphans are adopted and killed too.
-        Command::Tools(args) => contained(|| tools::tools(&args)),
+        Command::Tools(args) => contained(|| tools::tools(&args, &registry)),
         Command::Schema => check::schema(),
         Command::Replay(args) => replay::replay(&args),
     };

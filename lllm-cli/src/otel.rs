@@ -8,22 +8,17 @@
 //! is queued is sent before lllm exits (also when the run failed, and on a signal), waiting at most
 //! [`FLUSH_WAIT`].
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
 use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData,
 };
 use opentelemetry_sdk::Resource;
-use tracing::Span;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 /// Longest wait for the last spans to leave when lllm exits.
 pub(crate) const FLUSH_WAIT: Duration = Duration::from_secs(3);
@@ -187,52 +182,13 @@ fn remember_header_values(headers: &str) {
     }
 }
 
-/// The span of a whole run, joined to the trace named by `TRACEPARENT` (and `TRACESTATE`) when
-/// lllm was started inside one.
-pub(crate) fn workflow_span(tactic: &str) -> Span {
-    let span = lllm_runtime::telemetry::workflow_span(tactic);
-    if let Ok(traceparent) = std::env::var("TRACEPARENT") {
-        let mut carrier = HashMap::from([("traceparent".to_owned(), traceparent)]);
-        if let Ok(state) = std::env::var("TRACESTATE") {
-            carrier.insert("tracestate".to_owned(), state);
-        }
-        let context = TraceContextPropagator::new().extract(&carrier);
-        if opentelemetry::trace::TraceContextExt::has_active_span(&context) {
-            span.set_parent(context).ok();
-        } else {
-            tracing::warn!("TRACEPARENT is not a W3C trace context (`00-<trace id>-<span id>-<flags>`); the run starts a trace of its own");
-        }
+/// `plan`, joined to the trace named by `TRACEPARENT` (and `TRACESTATE`) when lllm was started
+/// inside one.
+pub(crate) fn with_outer_trace(plan: lllm_runtime::RunPlan) -> lllm_runtime::RunPlan {
+    match std::env::var("TRACEPARENT") {
+        Ok(traceparent) => plan.traceparent(traceparent, std::env::var("TRACESTATE").ok()),
+        Err(_) => plan,
     }
-    span
-}
-
-/// The name a run's span gives its tactic: the file's name without `.yaml`, or its folder's for a
-/// file called `tactic.yaml` (`examples/fan_out/tactic.yaml` is `fan_out`).
-pub(crate) fn tactic_name(path: &std::path::Path) -> String {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-    let folder = || {
-        std::path::absolute(path).ok().and_then(|p| {
-            p.parent()
-                .and_then(|d| d.file_name())
-                .map(|d| d.to_string_lossy().into_owned())
-        })
-    };
-    match stem {
-        Some(stem) if stem == "tactic" => folder().unwrap_or(stem),
-        Some(stem) => stem,
-        None => "tactic".to_owned(),
-    }
-}
-
-/// Marks a run's span as failed, with the exit class and the message lllm prints (redacted).
-pub(crate) fn record_failure(span: &Span, failure: &crate::exit::Failure) {
-    let (kind, error) = match failure {
-        crate::exit::Failure::Usage(e) => ("usage", e),
-        crate::exit::Failure::Run(e) => ("run_failed", e),
-        crate::exit::Failure::Paused(e) => ("paused", e),
-    };
-    let text = crate::redact::redact(&format!("{error:#}"));
-    lllm_runtime::telemetry::record_failure(span, kind, &text);
 }
 
 /// The exporters lllm can use.

@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::sync::{LazyLock, RwLock};
 
-use lllm_core::internal::{is_secret_header, Secrets};
-use lllm_runtime::{McpTransport, TacticSpec};
+use lllm_runtime::internal::Secrets;
+use lllm_runtime::TacticSpec;
 
 /// Shorter values are not hunted for in everything printed: a header such as `X-Token: none` would
 /// blank every "none".
@@ -33,38 +33,10 @@ pub(crate) fn remember_environment() {
     }
 }
 
-/// Remembers every credential of a tactic: API keys and the values of credential headers.
+/// Remembers every credential of a tactic ([`TacticSpec::secret_values`]).
 pub(crate) fn remember_tactic(spec: &TacticSpec) {
-    for agent in spec.agents() {
-        let args = agent.model_args();
-        if let Some(key) = &args.api_key {
-            remember(key.expose());
-        }
-        for (name, value) in &args.extra_headers {
-            if is_secret_header(name) {
-                remember(value);
-            }
-        }
-    }
-    for server in spec.mcp_servers() {
-        match &server.transport {
-            // Headers of an MCP server are there to authenticate, whatever their names.
-            McpTransport::Http { headers, .. } => {
-                for (_, value) in headers {
-                    remember(value);
-                    if let Some((_scheme, token)) = value.trim().split_once(' ') {
-                        remember(token);
-                    }
-                }
-            }
-            McpTransport::Stdio { env, .. } => {
-                for (name, value) in env {
-                    if is_secret_header(name) {
-                        remember(value);
-                    }
-                }
-            }
-        }
+    for value in spec.secret_values() {
+        remember(&value);
     }
 }
 

@@ -3,25 +3,30 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use anyhow::Context;
-use lllm_runtime::{load_tactic, CommandTool, McpServers, TacticSpec, Tool};
+use lllm_runtime::{
+    load_tactic, CommandTool, Engine, Host, McpServers, TacticRegistry, TacticSpec, Tool,
+};
 use serde_json::{json, Value};
 
 use crate::cli::ToolsArgs;
 use crate::exit::{failed, stdout_failed, usage, Failure};
 
-pub(crate) fn tools(args: &ToolsArgs) -> Result<(), Failure> {
+pub(crate) fn tools(args: &ToolsArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     crate::redact::remember_tactic(&spec);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-        .map_err(failed)?;
-    let servers = runtime.block_on(crate::run::start_servers(&spec))?;
-    let listing = listing(&spec, &servers);
-    runtime.block_on(servers.shutdown());
-    let listing = listing?;
+    let host = Host::new()
+        .map_err(|e| failed(anyhow::Error::new(e).context("cannot start the async runtime")))?;
+    let engine = Engine::new(registry.clone());
+    crate::execute::announce_servers(&spec);
+    let listing = host.block_on(async {
+        let tactic = engine
+            .prepare(spec)
+            .await
+            .map_err(crate::execute::run_failure)?;
+        let listing = listing(tactic.spec(), tactic.servers());
+        tactic.shutdown().await;
+        listing
+    })?;
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         writeln!(out, "{}", json!({ "agents": listing }))

@@ -84,6 +84,9 @@ enum Event {
     Pending {
         dialog: DialogId,
         call: String,
+        /// The agent whose model made the call (absent in journals of earlier versions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
         tool: String,
         arguments: Value,
     },
@@ -124,9 +127,26 @@ pub enum JournalError {
     },
 }
 
+/// A tool call that waits for the user's confirmation in a paused run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PendingCall {
+    /// The dialog whose answer made the call.
+    pub dialog: DialogId,
+    /// The call's id (unique in its dialog).
+    pub call: String,
+    /// The agent whose model made it, when the journal knows.
+    pub agent: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// The arguments, as checked against the tool's parameters.
+    pub arguments: Value,
+}
+
 /// What the journal remembers of the run so far, and what this process has used of it.
 #[derive(Debug, Default)]
 struct Memory {
+    /// Calls that wait for a confirmation, in the order the run paused on them.
+    pending: Vec<PendingCall>,
     dialogs: HashMap<(String, String, u32), DialogId>,
     answers: HashMap<(DialogId, u32), Message>,
     finished: HashMap<(DialogId, String), (String, bool)>,
@@ -138,6 +158,19 @@ struct Memory {
     asked: HashMap<DialogId, u32>,
     /// Answers taken from the journal instead of the server.
     replayed: u64,
+}
+
+impl Memory {
+    fn remember_pending(&mut self, pending: PendingCall) {
+        self.settle(pending.dialog, &pending.call);
+        self.pending.push(pending);
+    }
+
+    /// A call started, finished or was declined: it waits no more.
+    fn settle(&mut self, dialog: DialogId, call: &str) {
+        self.pending
+            .retain(|p| !(p.dialog == dialog && p.call == call));
+    }
 }
 
 /// An append-only journal of one run: one JSON line per committed event, written before the run
@@ -335,7 +368,9 @@ impl Journal {
             call: call.to_owned(),
             tool: tool.to_owned(),
             arguments: arguments.clone(),
-        })
+        })?;
+        self.memory().settle(dialog, call);
+        Ok(())
     }
 
     /// Records a tool call's result.
@@ -351,23 +386,28 @@ impl Journal {
             call: call.to_owned(),
             content: content.to_owned(),
             is_error,
-        })
+        })?;
+        self.memory().settle(dialog, call);
+        Ok(())
     }
 
     /// Records a call that waits for confirmation.
-    pub(crate) fn pending(
-        &self,
-        dialog: DialogId,
-        call: &str,
-        tool: &str,
-        arguments: &Value,
-    ) -> Result<(), JournalError> {
+    pub(crate) fn pending(&self, pending: PendingCall) -> Result<(), JournalError> {
         self.append(&Event::Pending {
-            dialog,
-            call: call.to_owned(),
-            tool: tool.to_owned(),
-            arguments: arguments.clone(),
-        })
+            dialog: pending.dialog,
+            call: pending.call.clone(),
+            agent: pending.agent.clone(),
+            tool: pending.tool.clone(),
+            arguments: pending.arguments.clone(),
+        })?;
+        self.memory().remember_pending(pending);
+        Ok(())
+    }
+
+    /// The calls that wait for a confirmation: those the run paused on that have not run or been
+    /// declined since.
+    pub fn pending_calls(&self) -> Vec<PendingCall> {
+        self.memory().pending.clone()
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
@@ -486,7 +526,20 @@ fn read(path: &Path) -> Result<(RunStart, Memory, bool), JournalError> {
                     "the first line must be the run's start".into(),
                 ));
             }
-            Event::Resumed | Event::Saved { .. } | Event::Pending { .. } => {}
+            Event::Resumed | Event::Saved { .. } => {}
+            Event::Pending {
+                dialog,
+                call,
+                agent,
+                tool,
+                arguments,
+            } => memory.remember_pending(PendingCall {
+                dialog,
+                call,
+                agent,
+                tool,
+                arguments,
+            }),
             Event::Dialog {
                 agent,
                 alias,
@@ -499,6 +552,7 @@ fn read(path: &Path) -> Result<(RunStart, Memory, bool), JournalError> {
                 memory.answers.insert((dialog, n), message);
             }
             Event::ToolStarted { dialog, call, .. } => {
+                memory.settle(dialog, &call);
                 memory.started.insert((dialog, call));
             }
             Event::ToolFinished {
@@ -507,6 +561,7 @@ fn read(path: &Path) -> Result<(RunStart, Memory, bool), JournalError> {
                 content,
                 is_error,
             } => {
+                memory.settle(dialog, &call);
                 memory.finished.insert((dialog, call), (content, is_error));
             }
             Event::End { output } => memory.end = Some(output),

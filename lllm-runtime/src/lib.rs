@@ -59,6 +59,8 @@
 
 mod agent;
 mod budget;
+mod engine;
+mod events;
 mod halt;
 mod invoker;
 mod journal;
@@ -78,14 +80,22 @@ pub use agent::{
     RespondStructured, StreamEvent,
 };
 pub use budget::RunBudget;
+pub use engine::{
+    plan_resume, read_items, tactic_name, AgentSummary, BatchError, BatchItem, BatchOutput,
+    BatchPlan, BatchProgress, BatchReport, ChatSession, Engine, Host, ItemOutcome, JournalPlan,
+    PreparedTactic, Resumable, RunError, RunHandle, RunOutput, RunPlan, StreamedEvent,
+    DEFAULT_BATCH_CONCURRENCY,
+};
+pub use events::{RunEvent, RunObserver, RunStatus, StepOutcome};
 pub use halt::halt;
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
     PreparedRequest, ResponseLimits, ServerDefaults, WaitLimit,
 };
-pub use journal::{content_hash, Journal, JournalError, RunStart, JOURNAL_VERSION};
+pub use journal::{content_hash, Journal, JournalError, PendingCall, RunStart, JOURNAL_VERSION};
 pub use lllm_core::parse_tactic;
 pub use lllm_core::RunLimits;
+pub use lllm_core::{full_message, is_variable_name, tactic_schema, CHAT_TACTIC, STEPS_TACTIC};
 pub use lllm_core::{
     load_tactic, AgentSpec, CommandToolConfig, ConfigError, Demand, Dialog, DialogId, DialogTree,
     ForkSession, HintsError, InferenceHints, InferenceHintsBuilder, Message, MessageLog, ModelArgs,
@@ -105,9 +115,16 @@ pub use tactic::{
 };
 pub use tools::{
     contain_tool_processes, kill_tool_processes, tool_fn, ApproveAll, CommandTool, Confirm,
-    ConfirmRequest, Decision, DeclineAll, Tool, ToolError, ToolOutput, ToolsError,
+    ConfirmRequest, Decision, Decisions, DeclineAll, Tool, ToolError, ToolOutput, ToolsError,
 };
 pub use trace::{TokenizerError, TraceFormat, TraceRecorder};
+
+/// Helpers the `lllm` command shares with the runtime (redaction of secrets in what it prints); not
+/// a stable API.
+#[doc(hidden)]
+pub mod internal {
+    pub use lllm_core::internal::Secrets;
+}
 
 /// The Rust examples of the README and the guides, compiled and run by `cargo test` so that they
 /// cannot drift from the API.

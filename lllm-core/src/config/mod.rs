@@ -13,6 +13,7 @@ mod mcp;
 mod merge;
 mod raw;
 mod schema;
+mod secrets;
 mod source;
 mod span;
 mod steps;

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
 use crate::budget::RunBudget;
+use crate::events::RunObserver;
 use crate::invoker::Invoker;
 use crate::journal::Journal;
 use crate::layers;
@@ -40,6 +41,7 @@ pub struct AgentBuilder {
     max_tool_rounds: Option<u32>,
     max_answer_retries: Option<u32>,
     trace: Option<Arc<TraceRecorder>>,
+    observer: Option<RunObserver>,
     /// What the tactic loader already checked and has not been replaced since: checked once, not
     /// again here.
     checked: Checked,
@@ -179,6 +181,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Shows `observer` the agent's tool calls and their results, and the text of its answers when a
+    /// respond streams (see [`RunEvent`](crate::RunEvent)).
+    pub fn observer(mut self, observer: RunObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Full retry settings; [`max_call_retries`](Self::max_call_retries), when also set, overrides
     /// its count.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
@@ -260,6 +269,7 @@ impl AgentBuilder {
             run_class: self.run_class,
             toolbox,
             journal: self.journal,
+            observer: self.observer,
             output_schema,
             max_tool_rounds: self
                 .max_tool_rounds

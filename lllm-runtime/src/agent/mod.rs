@@ -25,6 +25,7 @@ pub use demand::DemandSource;
 pub use error::{AgentError, AgentErrorKind};
 pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
 
+use crate::events::{RunEvent, RunObserver};
 use crate::layers::Stack;
 use crate::retry::RetryPolicy;
 use crate::tools::calls::ToolPipeline;
@@ -60,6 +61,8 @@ pub struct Agent {
     journal: Option<Arc<crate::journal::Journal>>,
     /// The run's trace, told about forks (its layer sees the requests).
     trace: Option<Arc<crate::trace::TraceRecorder>>,
+    /// Sees the run's tool calls and results, and its answers' text when a respond streams.
+    observer: Option<RunObserver>,
     output_schema: Option<OutputSchema>,
     max_tool_rounds: u32,
     max_answer_retries: u32,
@@ -338,6 +341,37 @@ impl Agent {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .add(usage);
+    }
+
+    /// Tells the run's observer, if any, what a respond shows (reasoning is not reported).
+    fn observe(&self, event: StreamEvent<'_>) {
+        let Some(observer) = &self.observer else {
+            return;
+        };
+        let agent = self.name.clone();
+        let event = match event {
+            StreamEvent::Text(text) => RunEvent::Text {
+                agent,
+                text: text.to_owned(),
+            },
+            StreamEvent::Reasoning(_) => return,
+            StreamEvent::ToolCall(call) => RunEvent::ToolCall {
+                agent,
+                call: call.clone(),
+            },
+            StreamEvent::ToolResult {
+                call,
+                content,
+                is_error,
+            } => RunEvent::ToolResult {
+                agent,
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                content: content.to_owned(),
+                is_error,
+            },
+        };
+        observer.notify(&event);
     }
 
     /// Whether every answer must match a JSON Schema.

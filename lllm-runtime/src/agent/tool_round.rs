@@ -152,9 +152,9 @@ fn checked<'r>(round: &Round<'r>, call: &ToolCall) -> Result<(&'r Arc<dyn Tool>,
     let arguments: Value = serde_json::from_str(raw).map_err(|e| {
         format!("the arguments are not valid JSON ({e}); call the tool again with a JSON object")
     })?;
-    schema
-        .check(&arguments)
-        .map_err(|problem| format!("the arguments do not match the tool's parameters: {problem}"))?;
+    schema.check(&arguments).map_err(|problem| {
+        format!("the arguments do not match the tool's parameters: {problem}")
+    })?;
     Ok((tool, arguments))
 }
 

@@ -162,9 +162,13 @@ impl Agent {
     ) -> Result<ChatResponse, AgentErrorKind> {
         let result = match sink {
             Some(sink) => {
-                let mut forward = |delta: Delta<'_>| match delta {
-                    Delta::Text(text) => sink(StreamEvent::Text(text)),
-                    Delta::Reasoning(text) => sink(StreamEvent::Reasoning(text)),
+                let mut forward = |delta: Delta<'_>| {
+                    let event = match delta {
+                        Delta::Text(text) => StreamEvent::Text(text),
+                        Delta::Reasoning(text) => StreamEvent::Reasoning(text),
+                    };
+                    sink(event);
+                    self.observe(event);
                 };
                 self.invoker.send(request, Some(&mut forward)).await
             }
@@ -265,10 +269,8 @@ impl Turn<'_, '_> {
         // An answer to the schema feedback that calls tools moves on: the feedback is dropped.
         self.feedback.clear();
         work.push(message.clone());
-        if let Some(sink) = self.sink.as_deref_mut() {
-            for call in &message.tool_calls {
-                sink(StreamEvent::ToolCall(call));
-            }
+        for call in &message.tool_calls {
+            self.emit(StreamEvent::ToolCall(call));
         }
         let calls = &message.tool_calls;
         let round = Round {
@@ -279,17 +281,23 @@ impl Turn<'_, '_> {
         };
         let results = run_tools(&round, calls, &mut self.calls).await?;
         for (call, result) in calls.iter().zip(results) {
-            if let Some(sink) = self.sink.as_deref_mut() {
-                sink(StreamEvent::ToolResult {
-                    call,
-                    content: &result.content,
-                    is_error: result.is_error,
-                });
-            }
+            self.emit(StreamEvent::ToolResult {
+                call,
+                content: &result.content,
+                is_error: result.is_error,
+            });
             work.push(Message::tool(call.id.clone(), result.content));
         }
         self.rounds += 1;
         Ok(())
+    }
+
+    /// Shows `event` to the respond's sink, if it streams, and to the run's observer.
+    fn emit(&mut self, event: StreamEvent<'_>) {
+        if let Some(sink) = self.sink.as_deref_mut() {
+            sink(event);
+        }
+        self.agent.observe(event);
     }
 
     /// Whether the answer is final: it matches the schema, if any. A rejected answer is shown to the

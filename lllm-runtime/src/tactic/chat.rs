@@ -7,6 +7,7 @@ use lllm_core::DEFAULT_DIALOG;
 use super::{Tactic, TacticError, Team};
 
 /// The first agent answers the input (`vars["input"]`) in its `main` dialog; each run is one more turn.
+/// When the team [streams](Team::streams), the answer's text reaches the run's observer as it arrives.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ChatTactic;
 
@@ -22,7 +23,12 @@ impl Tactic for ChatTactic {
             agent.open_with(DEFAULT_DIALOG, vars)?;
         }
         agent.receive_in(DEFAULT_DIALOG, input)?;
-        let answer = agent.respond(DEFAULT_DIALOG).await?;
+        let answer = if team.streams() {
+            // The text reaches the run's observer as it arrives.
+            agent.respond_to(DEFAULT_DIALOG).stream(&mut |_| {}).await?
+        } else {
+            agent.respond(DEFAULT_DIALOG).await?
+        };
         Ok(answer.content.unwrap_or_default())
     }
 }

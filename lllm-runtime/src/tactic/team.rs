@@ -7,6 +7,7 @@ use lllm_core::{RunClass, TacticSpec, Usage};
 
 use crate::agent::{AgentBuilder, AgentError, AgentErrorKind};
 use crate::budget::RunBudget;
+use crate::events::{RunEvent, RunObserver, StepOutcome};
 use crate::invoker::Invoker;
 use crate::journal::Journal;
 use crate::mcp::McpServers;
@@ -40,6 +41,36 @@ pub struct Progress<'a> {
     pub event: ProgressEvent,
 }
 
+impl Progress<'_> {
+    /// The same news as a [`RunEvent`].
+    pub fn to_event(&self) -> RunEvent {
+        let (step, agent, dialog) = (
+            self.step.to_owned(),
+            self.agent.to_owned(),
+            self.dialog.to_owned(),
+        );
+        let (outcome, took) = match self.event {
+            ProgressEvent::Started => {
+                return RunEvent::StepStarted {
+                    step,
+                    agent,
+                    dialog,
+                }
+            }
+            ProgressEvent::Finished(took) => (StepOutcome::Finished, took),
+            ProgressEvent::Failed(took) => (StepOutcome::Failed, took),
+            ProgressEvent::Cancelled(took) => (StepOutcome::Cancelled, took),
+        };
+        RunEvent::StepEnded {
+            step,
+            agent,
+            dialog,
+            outcome,
+            took,
+        }
+    }
+}
+
 type ProgressSink = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
 
 /// The agents of a tactic, in file order, with the tactic's spec.
@@ -47,9 +78,11 @@ pub struct Team {
     agents: Vec<Agent>,
     spec: TacticSpec,
     progress: Option<ProgressSink>,
+    observer: Option<RunObserver>,
     journal: Option<Arc<Journal>>,
     trace: Option<Arc<TraceRecorder>>,
     run_class: RunClass,
+    stream: bool,
 }
 
 impl std::fmt::Debug for Team {
@@ -95,6 +128,8 @@ impl Team {
             budget: None,
             item: None,
             run_class: RunClass::default(),
+            observer: None,
+            stream: false,
         }
     }
 
@@ -144,9 +179,18 @@ impl Team {
         self.run_class
     }
 
+    /// Whether the tactic should stream its answers' text to the run's observer (the built-in chat
+    /// does; see [`TeamBuilder::stream`]).
+    pub fn streams(&self) -> bool {
+        self.stream
+    }
+
     pub(crate) fn report(&self, progress: Progress<'_>) {
         if let Some(sink) = &self.progress {
             sink(progress);
+        }
+        if let Some(observer) = &self.observer {
+            observer.notify(&progress.to_event());
         }
     }
 }
@@ -163,6 +207,8 @@ pub struct TeamBuilder<'a> {
     budget: Option<Arc<RunBudget>>,
     item: Option<String>,
     run_class: RunClass,
+    observer: Option<RunObserver>,
+    stream: bool,
 }
 
 /// What a session prefix may contain to name the batch item its dialogs answer.
@@ -222,6 +268,20 @@ impl<'a> TeamBuilder<'a> {
         self
     }
 
+    /// Shows `observer` every event of the run: the steps' progress, tool calls and their results,
+    /// and the answers' text when the tactic streams.
+    pub fn observer(mut self, observer: RunObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Asks the tactic to stream its answers' text to the observer as it arrives (the built-in chat
+    /// does; a streamed answer that fails midway is not retried).
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
     /// Builds every agent.
     pub fn build(self) -> Result<Team, AgentError> {
         let budget = self
@@ -266,6 +326,9 @@ impl<'a> TeamBuilder<'a> {
                 if let Some(journal) = &self.journal {
                     builder = builder.journal(journal.clone());
                 }
+                if let Some(observer) = &self.observer {
+                    builder = builder.observer(observer.clone());
+                }
                 builder
                     .budget(budget.clone())
                     .run_class(self.run_class)
@@ -276,9 +339,11 @@ impl<'a> TeamBuilder<'a> {
             agents,
             spec: self.spec.clone(),
             progress: None,
+            observer: self.observer,
             journal: self.journal,
             trace: self.trace,
             run_class: self.run_class,
+            stream: self.stream,
         })
     }
 }

@@ -18,6 +18,7 @@
 
 mod content;
 mod links;
+mod outer;
 
 use std::sync::OnceLock;
 
@@ -29,6 +30,7 @@ use crate::invoker::{ChatRequest, ChatResponse, InvokeError, SentHints};
 
 pub use content::CAPTURE_CONTENT_ENV;
 pub(crate) use links::{follow_fork, remember};
+pub use outer::join_outer_trace;
 
 /// The target of every span made here, so that a subscriber can pick them out (`lllm::gen_ai`).
 pub const TARGET: &str = "lllm::gen_ai";

@@ -8,9 +8,12 @@ use serde_json::Value;
 
 /// One call waiting for approval.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ConfirmRequest<'a> {
     /// The agent that wants to make the call.
     pub agent: &'a str,
+    /// The call's id (unique in its dialog), as a paused run's pending calls name it.
+    pub call_id: &'a str,
     /// The tool, as the model named it.
     pub tool: &'a str,
     /// Where the tool comes from (`a command tool`, ``MCP server `files` ``).
@@ -59,6 +62,54 @@ pub struct DeclineAll;
 impl Confirm for DeclineAll {
     async fn confirm(&self, _: ConfirmRequest<'_>) -> Decision {
         Decision::Decline
+    }
+}
+
+/// Decides calls by their ids: how an answer to a paused run's pending calls
+/// ([`RunHandle::pending`](crate::RunHandle::pending)) reaches the resumed run. A call it names is
+/// approved or declined as decided; any other call pauses the run again (or gets the decision set
+/// with [`otherwise`](Self::otherwise)).
+#[derive(Debug, Clone)]
+pub struct Decisions {
+    by_call: std::collections::HashMap<String, Decision>,
+    otherwise: Decision,
+}
+
+impl Default for Decisions {
+    fn default() -> Self {
+        Decisions {
+            by_call: std::collections::HashMap::new(),
+            otherwise: Decision::Pause,
+        }
+    }
+}
+
+impl Decisions {
+    /// No decision yet: every call pauses.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decides the call `call_id`.
+    pub fn decide(mut self, call_id: impl Into<String>, decision: Decision) -> Self {
+        self.by_call.insert(call_id.into(), decision);
+        self
+    }
+
+    /// The decision for calls not named (by default [`Decision::Pause`]).
+    pub fn otherwise(mut self, decision: Decision) -> Self {
+        self.otherwise = decision;
+        self
+    }
+}
+
+#[async_trait]
+impl Confirm for Decisions {
+    async fn confirm(&self, request: ConfirmRequest<'_>) -> Decision {
+        self.by_call
+            .get(request.call_id)
+            .copied()
+            .unwrap_or(self.otherwise)
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 pub use command::CommandTool;
 pub(crate) use confirm::DECLINED;
-pub use confirm::{ApproveAll, Confirm, ConfirmRequest, Decision, DeclineAll};
+pub use confirm::{ApproveAll, Confirm, ConfirmRequest, Decision, Decisions, DeclineAll};
 pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;

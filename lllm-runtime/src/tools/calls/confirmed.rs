@@ -37,6 +37,7 @@ impl<L: CallTool> CallTool for Confirmed<L> {
         let source = call.tool.source();
         let request = ConfirmRequest {
             agent: call.agent,
+            call_id: &call.call.id,
             tool: &call.call.name,
             source: &source,
             arguments: call.arguments,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{reply_text, CallTool, PreparedCall, Reply, ToolCallError};
-use crate::journal::{Journal, ToolMemory};
+use crate::journal::{Journal, PendingCall, ToolMemory};
 
 /// What the model is told about a call the crash interrupted, when running it again is not safe.
 const INTERRUPTED: &str = "this call was interrupted when the run stopped, and its outcome is unknown: it may or may not have taken effect. It was not run again (the tool is not marked idempotent); check its effect before calling it again";
@@ -54,9 +54,14 @@ impl<L: CallTool> CallTool for Journaled<L> {
         }
         let reply = match self.inner.call(call).await {
             Err(ToolCallError::Paused { tool }) => {
-                journal
-                    .pending(call.dialog, id, &call.call.name, call.arguments)
-                    .map_err(ToolCallError::Journal)?;
+                let pending = PendingCall {
+                    dialog: call.dialog,
+                    call: id.clone(),
+                    agent: Some(call.agent.to_owned()),
+                    tool: call.call.name.clone(),
+                    arguments: call.arguments.clone(),
+                };
+                journal.pending(pending).map_err(ToolCallError::Journal)?;
                 return Err(ToolCallError::Paused { tool });
             }
             other => other?,

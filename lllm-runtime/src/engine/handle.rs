@@ -1,0 +1,204 @@
+//! A run started in the background: its events as they come, its status, a way to cancel it, and
+//! its result.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use futures::Stream;
+use tokio::sync::watch;
+
+use super::{Engine, PreparedTactic, RunError, RunOutput, RunPlan};
+use crate::events::{RunEvent, RunObserver, RunStatus};
+use crate::journal::PendingCall;
+
+/// Events a handle keeps for late subscribers; older ones are dropped (a subscriber that asks for
+/// them gets what is left).
+const KEPT_EVENTS: usize = 10_000;
+
+/// An event with its number in the run (from 1), so that a subscriber can resume after the last one
+/// it saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamedEvent {
+    /// The event's number.
+    pub id: u64,
+    /// The event.
+    pub event: RunEvent,
+}
+
+/// A run in the background, made by [`Engine::start`]. Dropping the handle does not stop the run;
+/// [`cancel`](Self::cancel) does.
+#[derive(Debug, Clone)]
+pub struct RunHandle {
+    shared: Arc<Shared>,
+    task: Arc<tokio::task::AbortHandle>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    log: Mutex<Log>,
+    /// The number of the last event, and whether the run ended.
+    latest: watch::Sender<(u64, bool)>,
+}
+
+#[derive(Debug)]
+struct Log {
+    events: VecDeque<StreamedEvent>,
+    next: u64,
+    status: RunStatus,
+    outcome: Option<Arc<Result<RunOutput, RunError>>>,
+}
+
+impl Engine {
+    /// Starts `plan` on `tactic` in the background, on the current Tokio runtime, and returns its
+    /// handle. The plan's own observer still sees every event.
+    pub fn start(&self, tactic: Arc<PreparedTactic>, plan: RunPlan) -> RunHandle {
+        let shared = Arc::new(Shared {
+            log: Mutex::new(Log {
+                events: VecDeque::new(),
+                next: 1,
+                status: RunStatus::Queued,
+                outcome: None,
+            }),
+            latest: watch::channel((0, false)).0,
+        });
+        let watcher = shared.clone();
+        let outer = plan.observer.clone();
+        let plan = plan.observer(RunObserver::new(move |event| {
+            watcher.push(event.clone());
+            if let Some(outer) = &outer {
+                outer.notify(event);
+            }
+        }));
+        let engine = self.clone();
+        let runner = shared.clone();
+        let task = tokio::spawn(async move {
+            runner.push(RunEvent::Status(RunStatus::Running));
+            let outcome = engine.run(&tactic, plan).await;
+            runner.end(outcome);
+        });
+        RunHandle {
+            shared,
+            task: Arc::new(task.abort_handle()),
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, event: RunEvent) {
+        let id = {
+            let mut log = self.lock();
+            if log.outcome.is_some() {
+                return;
+            }
+            if let RunEvent::Status(status) = event {
+                log.status = status;
+            }
+            let id = log.next;
+            log.next += 1;
+            log.events.push_back(StreamedEvent { id, event });
+            if log.events.len() > KEPT_EVENTS {
+                log.events.pop_front();
+            }
+            id
+        };
+        self.latest.send_replace((id, false));
+    }
+
+    /// The run ended (answered, failed, paused or cancelled): the last status, then the outcome.
+    fn end(&self, outcome: Result<RunOutput, RunError>) {
+        let status = match &outcome {
+            Ok(_) => RunStatus::Completed,
+            Err(e) if e.is_paused() => RunStatus::RequiresAction,
+            Err(RunError::Cancelled) => RunStatus::Cancelled,
+            Err(_) => RunStatus::Failed,
+        };
+        self.push(RunEvent::Status(status));
+        let last = {
+            let mut log = self.lock();
+            if log.outcome.is_some() {
+                return;
+            }
+            log.outcome = Some(Arc::new(outcome));
+            log.next - 1
+        };
+        self.latest.send_replace((last, true));
+    }
+}
+
+impl RunHandle {
+    /// Where the run is.
+    pub fn status(&self) -> RunStatus {
+        self.shared.lock().status
+    }
+
+    /// The run's result once it ended: its output, or why it has none.
+    pub fn outcome(&self) -> Option<Arc<Result<RunOutput, RunError>>> {
+        self.shared.lock().outcome.clone()
+    }
+
+    /// Waits for the run to end, and returns its result.
+    pub async fn wait(&self) -> Arc<Result<RunOutput, RunError>> {
+        let mut latest = self.shared.latest.subscribe();
+        loop {
+            if let Some(outcome) = self.outcome() {
+                return outcome;
+            }
+            if latest.changed().await.is_err() {
+                if let Some(outcome) = self.outcome() {
+                    return outcome;
+                }
+                return Arc::new(Err(RunError::Cancelled));
+            }
+        }
+    }
+
+    /// The calls that wait for a confirmation, when the run paused.
+    pub fn pending(&self) -> Vec<PendingCall> {
+        match self.outcome().as_deref() {
+            Some(Err(RunError::Paused { pending, .. })) => pending.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Stops the run: its requests and tool calls are dropped (a tool's processes are killed), its
+    /// dialogs stay as they were before the interrupted step, and its status becomes `cancelled`.
+    /// A run that already ended is left as it is.
+    pub fn cancel(&self) {
+        self.task.abort();
+        self.shared.end(Err(RunError::Cancelled));
+    }
+
+    /// The run's events after the `after`-th (0: from the first still kept), then each new one as it
+    /// happens; the stream ends after the run's last event.
+    pub fn events(&self, after: u64) -> impl Stream<Item = StreamedEvent> + Send + 'static {
+        let shared = self.shared.clone();
+        let latest = shared.latest.subscribe();
+        futures::stream::unfold(
+            (shared, latest, after, VecDeque::new()),
+            |(shared, mut latest, mut seen, mut ready)| async move {
+                loop {
+                    if let Some(event) = ready.pop_front() {
+                        let event: StreamedEvent = event;
+                        seen = event.id;
+                        return Some((event, (shared, latest, seen, ready)));
+                    }
+                    let ended = {
+                        let log = shared.lock();
+                        ready.extend(log.events.iter().filter(|e| e.id > seen).cloned());
+                        log.outcome.is_some()
+                    };
+                    if !ready.is_empty() {
+                        continue;
+                    }
+                    if ended || latest.changed().await.is_err() {
+                        return None;
+                    }
+                }
+            },
+        )
+    }
+}

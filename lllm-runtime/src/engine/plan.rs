@@ -1,0 +1,171 @@
+//! What one run is asked to do.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lllm_core::{PromptVars, RunClass, RunLimits};
+
+use super::RunError;
+use crate::events::RunObserver;
+use crate::invoker::Invoker;
+use crate::journal::Journal;
+use crate::tools::Confirm;
+use crate::trace::TraceRecorder;
+
+/// Whether and where a run is journaled.
+#[derive(Debug, Clone, Default)]
+pub enum JournalPlan {
+    /// Not journaled: a crash or a pause cannot be resumed.
+    #[default]
+    None,
+    /// A new journal in this file (which must not hold one already).
+    Create(PathBuf),
+    /// The run of this journal, resumed: what it holds is not sent or run again.
+    Resume(Arc<Journal>),
+}
+
+/// One run of a prepared tactic: its input and variables, its limits, how its requests rank, its
+/// journal, who confirms its tool calls, and who watches it. Setters never fail; a setting that
+/// cannot work fails the run when it starts.
+#[derive(Debug, Clone, Default)]
+pub struct RunPlan {
+    pub(crate) input: Option<String>,
+    pub(crate) vars: PromptVars,
+    pub(crate) limits: Vec<String>,
+    pub(crate) class: RunClass,
+    pub(crate) journal: JournalPlan,
+    pub(crate) confirm: Option<Arc<dyn Confirm>>,
+    pub(crate) trace: Option<Arc<TraceRecorder>>,
+    pub(crate) item: Option<String>,
+    pub(crate) invoker: Option<Arc<dyn Invoker>>,
+    pub(crate) observer: Option<RunObserver>,
+    pub(crate) stream: bool,
+    pub(crate) traceparent: Option<(String, Option<String>)>,
+}
+
+impl RunPlan {
+    /// A run with no input, no variables, the tactic's limits, interactive, unjournaled, declining
+    /// every call that needs a confirmation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The input (`{{ input }}` in templates; what a chat answers).
+    pub fn input(mut self, text: impl Into<String>) -> Self {
+        self.input = Some(text.into());
+        self
+    }
+
+    /// The input, when there is one.
+    pub fn maybe_input(mut self, text: Option<String>) -> Self {
+        self.input = text;
+        self
+    }
+
+    /// Variables for the templates (`input` is set by [`input`](Self::input)).
+    pub fn vars(mut self, vars: PromptVars) -> Self {
+        self.vars = vars;
+        self
+    }
+
+    /// Sets or overrides a limit of the tactic's `limits:`, as `KEY=VALUE` (`max_requests=5`);
+    /// later settings win. Journaled as given, so a resume applies them again.
+    pub fn limit(mut self, setting: impl Into<String>) -> Self {
+        self.limits.push(setting.into());
+        self
+    }
+
+    /// How the run's requests rank under `priority: auto` (interactive by default).
+    pub fn class(mut self, class: RunClass) -> Self {
+        self.class = class;
+        self
+    }
+
+    /// Journals the run (see [`JournalPlan`]).
+    pub fn journal(mut self, journal: JournalPlan) -> Self {
+        self.journal = journal;
+        self
+    }
+
+    /// Decides about the calls of tools that need confirmation (without it they are declined; a
+    /// journaled run pauses on [`Decision::Pause`](crate::Decision::Pause)).
+    pub fn confirm(mut self, confirm: Arc<dyn Confirm>) -> Self {
+        self.confirm = Some(confirm);
+        self
+    }
+
+    /// Records every request of the run in `trace`.
+    pub fn trace(mut self, trace: Arc<TraceRecorder>) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// The run answers one item of a batch: `{item_id}` in a session prefix becomes `id`.
+    pub fn item(mut self, id: impl Into<String>) -> Self {
+        self.item = Some(id.into());
+        self
+    }
+
+    /// Sends the run's requests through `invoker` instead of the engine's (a dry run, a test).
+    pub fn invoker(mut self, invoker: Arc<dyn Invoker>) -> Self {
+        self.invoker = Some(invoker);
+        self
+    }
+
+    /// Shows `observer` every event of the run.
+    pub fn observer(mut self, observer: RunObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Streams the answer's text to the observer as it arrives (the built-in chat).
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// Makes the run's trace a child of an outer one: a W3C `traceparent` (and its `tracestate`), as
+    /// the `TRACEPARENT` variable or an HTTP request carries them. Only with OpenTelemetry export
+    /// (the `otel` feature); a malformed one is reported and the run starts a trace of its own.
+    pub fn traceparent(mut self, traceparent: String, tracestate: Option<String>) -> Self {
+        self.traceparent = Some((traceparent, tracestate));
+        self
+    }
+
+    /// The run's input, if any.
+    pub fn input_text(&self) -> Option<&str> {
+        self.input.as_deref()
+    }
+
+    /// The journal plan.
+    pub fn journal_plan(&self) -> &JournalPlan {
+        &self.journal
+    }
+
+    /// `base` with the plan's limit settings applied in order.
+    pub(crate) fn limits_over(&self, base: RunLimits) -> Result<RunLimits, RunError> {
+        let mut limits = base;
+        for item in &self.limits {
+            let (key, value) = item.split_once('=').ok_or_else(|| RunError::Limit {
+                item: item.clone(),
+                problem: "must be KEY=VALUE".to_owned(),
+            })?;
+            limits
+                .set(key.trim(), value)
+                .map_err(|problem| RunError::Limit {
+                    item: item.clone(),
+                    problem,
+                })?;
+        }
+        Ok(limits)
+    }
+
+    /// The variables the templates see: the plan's, and `input`.
+    pub(crate) fn template_vars(&self) -> PromptVars {
+        let mut vars = self.vars.clone();
+        if let Some(text) = &self.input {
+            vars.insert("input".into(), serde_json::Value::from(text.as_str()));
+        }
+        vars
+    }
+}

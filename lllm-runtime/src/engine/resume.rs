@@ -1,0 +1,56 @@
+//! A run started again from its journal.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use lllm_core::{load_tactic, TacticSpec};
+
+use super::{JournalPlan, RunError, RunPlan};
+use crate::journal::{content_hash, Journal};
+
+/// What a journal holds for a resume.
+#[derive(Debug)]
+pub enum Resumable {
+    /// The run finished: its output, as it answered.
+    Finished {
+        /// The answer.
+        output: String,
+    },
+    /// The run did not finish: its tactic, and the plan that continues it (its input, variables and
+    /// limit settings as journaled, then `limits`; the journal as memory). Add who confirms and who
+    /// watches, and run it.
+    Unfinished {
+        /// The tactic file, loaded again.
+        spec: TacticSpec,
+        /// The plan.
+        plan: RunPlan,
+    },
+}
+
+/// Opens the journal in `path` to resume its run. The tactic file it names must not have changed
+/// since the run started (its content hash is journaled), unless `force`; `limits` (`KEY=VALUE`)
+/// apply over the run's own.
+pub fn plan_resume(path: &Path, force: bool, limits: Vec<String>) -> Result<Resumable, RunError> {
+    let journal = Journal::resume(path).map_err(RunError::JournalOpen)?;
+    if let Some(output) = journal.finished() {
+        return Ok(Resumable::Finished { output });
+    }
+    let start = journal.start().clone();
+    let bytes = std::fs::read(&start.tactic).map_err(|source| RunError::TacticFile {
+        path: start.tactic.clone(),
+        source,
+    })?;
+    if content_hash(&bytes) != start.tactic_sha256 && !force {
+        return Err(RunError::TacticChanged { path: start.tactic });
+    }
+    let spec = load_tactic(&start.tactic)?;
+    let mut plan = RunPlan::new()
+        .maybe_input(start.input.clone())
+        .vars(start.vars.clone().into_iter().collect())
+        .journal(JournalPlan::Resume(Arc::new(journal)));
+    // The run's own settings first, then the resume's (which win).
+    for setting in start.limits.into_iter().chain(limits) {
+        plan = plan.limit(setting);
+    }
+    Ok(Resumable::Unfinished { spec, plan })
+}
