@@ -10,7 +10,8 @@ use lllm_runtime::{
 };
 
 use crate::cli::BatchArgs;
-use crate::execute::{announce_servers, run_failure};
+use crate::execute::announce_servers;
+use crate::exit::run_failure;
 use crate::exit::{failed, usage, Failure};
 
 pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Failure> {

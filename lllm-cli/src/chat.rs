@@ -6,8 +6,8 @@ use std::io::{BufRead, Write};
 use anyhow::{anyhow, Context};
 use lllm_runtime::{full_message, Engine, PreparedTactic, RunPlan};
 
-use crate::execute::{first_agent_structured, note, Screen, Shown, Stopped};
 use crate::exit::{failed, stdout_failed, Failure};
+use crate::screen::{first_agent_structured, note, Screen, Shown, Stopped};
 
 /// An interactive chat with `tactic`'s first agent: one dialog, a turn per line.
 #[allow(clippy::print_stderr)]
@@ -27,7 +27,7 @@ pub(crate) async fn chat(
     let plan = plan.observer(screen.observer()).stream(shown.stream);
     let session = engine
         .chat(tactic, plan)
-        .map_err(crate::execute::run_failure)?;
+        .map_err(crate::exit::run_failure)?;
     let agent = &tactic.spec().agents()[0];
     eprintln!(
         "lllm: chatting with `{}` ({}); /exit or Ctrl-D to leave",

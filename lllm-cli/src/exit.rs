@@ -3,6 +3,9 @@
 
 use std::process::ExitCode;
 
+use anyhow::anyhow;
+use lllm_runtime::{PromptError, RunError, TacticError};
+
 /// Why the command failed, and so which exit code it ends with.
 #[derive(Debug)]
 pub(crate) enum Failure {
@@ -53,4 +56,35 @@ pub(crate) fn usage_if(is_config: bool, error: impl Into<anyhow::Error>) -> Fail
 /// A failed write on standard output (closed by the reader, a full disk): exit 1, and say so.
 pub(crate) fn stdout_failed(error: std::io::Error) -> Failure {
     Failure::Run(anyhow::Error::new(error).context("cannot write to standard output"))
+}
+
+/// The exit of a run that failed: paused (3), the caller's fault (2) or the run's (1).
+pub(crate) fn run_failure(error: RunError) -> Failure {
+    if let RunError::Paused { journal, .. } = &error {
+        let file = journal.display();
+        return Failure::Paused(anyhow!(
+            "{error}; continue with `lllm resume {file} --yes` to approve, `--reject` to decline, or in a terminal to be asked"
+        ));
+    }
+    match &error {
+        RunError::TacticChanged { .. } => usage(anyhow!(
+            "{error}; restore the file, or pass --force to resume anyway"
+        )),
+        RunError::Limit { item, problem } => usage(anyhow!("--limit {item}: {problem}")),
+        _ if wants_input(&error) => usage(anyhow!(
+            "this tactic uses `{{{{ input }}}}`: pass --input TEXT or pipe the input on standard input"
+        )),
+        _ => usage_if(error.is_usage(), error),
+    }
+}
+
+/// Whether a template misses the variable `input` (which only a run without an input lacks).
+fn wants_input(error: &RunError) -> bool {
+    matches!(
+        error,
+        RunError::Tactic(TacticError::Template {
+            problem: PromptError::MissingVariable { variables, .. },
+            ..
+        }) if variables.iter().any(|v| v == "input")
+    )
 }

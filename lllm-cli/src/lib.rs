@@ -24,6 +24,7 @@ mod redact;
 mod replay;
 mod resume;
 mod run;
+mod screen;
 mod show;
 mod signals;
 mod tools;

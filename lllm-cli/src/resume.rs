@@ -5,8 +5,10 @@ use std::io::Write;
 use lllm_runtime::{plan_resume, Resumable, TacticRegistry};
 
 use crate::cli::ResumeArgs;
-use crate::execute::{execute, run_failure, Shown};
+use crate::execute::execute;
+use crate::exit::run_failure;
 use crate::exit::{stdout_failed, Failure};
+use crate::screen::Shown;
 
 pub(crate) fn resume(args: ResumeArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let resumable = plan_resume(&args.journal, args.force, args.limits).map_err(run_failure)?;

@@ -10,8 +10,9 @@ use lllm_runtime::{
 };
 
 use crate::cli::{RunArgs, TraceFormatArg};
-use crate::execute::{execute, Shown};
+use crate::execute::execute;
 use crate::exit::{failed, stdout_failed, usage, Failure};
+use crate::screen::Shown;
 
 /// Largest input read from standard input: far more than any context window holds.
 const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;

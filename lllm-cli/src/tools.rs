@@ -22,7 +22,7 @@ pub(crate) fn tools(args: &ToolsArgs, registry: &TacticRegistry) -> Result<(), F
         let tactic = engine
             .prepare(spec)
             .await
-            .map_err(crate::execute::run_failure)?;
+            .map_err(crate::exit::run_failure)?;
         let listing = listing(tactic.spec(), tactic.servers());
         tactic.shutdown().await;
         listing

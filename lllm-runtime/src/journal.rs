@@ -161,6 +161,51 @@ struct Memory {
 }
 
 impl Memory {
+    /// What an event of a journal read back says about the run.
+    fn remember(&mut self, event: Event) {
+        match event {
+            Event::Start { .. } | Event::Resumed | Event::Saved { .. } => {}
+            Event::Pending {
+                dialog,
+                call,
+                agent,
+                tool,
+                arguments,
+            } => self.remember_pending(PendingCall {
+                dialog,
+                call,
+                agent,
+                tool,
+                arguments,
+            }),
+            Event::Dialog {
+                agent,
+                alias,
+                nth,
+                id,
+            } => {
+                self.dialogs.insert((agent, alias, nth), id);
+            }
+            Event::Answer { dialog, n, message } => {
+                self.answers.insert((dialog, n), message);
+            }
+            Event::ToolStarted { dialog, call, .. } => {
+                self.settle(dialog, &call);
+                self.started.insert((dialog, call));
+            }
+            Event::ToolFinished {
+                dialog,
+                call,
+                content,
+                is_error,
+            } => {
+                self.settle(dialog, &call);
+                self.finished.insert((dialog, call), (content, is_error));
+            }
+            Event::End { output } => self.end = Some(output),
+        }
+    }
+
     fn remember_pending(&mut self, pending: PendingCall) {
         self.settle(pending.dialog, &pending.call);
         self.pending.push(pending);
@@ -454,44 +499,18 @@ impl Journal {
 
 /// Reads a journal: its start, what it remembers, and whether its last line is whole.
 fn read(path: &Path) -> Result<(RunStart, Memory, bool), JournalError> {
-    let io = |source| JournalError::Io {
-        path: path.to_owned(),
-        source,
-    };
     let invalid = |line: usize, problem: String| JournalError::Invalid {
         path: path.to_owned(),
         line,
         problem,
     };
-    let mut reader = BufReader::new(File::open(path).map_err(io)?);
+    let mut lines = Lines::open(path)?;
     let mut memory = Memory::default();
     let mut start = None;
-    let mut number = 0;
-    let mut ends_cleanly = true;
     // A line that does not parse is the crash's torn line only if a resume followed it, or if it
     // is the last line.
     let mut torn: Option<(usize, String)> = None;
-    loop {
-        let mut bytes = Vec::new();
-        let read = (&mut reader)
-            .take(MAX_LINE_BYTES)
-            .read_until(b'\n', &mut bytes)
-            .map_err(io)?;
-        if read == 0 {
-            break;
-        }
-        number += 1;
-        ends_cleanly = bytes.ends_with(b"\n");
-        if !ends_cleanly && read as u64 == MAX_LINE_BYTES {
-            return Err(invalid(
-                number,
-                format!("longer than {MAX_LINE_BYTES} bytes"),
-            ));
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        if text.trim().is_empty() {
-            continue;
-        }
+    while let Some((number, text)) = lines.next()? {
         let event: Event = match serde_json::from_str(text.trim_end()) {
             Ok(event) => event,
             Err(e) => {
@@ -526,50 +545,66 @@ fn read(path: &Path) -> Result<(RunStart, Memory, bool), JournalError> {
                     "the first line must be the run's start".into(),
                 ));
             }
-            Event::Resumed | Event::Saved { .. } => {}
-            Event::Pending {
-                dialog,
-                call,
-                agent,
-                tool,
-                arguments,
-            } => memory.remember_pending(PendingCall {
-                dialog,
-                call,
-                agent,
-                tool,
-                arguments,
-            }),
-            Event::Dialog {
-                agent,
-                alias,
-                nth,
-                id,
-            } => {
-                memory.dialogs.insert((agent, alias, nth), id);
-            }
-            Event::Answer { dialog, n, message } => {
-                memory.answers.insert((dialog, n), message);
-            }
-            Event::ToolStarted { dialog, call, .. } => {
-                memory.settle(dialog, &call);
-                memory.started.insert((dialog, call));
-            }
-            Event::ToolFinished {
-                dialog,
-                call,
-                content,
-                is_error,
-            } => {
-                memory.settle(dialog, &call);
-                memory.finished.insert((dialog, call), (content, is_error));
-            }
-            Event::End { output } => memory.end = Some(output),
+            event => memory.remember(event),
         }
     }
     // The last line may be torn: ignored.
     let start = start.ok_or_else(|| invalid(1, "the journal is empty".into()))?;
-    Ok((start, memory, ends_cleanly))
+    Ok((start, memory, lines.ends_cleanly))
+}
+
+/// The lines of a journal, each read within [`MAX_LINE_BYTES`], numbered from 1; blank ones
+/// skipped.
+struct Lines {
+    path: PathBuf,
+    reader: BufReader<File>,
+    number: usize,
+    /// Whether the last line read ends with a newline.
+    ends_cleanly: bool,
+}
+
+impl Lines {
+    fn open(path: &Path) -> Result<Lines, JournalError> {
+        let file = File::open(path).map_err(|source| JournalError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Lines {
+            path: path.to_owned(),
+            reader: BufReader::new(file),
+            number: 0,
+            ends_cleanly: true,
+        })
+    }
+
+    fn next(&mut self) -> Result<Option<(usize, String)>, JournalError> {
+        loop {
+            let mut bytes = Vec::new();
+            let read = (&mut self.reader)
+                .take(MAX_LINE_BYTES)
+                .read_until(b'\n', &mut bytes)
+                .map_err(|source| JournalError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            if read == 0 {
+                return Ok(None);
+            }
+            self.number += 1;
+            self.ends_cleanly = bytes.ends_with(b"\n");
+            if !self.ends_cleanly && read as u64 == MAX_LINE_BYTES {
+                return Err(JournalError::Invalid {
+                    path: self.path.clone(),
+                    line: self.number,
+                    problem: format!("longer than {MAX_LINE_BYTES} bytes"),
+                });
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            if !text.trim().is_empty() {
+                return Ok(Some((self.number, text.into_owned())));
+            }
+        }
+    }
 }
 
 /// Opens `path` for appending; a file it creates is readable by its owner only (it holds the

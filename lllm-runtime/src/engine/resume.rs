@@ -9,6 +9,8 @@ use super::{JournalPlan, RunError, RunPlan};
 use crate::journal::{content_hash, Journal};
 
 /// What a journal holds for a resume.
+// Made once per resume and taken apart at once: boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Resumable {
     /// The run finished: its output, as it answered.

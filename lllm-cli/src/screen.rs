@@ -1,0 +1,174 @@
+//! The terminal while a run goes: what is shown (streamed text, tool calls, progress) and the
+//! first failed write on stdout, which stops the run.
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+
+use lllm_runtime::{PreparedTactic, RunError, RunEvent, RunObserver};
+use tokio::sync::Notify;
+
+use crate::exit::{run_failure, stdout_failed, Failure};
+
+/// How a run is shown.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Shown {
+    /// One JSON object at the end instead of the answer.
+    pub(crate) json: bool,
+    /// stdout carries request lines (a dry run): answers are diagnostics.
+    pub(crate) dry_run: bool,
+    /// The answer is printed as it arrives (the built-in chat).
+    pub(crate) stream: bool,
+    /// Tool calls are shown on stderr as they happen (a person watches a streamed answer).
+    pub(crate) show_tools: bool,
+    /// Each step's progress is shown on stderr.
+    pub(crate) progress: bool,
+}
+
+impl Shown {
+    /// What a person at a terminal sees by default: progress and tool calls on stderr, a chat's
+    /// answer streamed when asked or when stdout is a terminal.
+    pub(crate) fn at_terminal(json: bool, dry_run: bool, stream_asked: bool) -> Shown {
+        let stderr = std::io::stderr().is_terminal();
+        let streamable = !json && !dry_run;
+        Shown {
+            json,
+            dry_run,
+            stream: streamable && (stream_asked || std::io::stdout().is_terminal()),
+            show_tools: stderr,
+            progress: stderr,
+        }
+    }
+}
+
+/// Whether the chat's agent answers JSON matching a schema (shown once valid, never streamed).
+pub(crate) fn first_agent_structured(tactic: &PreparedTactic) -> bool {
+    tactic
+        .spec()
+        .agents()
+        .first()
+        .is_some_and(|a| a.output_schema().is_some())
+}
+
+#[allow(clippy::print_stderr)]
+pub(crate) fn note(text: &str) {
+    eprintln!("{text}");
+}
+
+/// The terminal while a run goes: its streamed text on stdout, tool calls and steps on stderr. The
+/// first failed write on stdout stops the run: nobody reads the rest.
+pub(crate) struct Screen {
+    shown: Shown,
+    closed: Arc<Mutex<Option<std::io::Error>>>,
+    stop: Arc<Notify>,
+    line_open: Arc<Mutex<bool>>,
+    started: std::time::Instant,
+}
+
+impl Screen {
+    pub(crate) fn new(shown: Shown) -> Screen {
+        Screen {
+            shown,
+            closed: Arc::default(),
+            stop: Arc::new(Notify::new()),
+            line_open: Arc::default(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// The observer that shows the run.
+    pub(crate) fn observer(&self) -> RunObserver {
+        let (shown, closed, stop, line_open, started) = (
+            self.shown,
+            self.closed.clone(),
+            self.stop.clone(),
+            self.line_open.clone(),
+            self.started,
+        );
+        let progress = crate::show::progress_lines_since(started);
+        RunObserver::new(move |event| {
+            if shown.progress {
+                progress.notify(event);
+            }
+            if shown.stream {
+                show_streamed(event, shown, &closed, &stop, &line_open);
+            }
+        })
+    }
+
+    /// Runs `run` until it ends or stdout closes.
+    pub(crate) async fn watch<T>(
+        &self,
+        run: impl std::future::Future<Output = Result<T, RunError>>,
+    ) -> Result<T, Stopped> {
+        let result = tokio::select! {
+            result = run => result.map_err(Stopped::Run),
+            () = self.stop.notified() => Err(Stopped::Stdout(std::io::Error::from(std::io::ErrorKind::BrokenPipe))),
+        };
+        match self.closed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(error) => Err(Stopped::Stdout(error)),
+            None => result,
+        }
+    }
+}
+
+/// Why a watched run has no answer.
+#[derive(Debug)]
+pub(crate) enum Stopped {
+    /// The run failed (or paused).
+    Run(RunError),
+    /// Standard output closed while the answer was streamed: the rest would go nowhere.
+    Stdout(std::io::Error),
+}
+
+impl Stopped {
+    pub(crate) fn into_failure(self) -> Failure {
+        match self {
+            Stopped::Run(error) => run_failure(error),
+            Stopped::Stdout(error) => stdout_failed(error),
+        }
+    }
+}
+
+/// One event of a streamed answer: text on stdout, tool calls on stderr.
+#[allow(clippy::print_stderr)]
+fn show_streamed(
+    event: &RunEvent,
+    shown: Shown,
+    closed: &Mutex<Option<std::io::Error>>,
+    stop: &Notify,
+    line_open: &Mutex<bool>,
+) {
+    let write = |bytes: &[u8]| {
+        let mut stdout = std::io::stdout();
+        if let Err(e) = stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+            closed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e);
+            stop.notify_one();
+        }
+    };
+    let mut open = line_open.lock().unwrap_or_else(|p| p.into_inner());
+    match event {
+        RunEvent::Text { text, .. } => {
+            write(text.as_bytes());
+            *open = !text.ends_with('\n');
+        }
+        RunEvent::ToolCall { call, .. } => {
+            // Text before a tool call (the model thinking aloud) ends its line before the answer.
+            if *open {
+                write(b"\n");
+                *open = false;
+            }
+            if shown.show_tools {
+                eprintln!("· {}({})", call.name, call.arguments);
+            }
+        }
+        RunEvent::ToolResult {
+            is_error: true,
+            content,
+            ..
+        } if shown.show_tools => eprintln!("  {content}"),
+        _ => {}
+    }
+}
