@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use lllm_runtime::{
     load_tactic, read_items, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport, Engine,
-    Host, TacticRegistry,
+    TacticRegistry,
 };
 
 use crate::cli::BatchArgs;
@@ -33,8 +33,7 @@ pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Fa
         class: args.priority_class.into(),
         confirm: Some(crate::confirm::confirmer(args.yes, false, false)),
     };
-    let host = Host::new()
-        .map_err(|e| failed(anyhow::Error::new(e).context("cannot start the async runtime")))?;
+    let host = crate::execute::host()?;
     let engine = Engine::new(registry.clone());
     announce_servers(&spec);
     let bar = progress_bar(todo.len() as u64);

@@ -16,8 +16,7 @@ pub(crate) fn execute(
     plan: RunPlan,
     shown: Shown,
 ) -> Result<(), Failure> {
-    let host = Host::new()
-        .map_err(|e| failed(anyhow::Error::new(e).context("cannot start the async runtime")))?;
+    let host = host()?;
     let engine = Engine::new(registry.clone());
     announce_servers(&spec);
     host.block_on(async {
@@ -30,6 +29,11 @@ pub(crate) fn execute(
         tactic.shutdown().await;
         outcome
     })
+}
+
+/// The Tokio runtime of a command that runs something.
+pub(crate) fn host() -> Result<Host, Failure> {
+    Host::new().map_err(|e| failed(anyhow::Error::new(e).context("cannot start the async runtime")))
 }
 
 /// Says on a terminal which MCP servers start (it may take a while).

@@ -32,12 +32,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
         lllm_runtime::ReplayError::File { .. } => usage(e),
         other => usage(anyhow!("{}: {other}", args.trace.display())),
     })?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-        .map_err(failed)?;
-    let report = runtime
+    let report = crate::execute::host()?
         .block_on(replay_trace(&trace, &options))
         .map_err(usage)?;
     let mut out = std::io::stdout().lock();

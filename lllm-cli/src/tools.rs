@@ -4,18 +4,17 @@ use std::io::Write;
 use std::sync::Arc;
 
 use lllm_runtime::{
-    load_tactic, CommandTool, Engine, Host, McpServers, TacticRegistry, TacticSpec, Tool,
+    load_tactic, CommandTool, Engine, McpServers, TacticRegistry, TacticSpec, Tool,
 };
 use serde_json::{json, Value};
 
 use crate::cli::ToolsArgs;
-use crate::exit::{failed, stdout_failed, usage, Failure};
+use crate::exit::{stdout_failed, usage, Failure};
 
 pub(crate) fn tools(args: &ToolsArgs, registry: &TacticRegistry) -> Result<(), Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     crate::redact::remember_tactic(&spec);
-    let host = Host::new()
-        .map_err(|e| failed(anyhow::Error::new(e).context("cannot start the async runtime")))?;
+    let host = crate::execute::host()?;
     let engine = Engine::new(registry.clone());
     crate::execute::announce_servers(&spec);
     let listing = host.block_on(async {

@@ -255,19 +255,34 @@ impl Journal {
         if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
             return Err(JournalError::Exists { path });
         }
-        let file = private_append(&path, true).map_err(io)?;
+        // The journal appears with its start line or not at all: it is written under a temporary
+        // name beside it and renamed into place, so a run killed at any moment leaves either no
+        // journal (and is started again) or one that can be resumed.
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let temporary = path.with_file_name(format!(
+            ".{}.{}.new",
+            name.as_deref().unwrap_or("journal"),
+            std::process::id()
+        ));
+        let file = private_append(&temporary, true).map_err(io)?;
         let journal = Journal {
-            path,
+            path: temporary.clone(),
             file: Mutex::new(file),
             start: start.clone(),
             memory: Mutex::default(),
             resume_marker: Mutex::new(None),
         };
-        journal.append(&Event::Start {
-            version: JOURNAL_VERSION,
-            start,
-        })?;
-        Ok(journal)
+        let started = journal
+            .append(&Event::Start {
+                version: JOURNAL_VERSION,
+                start,
+            })
+            .and_then(|()| std::fs::rename(&temporary, &path).map_err(io));
+        if let Err(error) = started {
+            std::fs::remove_file(&temporary).ok();
+            return Err(error);
+        }
+        Ok(Journal { path, ..journal })
     }
 
     /// Opens the journal in `path` to resume its run: what it holds is remembered, and new events

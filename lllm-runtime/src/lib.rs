@@ -50,6 +50,10 @@
 //! - **Tactics**: a [`Tactic`] runs a [`Team`] of agents; [`TacticRegistry`] names them for
 //!   `tactic_type:`; the built-ins are [`ChatTactic`] and [`StepsTactic`]. Tactic files load with
 //!   [`load_tactic`].
+//! - **Runs**: an [`Engine`] prepares a tactic once ([`PreparedTactic`]) and runs [`RunPlan`]s on it:
+//!   to the end ([`Engine::run`]), in the background with a [`RunHandle`] (events, cancel, pending
+//!   confirmations), as batches ([`Engine::batch`]) or resumed from a journal ([`plan_resume`]);
+//!   [`Host`] owns the Tokio runtime of a blocking program.
 //! - **Traces**: [`TraceRecorder`] writes content-free traces of runs, in lllm's format or Dynamo's
 //!   agentic one ([`TraceFormat`]); [`replay()`] sends one again, honouring an agentic trace's
 //!   dependencies.
@@ -138,4 +142,6 @@ mod documentation {
     struct Mcp;
     #[doc = include_str!("../../docs/durable.md")]
     struct Durable;
+    #[doc = include_str!("../../docs/engine.md")]
+    struct EngineGuide;
 }
