@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::span::At;
 use crate::hints::{ForkSession, Priority, Profile};
+use crate::Written;
 
 /// An lllm tactic: agents, and optionally the steps `lllm run` executes.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -40,19 +41,24 @@ pub(crate) struct RawTactic {
     pub(crate) limits: Option<At<RawLimits>>,
 }
 
-/// Limits of one run (any subset).
+/// Limits of one run (any subset). Each value is read as `--limit KEY=VALUE` reads it
+/// ([`RunLimits::set_limit`](crate::RunLimits::set_limit)), so the schema's types are a guide.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Limits")]
 pub(crate) struct RawLimits {
-    /// Most model requests sent.
-    pub(crate) max_requests: Option<At<u64>>,
-    /// Most tokens (prompt and completion) of all answers together.
-    pub(crate) max_total_tokens: Option<At<u64>>,
-    /// Most tool calls run.
-    pub(crate) max_tool_calls: Option<At<u64>>,
-    /// Most seconds the run may take.
-    pub(crate) max_seconds: Option<At<f64>>,
+    /// Most model requests sent (0 allows none).
+    #[schemars(with = "Option<u64>")]
+    pub(crate) max_requests: Option<At<Written>>,
+    /// Most tokens (prompt and completion) of all answers together (0 allows none).
+    #[schemars(with = "Option<u64>")]
+    pub(crate) max_total_tokens: Option<At<Written>>,
+    /// Most tool calls run (0 allows none).
+    #[schemars(with = "Option<u64>")]
+    pub(crate) max_tool_calls: Option<At<Written>>,
+    /// Most seconds the run may take (from 0.001).
+    #[schemars(with = "Option<f64>")]
+    pub(crate) max_seconds: Option<At<Written>>,
 }
 
 /// One agent (also the keys of `global`, which has no `name`).
