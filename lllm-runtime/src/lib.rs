@@ -85,7 +85,6 @@ pub use invoker::{
 };
 pub use journal::{content_hash, Journal, JournalError, RunStart, JOURNAL_VERSION};
 pub use lllm_core::parse_tactic;
-pub use lllm_core::RunLimits;
 pub use lllm_core::{
     load_tactic, AgentSpec, CommandToolConfig, ConfigError, Demand, Dialog, DialogId, DialogTree,
     ForkSession, HintsError, InferenceHints, InferenceHintsBuilder, Message, MessageLog, ModelArgs,
@@ -93,6 +92,7 @@ pub use lllm_core::{
     Role, RunClass, Secret, TacticSpec, ToolCall, ToolSpec, Usage,
 };
 pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
+pub use lllm_core::{Limit, LimitError, RunLimits, SecondsRange, ValueError, Written};
 pub use mcp::{McpError, McpServer, McpServerBuilder, McpServers};
 pub use replay::{
     check_api_base, check_speed, limits as replay_limits, replay, replay_trace, ReplayError,
