@@ -964,3 +964,88 @@ async fn a_dry_run_shows_the_priority_auto_gives_each_request_and_batch_drops_th
         .expect("runs");
     assert_eq!(wrong.status.code(), Some(2), "a bad class is a usage error");
 }
+
+/// A limit means the same in `limits:` and in `--limit`: `max_tool_calls: 0` is taken by both (the
+/// same dry run; against a server, the same refused call), and a value out of its rule is exit 2 by
+/// both, naming the limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_limit_means_the_same_in_the_file_and_on_the_command_line() {
+    let server = StubServer::start().await.expect("server");
+    let dir = TempDir::new("limits");
+    let tactic = |limits: &str| {
+        format!(
+            "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{}\"}}\n    inference_hints: {{session: false}}\n    system_prompt: hi\n    tools: [{{name: t, description: d, command: [echo, x]}}]\n{limits}",
+            server.base_url()
+        )
+    };
+    let in_file = dir.write(
+        "file.yaml",
+        tactic("limits: {max_tool_calls: 0}\n").as_bytes(),
+    );
+    let plain = dir.write("plain.yaml", tactic("").as_bytes());
+    let in_file_args = ["run", path_str(&in_file), "--input", "go"];
+    let flag_args = [
+        "run",
+        path_str(&plain),
+        "--input",
+        "go",
+        "--limit",
+        "max_tool_calls=0",
+    ];
+
+    let by_file = run(&[&in_file_args[..], &["--dry-run"]].concat(), None, &[]).await;
+    let by_flag = run(&[&flag_args[..], &["--dry-run"]].concat(), None, &[]).await;
+    assert_eq!(by_file.status.code(), Some(0), "{}", text(&by_file.stderr));
+    assert_eq!(by_flag.status.code(), Some(0), "{}", text(&by_flag.stderr));
+    assert_eq!(text(&by_file.stdout), text(&by_flag.stdout));
+    assert!(server.requests().is_empty(), "a dry run contacts no server");
+
+    for args in [&in_file_args[..], &flag_args[..]] {
+        server.push(StubReply::tool_calls(&[("c1", "t", "{}")]));
+        let out = run(args, None, &[]).await;
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("the run reached its limit max_tool_calls = 0"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "one request per run, no tool ran"
+    );
+
+    let refused = dir.write(
+        "refused.yaml",
+        tactic("limits: {max_tool_calls: -1}\n").as_bytes(),
+    );
+    let by_file = run(
+        &["run", path_str(&refused), "--dry-run", "--input", "go"],
+        None,
+        &[],
+    )
+    .await;
+    let by_flag = run(
+        &[
+            &flag_args[..4],
+            &["--limit", "max_tool_calls=-1", "--dry-run"],
+        ]
+        .concat(),
+        None,
+        &[],
+    )
+    .await;
+    let rule = "must be a whole number from 0 to 18446744073709551615 (0 allows none), not `-1`";
+    for (out, field) in [
+        (&by_file, "refused.yaml:8:26: limits.max_tool_calls: "),
+        (&by_flag, "--limit max_tool_calls=-1: max_tool_calls "),
+    ] {
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(&format!("{field}{rule}")),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -11,6 +11,8 @@
 //!   [`RequestFields`] (headers and body fields) they give for one request.
 //! - Tactic files: [`load_tactic`] gives a [`TacticSpec`] of [`AgentSpec`]s and [`Step`]s, or a
 //!   [`ConfigError`] naming the file, line and column; [`tactic_schema`] is the format's JSON Schema.
+//! - Values and their one rule each, wherever they are written: [`SecondsRange`], [`RunLimits`],
+//!   [`check_http_url`], [`check_header`], all refusing with a [`ValueError`].
 //!
 //! ```
 //! use lllm_core::{DialogId, InferenceHints, ModelArgs, Profile};
@@ -45,6 +47,7 @@ mod secret;
 mod suggest;
 mod tool;
 mod trace;
+mod values;
 
 pub use agentic::{
     AgenticHeader, AgenticRow, AgenticSource, Dependency, Relation, Trigger, AGENTIC_SCHEMA,
@@ -63,7 +66,7 @@ pub use hints::{
     AutoFields, Demand, ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder,
     Priority, Profile, RequestFields, RunClass, SessionIds, MAX_WEIGHT,
 };
-pub use limits::RunLimits;
+pub use limits::{Limit, LimitError, RunLimits};
 pub use mcp::{
     ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter, DEFAULT_MCP_STARTUP_TIMEOUT_S,
     DEFAULT_MCP_TIMEOUT_S, MCP_INHERITED_ENV,
@@ -79,11 +82,13 @@ pub use schema::{Schema, SchemaError, SchemaViolations};
 pub use secret::Secret;
 pub use tool::{CommandToolConfig, ToolConfigError, ToolSpec};
 pub use trace::{TraceHeader, TraceRow, TRACE_FORMAT};
+pub use values::{check_header, check_http_url, SecondsRange, ValueError, Written};
 
 /// Building blocks shared with `lllm-runtime`, which assembles requests and traces from them. Not
 /// part of the API: they may change in any release.
 #[doc(hidden)]
 pub mod internal {
+    pub use crate::mcp::{prefix_problem, MAX_MCP_PREFIX_LEN};
     pub use crate::merge::{deep_merge, find_header, merge_body, merge_headers, merge_under};
     pub use crate::secret::{
         is_secret_header, printable_header_value, redact_url, Secrets, REDACTED,
@@ -93,4 +98,5 @@ pub mod internal {
         DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TOOL_NAME_LEN,
     };
     pub use crate::trace::{serialise, BlockHasher, CHARS_PER_TOKEN, DEFAULT_BLOCK_TOKENS};
+    pub use crate::values::typed_header;
 }

@@ -1,6 +1,14 @@
-//! Limits of one run (`limits:` in a tactic file).
+//! Limits of one run (`limits:` in a tactic file, `--limit KEY=VALUE` on the command line), read by
+//! one parser for both.
+
+use crate::values::{Number, SecondsRange, ValueError, Written};
 
 /// Limits of one run; `None` is no limit. Reaching one stops the run.
+///
+/// The counts are whole numbers from 0 to `u64::MAX`; 0 allows none (`max_tool_calls: 0` runs no tool
+/// call). `max_seconds` is a number of seconds in [`SecondsRange::RUN`]. A tactic file's `limits:` and
+/// `--limit KEY=VALUE` are both read by [`set_limit`](Self::set_limit), so a value means the same
+/// thing in either.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RunLimits {
     /// Most model requests sent.
@@ -13,6 +21,67 @@ pub struct RunLimits {
     pub max_seconds: Option<f64>,
 }
 
+/// One limit of [`RunLimits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `max_requests`.
+    MaxRequests,
+    /// `max_total_tokens`.
+    MaxTotalTokens,
+    /// `max_tool_calls`.
+    MaxToolCalls,
+    /// `max_seconds`.
+    MaxSeconds,
+}
+
+impl Limit {
+    /// Every limit, in the order of [`RunLimits::NAMES`].
+    pub const ALL: [Limit; 4] = [
+        Limit::MaxRequests,
+        Limit::MaxTotalTokens,
+        Limit::MaxToolCalls,
+        Limit::MaxSeconds,
+    ];
+
+    /// Its name in `limits:` and `--limit`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::MaxRequests => "max_requests",
+            Limit::MaxTotalTokens => "max_total_tokens",
+            Limit::MaxToolCalls => "max_tool_calls",
+            Limit::MaxSeconds => "max_seconds",
+        }
+    }
+
+    /// The limit called `name`.
+    pub fn named(name: &str) -> Option<Limit> {
+        Limit::ALL.into_iter().find(|l| l.name() == name)
+    }
+}
+
+/// A `--limit KEY=VALUE` that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// No limit has this name.
+    #[error("unknown limit `{name}`; the limits are {}", RunLimits::NAMES.join(", "))]
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+    /// The value is not one the limit takes.
+    #[error("{name} {problem}")]
+    Invalid {
+        /// The limit.
+        name: &'static str,
+        /// What is wrong, and what is allowed.
+        problem: ValueError,
+    },
+}
+
+/// What a count allows, for messages.
+const COUNT_ALLOWED: &str = "a whole number from 0 to 18446744073709551615 (0 allows none)";
+
 impl RunLimits {
     /// The names `limits:` and `--limit` take.
     pub const NAMES: [&'static str; 4] = [
@@ -22,34 +91,50 @@ impl RunLimits {
         "max_seconds",
     ];
 
-    /// Sets the limit `name` from `value` (as `--limit KEY=VALUE` gives it).
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
-        let whole = || {
-            value
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| format!("`{value}` is not a whole number for {name}"))
+    /// Sets the limit `name` from `value` as `--limit KEY=VALUE` gives it.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), LimitError> {
+        let limit = Limit::named(name).ok_or_else(|| LimitError::Unknown {
+            name: name.to_owned(),
+        })?;
+        self.set_limit(limit, &Written::from(value))
+            .map_err(|problem| LimitError::Invalid {
+                name: limit.name(),
+                problem,
+            })
+    }
+
+    /// Sets `limit` from `value` as written in a tactic file or on the command line: the one parser
+    /// of every limit. A count takes a whole number from 0 to `u64::MAX` (0 allows none; a fraction,
+    /// a negative or a larger number is refused); `max_seconds` a number in [`SecondsRange::RUN`].
+    pub fn set_limit(&mut self, limit: Limit, value: &Written) -> Result<(), ValueError> {
+        let count = || {
+            match value.number() {
+                Some(Number::Whole(n)) => u64::try_from(n).ok(),
+                _ => None,
+            }
+            .ok_or_else(|| ValueError::Number {
+                allowed: COUNT_ALLOWED.to_owned(),
+                written: value.shown(),
+            })
         };
-        match name {
-            "max_requests" => self.max_requests = Some(whole()?),
-            "max_total_tokens" => self.max_total_tokens = Some(whole()?),
-            "max_tool_calls" => self.max_tool_calls = Some(whole()?),
-            "max_seconds" => {
-                let seconds: f64 = value
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                    .ok_or_else(|| format!("`{value}` is not a number of seconds above 0"))?;
-                self.max_seconds = Some(seconds);
-            }
-            other => {
-                return Err(format!(
-                    "unknown limit `{other}`; the limits are {}",
-                    Self::NAMES.join(", ")
-                ))
-            }
+        match limit {
+            Limit::MaxRequests => self.max_requests = Some(count()?),
+            Limit::MaxTotalTokens => self.max_total_tokens = Some(count()?),
+            Limit::MaxToolCalls => self.max_tool_calls = Some(count()?),
+            Limit::MaxSeconds => self.max_seconds = Some(SecondsRange::RUN.read(value)?),
         }
         Ok(())
+    }
+
+    /// Checks limits built in Rust by the same rules (`max_seconds` within [`SecondsRange::RUN`];
+    /// every count is valid).
+    pub fn check(&self) -> Result<(), LimitError> {
+        match self.max_seconds.map(|s| SecondsRange::RUN.check(s)) {
+            Some(Err(problem)) => Err(LimitError::Invalid {
+                name: Limit::MaxSeconds.name(),
+                problem,
+            }),
+            _ => Ok(()),
+        }
     }
 }

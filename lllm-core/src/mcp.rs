@@ -14,6 +14,22 @@ pub const DEFAULT_MCP_STARTUP_TIMEOUT_S: f64 = 30.0;
 /// rest of lllm's environment, API keys included, stays with lllm.
 pub const MCP_INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
+/// Longest `prefix:`: the prefixed names must still fit the 64 characters a tool name may have.
+pub const MAX_MCP_PREFIX_LEN: usize = 32;
+
+/// Why `prefix` cannot be put before a server's tool names, if it cannot: the one rule of `prefix:`
+/// in a file and of the MCP server builder's `prefix`.
+pub fn prefix_problem(prefix: &str) -> Option<String> {
+    let valid = !prefix.is_empty()
+        && prefix.len() <= MAX_MCP_PREFIX_LEN
+        && prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    (!valid).then(|| {
+        format!("must have 1 to {MAX_MCP_PREFIX_LEN} letters, digits, `_` or `-`, as tool names do")
+    })
+}
+
 /// One MCP server under `mcp_servers:`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpServerConfig {
@@ -21,9 +37,10 @@ pub struct McpServerConfig {
     pub name: String,
     /// How to reach it.
     pub transport: McpTransport,
-    /// Seconds one tool call may take.
+    /// Seconds one tool call may take, within [`SecondsRange::TOOL`](crate::SecondsRange::TOOL).
     pub timeout_s: f64,
-    /// Seconds starting the server and listing its tools may take.
+    /// Seconds starting the server and listing its tools may take, within
+    /// [`SecondsRange::TOOL`](crate::SecondsRange::TOOL).
     pub startup_timeout_s: f64,
     /// Put before each tool name the model sees (`fs_` offers `read_file` as `fs_read_file`).
     pub prefix: Option<String>,
@@ -50,9 +67,10 @@ pub enum McpTransport {
     },
     /// Streamable HTTP at a URL.
     Http {
-        /// The endpoint, such as `http://127.0.0.1:3001/mcp`.
+        /// The endpoint, such as `http://127.0.0.1:3001/mcp` ([`check_http_url`](crate::check_http_url)).
         url: String,
-        /// Headers sent with every request (credentials among them: never logged).
+        /// Headers sent with every request (credentials among them: never logged), each held to
+        /// [`check_header`](crate::check_header).
         headers: Vec<(String, String)>,
     },
 }

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::secret::{printable_header_value, redact_url, Secret};
 use crate::suggest::closest;
+use crate::values::{check_header, check_http_url, SecondsRange, Written};
 
 /// Request parameters lllm knows by name. Any other key is passed into the request body as written,
 /// unless it looks like a misspelling of one of these.
@@ -97,15 +98,19 @@ impl ModelArgsError {
 /// `Debug` hides the API key, credential headers and credentials in the URL.
 #[derive(Clone, Default, PartialEq)]
 pub struct ModelArgs {
-    /// Base URL of the OpenAI-compatible API, such as `http://127.0.0.1:8000/v1`.
+    /// Base URL of the OpenAI-compatible API, such as `http://127.0.0.1:8000/v1`: an http or https
+    /// URL with a host ([`check_http_url`]).
     pub api_base: Option<String>,
     /// API key sent as a bearer token.
     pub api_key: Option<Secret>,
-    /// Time allowed for one request, retries aside.
+    /// Time allowed for one request, retries aside: within [`SecondsRange::RUN`] (a millisecond to
+    /// about 31 years).
     pub timeout: Option<Duration>,
-    /// Time allowed for a whole respond: every request, retry and tool round.
+    /// Time allowed for a whole respond, every request, retry and tool round: within
+    /// [`SecondsRange::RUN`].
     pub deadline: Option<Duration>,
-    /// Headers added to every request; they replace hint headers of the same name (any case).
+    /// Headers added to every request; they replace hint headers of the same name (any case). Each
+    /// is held to [`check_header`].
     pub extra_headers: Vec<(String, String)>,
     /// JSON merged over the request body; it wins over hints at every leaf.
     pub extra_body: Map<String, Value>,
@@ -249,18 +254,16 @@ impl ModelArgs {
     ) -> Result<(), ModelArgsError> {
         if let Some(base) = &self.api_base {
             // The message never shows the URL: it may hold a password or a key.
-            if let Some(problem) = api_base_problem(base) {
-                return Err(ModelArgsError::new(
+            check_http_url(base).map_err(|e| {
+                ModelArgsError::new(
                     "api_base",
-                    format!(
-                        "is not a usable http(s) URL ({problem}); write it like http://127.0.0.1:8000/v1"
-                    ),
-                ));
-            }
+                    format!("{e}; write it like http://127.0.0.1:8000/v1"),
+                )
+            })?;
         }
         if let Some(key) = &self.api_key {
             // Sent as `authorization: Bearer <key>`; the message never shows the key.
-            if http::HeaderValue::from_str(&format!("Bearer {}", key.expose())).is_err() {
+            if check_header("authorization", &format!("Bearer {}", key.expose())).is_err() {
                 return Err(ModelArgsError::new(
                     "api_key",
                     "contains a control character (such as a newline) or a character that cannot be sent in a header",
@@ -268,12 +271,15 @@ impl ModelArgs {
             }
         }
         for (key, limit) in [("timeout", self.timeout), ("deadline", self.deadline)] {
-            if limit.is_some_and(|d| d.is_zero()) {
-                return Err(ModelArgsError::new(key, "must be more than 0 seconds"));
+            if let Some(limit) = limit {
+                SecondsRange::RUN
+                    .check_duration(limit)
+                    .map_err(|e| ModelArgsError::new(key, e.to_string()))?;
             }
         }
         for (name, value) in &self.extra_headers {
-            check_header(name, value)?;
+            check_header(name, value)
+                .map_err(|e| ModelArgsError::new(format!("extra_headers.{name}"), e.to_string()))?;
         }
         for (key, value) in &self.params {
             if !names_ok.contains(key) {
@@ -283,20 +289,6 @@ impl ModelArgs {
             check_value(key, value)?;
         }
         Ok(())
-    }
-}
-
-/// Why `base` cannot be the base URL of requests, if it cannot: it must parse as an absolute http or
-/// https URL with a host, as the HTTP client will parse it. The reason never quotes the URL.
-pub(crate) fn api_base_problem(base: &str) -> Option<String> {
-    match url::Url::parse(base) {
-        Err(e) => Some(e.to_string()),
-        Ok(url) if !matches!(url.scheme(), "http" | "https") => {
-            Some("the scheme must be http or https".into())
-        }
-        Ok(url) if url.host_str().is_none_or(str::is_empty) => Some("it has no host".into()),
-        Ok(url) if url.fragment().is_some() => Some("it may not have a #fragment".into()),
-        Ok(_) => None,
     }
 }
 
@@ -325,20 +317,12 @@ fn non_empty(text: String) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
+/// `timeout` and `deadline`: a number of seconds in [`SecondsRange::RUN`].
 fn seconds_field(key: &str, value: Value) -> Result<Duration, ModelArgsError> {
-    value
-        .as_f64()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+    SecondsRange::RUN
+        .read(&Written::from_json(&value))
         .map(Duration::from_secs_f64)
-        .ok_or_else(|| {
-            ModelArgsError::new(
-                key,
-                format!(
-                    "expected a positive number of seconds, found {}",
-                    kind(&value)
-                ),
-            )
-        })
+        .map_err(|e| ModelArgsError::new(key, e.to_string()))
 }
 
 fn headers_field(value: Value) -> Result<Vec<(String, String)>, ModelArgsError> {
@@ -362,24 +346,6 @@ fn headers_field(value: Value) -> Result<Vec<(String, String)>, ModelArgsError> 
             )),
         })
         .collect()
-}
-
-/// Checks a header with the same rules the HTTP client applies when it sends it, so that a header that
-/// loads is a header that can be sent.
-fn check_header(name: &str, value: &str) -> Result<(), ModelArgsError> {
-    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-        return Err(ModelArgsError::new(
-            format!("extra_headers.{name}"),
-            "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
-        ));
-    }
-    if http::HeaderValue::from_str(value).is_err() {
-        return Err(ModelArgsError::new(
-            format!("extra_headers.{name}"),
-            "the value contains a control character (such as a newline) or is not visible text",
-        ));
-    }
-    Ok(())
 }
 
 fn check_value(key: &str, value: &Value) -> Result<(), ModelArgsError> {

@@ -81,7 +81,8 @@ pub struct CommandToolConfig {
     pub parameters: Value,
     /// The program and its arguments. Items may use `{{ arg }}` to insert an argument; no shell is used.
     pub command: Vec<String>,
-    /// Seconds the program may run.
+    /// Seconds the program may run, within [`SecondsRange::TOOL`](crate::SecondsRange::TOOL)
+    /// (a millisecond to a day).
     #[serde(default = "default_timeout")]
     pub timeout_s: f64,
     /// Most bytes of output kept; more is an error result.
@@ -150,11 +151,8 @@ impl CommandToolConfig {
                 "must name a program: a list such as [python3, count.py]".into(),
             );
         }
-        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= 86_400.0) {
-            return err(
-                "timeout_s",
-                "must be a number of seconds above 0 (at most a day)".into(),
-            );
+        if let Err(e) = crate::SecondsRange::TOOL.check(self.timeout_s) {
+            return err("timeout_s", e.to_string());
         }
         if self.max_output_bytes == 0 || self.max_output_bytes > MAX_OUTPUT_BYTES_LIMIT {
             return err(

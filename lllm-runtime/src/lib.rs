@@ -98,7 +98,6 @@ pub use invoker::{
 };
 pub use journal::{content_hash, Journal, JournalError, PendingCall, RunStart, JOURNAL_VERSION};
 pub use lllm_core::parse_tactic;
-pub use lllm_core::RunLimits;
 pub use lllm_core::{full_message, is_variable_name, tactic_schema, CHAT_TACTIC, STEPS_TACTIC};
 pub use lllm_core::{
     load_tactic, AgentSpec, CommandToolConfig, ConfigError, Demand, Dialog, DialogId, DialogTree,
@@ -107,6 +106,7 @@ pub use lllm_core::{
     Role, RunClass, Secret, TacticSpec, ToolCall, ToolSpec, Usage,
 };
 pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
+pub use lllm_core::{Limit, LimitError, RunLimits, SecondsRange, ValueError, Written};
 pub use mcp::{McpError, McpServer, McpServerBuilder, McpServers};
 pub use replay::{
     check_api_base, check_speed, limits as replay_limits, replay, replay_trace, ReplayError,

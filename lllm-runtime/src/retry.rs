@@ -19,7 +19,9 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
     /// Longest wait granted to a server's `Retry-After`. An agent also grants no longer than the
     /// request's `model_args.timeout` and what is left of its `model_args.deadline`; a server that asks
-    /// for more fails the call at once ([`InvokeError::RetryAfterTooLong`]).
+    /// for more fails the call at once ([`InvokeError::RetryAfterTooLong`]). Any duration is a
+    /// valid cap (with zero, a server that asks for any wait fails the call at once), so it has no
+    /// range, unlike the seconds of tactic files ([`SecondsRange`](lllm_core::SecondsRange)).
     pub max_retry_after: Duration,
 }
 

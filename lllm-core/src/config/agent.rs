@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::env;
-use super::error::{ConfigError, ConfigErrorKind, Origin};
+use super::error::{ConfigError, ConfigErrorKind};
+use super::origin::Origin;
 use super::raw::{RawAgent, RawHints, RawModelArgs, RawTool};
 use super::span::At;
 use super::Shared;

@@ -2,7 +2,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::steps::{Branch, Step, StepsError, Turn};
+use super::steps::{Branch, Step, Turn};
+use super::steps_error::StepsError;
 use crate::suggest::closest;
 
 /// A problem at a field path (`steps[2].agent`).

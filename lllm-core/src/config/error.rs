@@ -2,58 +2,12 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
 
+use super::origin::{Origin, Position};
+use super::steps_error::StepsError;
 use crate::hints::HintsError;
 use crate::model_args::ModelArgsError;
 use crate::prompt::PromptError;
-
-/// Where something is written: a file, and a 1-based line and column when known.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Origin {
-    file: Arc<Path>,
-    position: Option<Position>,
-}
-
-impl Origin {
-    pub(crate) fn new(file: Arc<Path>, position: Option<Position>) -> Self {
-        Origin { file, position }
-    }
-
-    /// The file.
-    pub fn file(&self) -> &Path {
-        &self.file
-    }
-
-    /// The line and column, when the problem sits at a key of the file.
-    pub fn position(&self) -> Option<Position> {
-        self.position
-    }
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.position {
-            Some(position) => write!(f, "{}:{position}", self.file.display()),
-            None => write!(f, "{}", self.file.display()),
-        }
-    }
-}
-
-/// A 1-based line and column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Position {
-    /// Line, from 1.
-    pub line: usize,
-    /// Column, from 1.
-    pub column: usize,
-}
-
-impl fmt::Display for Position {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.line, self.column)
-    }
-}
 
 /// A tactic file cannot be loaded: where, which field, and what is wrong.
 #[derive(Debug)]
@@ -236,10 +190,14 @@ pub enum ConfigErrorKind {
     Tool(#[from] crate::tool::ToolConfigError),
     /// The steps would fail at run time.
     #[error(transparent)]
-    Steps(#[from] super::steps::StepsError),
+    Steps(#[from] StepsError),
     /// An MCP server's settings or an agent's `mcp:` are invalid (the error's field names which).
     #[error("{0}")]
     Mcp(String),
+    /// A value its rule refuses (a number of seconds, a limit, a URL, a header); the error's field
+    /// names the value.
+    #[error(transparent)]
+    Value(#[from] crate::ValueError),
     /// Any other invalid value.
     #[error("{0}")]
     Invalid(&'static str),

@@ -6,17 +6,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::env;
-use super::error::{ConfigError, ConfigErrorKind, Origin};
-use super::raw::{RawConfirm, RawMcpServer, RawMcpServers, RawMcpUse};
+use super::error::{ConfigError, ConfigErrorKind};
+use super::origin::Origin;
+use super::raw::{Entries, RawConfirm, RawMcpServer, RawMcpServers, RawMcpUse};
 use super::span::At;
 use crate::mcp::{
-    ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter, DEFAULT_MCP_STARTUP_TIMEOUT_S,
-    DEFAULT_MCP_TIMEOUT_S,
+    prefix_problem, ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter,
+    DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S,
 };
 use crate::tool::{tool_name_problem, DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT};
-
-/// Longest `prefix:`: the prefixed names must still fit the 64 characters a tool name may have.
-const MAX_PREFIX_LEN: usize = 32;
+use crate::values::{check_header, check_http_url, SecondsRange, ValueError};
 
 /// An error about the server `name`'s `field`, at `origin`.
 fn fail(origin: &Origin, name: &str, field: &str, problem: String) -> ConfigError {
@@ -36,238 +35,250 @@ pub(crate) fn servers(
     raw.value
         .0
         .into_iter()
-        .map(|(name, server)| server_config(name, server, lookup, programs))
+        .map(|(name, server)| {
+            let check = ServerCheck {
+                name: &name,
+                lookup,
+            };
+            check.server_config(server, programs)
+        })
         .collect()
 }
 
-fn server_config(
-    name: At<String>,
-    raw: At<RawMcpServer>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    programs: &dyn Fn(&str, &Path) -> Option<String>,
-) -> Result<McpServerConfig, ConfigError> {
-    let At {
-        value: server,
-        origin,
-    } = raw;
-    let n = name.value.as_str();
-    if let Some(problem) = tool_name_problem(n) {
-        let kind = ConfigErrorKind::Mcp(format!("server name {problem}, as tool names"));
-        return Err(ConfigError::new(name.origin.clone(), kind).in_field("mcp_servers"));
-    }
-    let expand = |value: &At<String>, field: &str| {
-        env::expand(&value.value, lookup).map_err(|e| {
-            ConfigError::new(value.origin.clone(), e).in_field(format!("mcp_servers.{n}.{field}"))
-        })
-    };
-    let transport = match (&server.command, &server.url) {
-        (Some(command), None) => {
-            if let Some(headers) = &server.headers {
-                return Err(fail(&headers.origin, n, "headers", "`headers` is for servers reached by `url:`; a `command:` server gets settings through `env:`".into()));
-            }
-            stdio(n, command, &server, &origin, lookup, programs)?
-        }
-        (None, Some(url)) => {
-            for (key, at) in [
-                ("env", server.env.as_ref().map(|e| &e.origin)),
-                ("cwd", server.cwd.as_ref().map(|c| &c.origin)),
-            ] {
-                if let Some(at) = at {
-                    return Err(fail(at, n, key, format!("`{key}` is for servers started by `command:`; a `url:` server runs elsewhere")));
-                }
-            }
-            let url_text = expand(url, "url")?;
-            if let Some(problem) = crate::model_args::api_base_problem(&url_text) {
-                // The URL may carry a password: the message never quotes it.
-                return Err(fail(
-                    &url.origin,
-                    n,
-                    "url",
-                    format!("is not a usable http(s) URL: {problem}"),
-                ));
-            }
-            let mut headers = Vec::new();
-            for (key, value) in server.headers.iter().flat_map(|h| &h.value.0) {
-                let field = format!("headers.{}", key.value);
-                let text = expand(value, &field)?;
-                if http::HeaderName::from_bytes(key.value.as_bytes()).is_err() {
-                    return Err(fail(
-                        &key.origin,
-                        n,
-                        &field,
-                        "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)"
-                            .into(),
-                    ));
-                }
-                if http::HeaderValue::from_str(&text).is_err() {
-                    return Err(fail(&value.origin, n, &field, "the value contains a control character (such as a newline) or is not visible text".into()));
-                }
-                headers.push((key.value.clone(), text));
-            }
-            McpTransport::Http {
-                url: url_text,
-                headers,
-            }
-        }
-        (Some(_), Some(url)) => {
-            return Err(fail(&url.origin, n, "url", "set either `command:` (a program speaking MCP on stdio) or `url:` (streamable HTTP), not both".into()));
-        }
-        (None, None) => {
-            return Err(fail(&name.origin, n, "command", "a server needs `command:` (a program speaking MCP on stdio, such as [npx, -y, @modelcontextprotocol/server-everything]) or `url:` (streamable HTTP)".into()));
-        }
-    };
-    let seconds = |value: &Option<At<f64>>, field: &str, default: f64| match value {
-        None => Ok(default),
-        Some(v) if v.value.is_finite() && v.value > 0.0 && v.value <= 86_400.0 => Ok(v.value),
-        Some(v) => Err(fail(
-            &v.origin,
-            n,
-            field,
-            "must be a number of seconds above 0 (at most a day)".into(),
-        )),
-    };
-    let prefix = match &server.prefix {
-        None => None,
-        Some(p) => {
-            let valid = !p.value.is_empty()
-                && p.value.len() <= MAX_PREFIX_LEN
-                && p.value
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if !valid {
-                return Err(fail(&p.origin, n, "prefix", format!("must have 1 to {MAX_PREFIX_LEN} letters, digits, `_` or `-`, as tool names do")));
-            }
-            Some(p.value.clone())
-        }
-    };
-    let confirm_at = server
-        .confirm
-        .as_ref()
-        .map(|c| format!("{}: mcp_servers.{n}.confirm", c.origin));
-    let confirm = match &server.confirm {
-        None
-        | Some(At {
-            value: RawConfirm::All(false),
-            ..
-        }) => ConfirmTools::None,
-        Some(At {
-            value: RawConfirm::All(true),
-            ..
-        }) => ConfirmTools::All,
-        Some(At {
-            value: RawConfirm::Some(names),
-            ..
-        }) => ConfirmTools::Some(tool_names(n, "confirm", names)?),
-    };
-    let max_output_bytes = match &server.max_output_bytes {
-        None => DEFAULT_MAX_OUTPUT_BYTES,
-        Some(m) if (1..=MAX_OUTPUT_BYTES_LIMIT).contains(&m.value) => m.value,
-        Some(m) => {
-            return Err(fail(
-                &m.origin,
-                n,
-                "max_output_bytes",
-                format!("must be from 1 to {MAX_OUTPUT_BYTES_LIMIT} bytes"),
-            ))
-        }
-    };
-    Ok(McpServerConfig {
-        name: n.to_owned(),
-        transport,
-        timeout_s: seconds(&server.timeout_s, "timeout_s", DEFAULT_MCP_TIMEOUT_S)?,
-        startup_timeout_s: seconds(
-            &server.startup_timeout_s,
-            "startup_timeout_s",
-            DEFAULT_MCP_STARTUP_TIMEOUT_S,
-        )?,
-        prefix,
-        confirm,
-        max_output_bytes,
-        confirm_at,
-    })
+/// The checks of one server: its name, and where `${NAME}` references are looked up.
+struct ServerCheck<'a> {
+    name: &'a At<String>,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
 }
 
-/// A stdio server: its program must exist, its `cwd` be a folder, its `env` names be names.
-fn stdio(
-    n: &str,
-    command: &At<Vec<String>>,
-    server: &RawMcpServer,
-    origin: &Origin,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    programs: &dyn Fn(&str, &Path) -> Option<String>,
-) -> Result<McpTransport, ConfigError> {
-    let expand_at = |text: &str, at: &Origin, field: &str| {
-        env::expand(text, lookup).map_err(|e| {
-            ConfigError::new(at.clone(), e).in_field(format!("mcp_servers.{n}.{field}"))
+impl ServerCheck<'_> {
+    fn server_config(
+        &self,
+        raw: At<RawMcpServer>,
+        programs: &dyn Fn(&str, &Path) -> Option<String>,
+    ) -> Result<McpServerConfig, ConfigError> {
+        let At {
+            value: server,
+            origin,
+        } = raw;
+        let n = self.name.value.as_str();
+        if let Some(problem) = tool_name_problem(n) {
+            let kind = ConfigErrorKind::Mcp(format!("server name {problem}, as tool names"));
+            return Err(ConfigError::new(self.name.origin.clone(), kind).in_field("mcp_servers"));
+        }
+        let transport = match (&server.command, &server.url) {
+            (Some(command), None) => self.stdio(command, &server, &origin, programs)?,
+            (None, Some(url)) => self.http(url, &server)?,
+            (Some(_), Some(url)) => {
+                return Err(fail(&url.origin, n, "url", "set either `command:` (a program speaking MCP on stdio) or `url:` (streamable HTTP), not both".into()));
+            }
+            (None, None) => {
+                return Err(fail(&self.name.origin, n, "command", "a server needs `command:` (a program speaking MCP on stdio, such as [npx, -y, @modelcontextprotocol/server-everything]) or `url:` (streamable HTTP)".into()));
+            }
+        };
+        Ok(McpServerConfig {
+            name: n.to_owned(),
+            transport,
+            timeout_s: self.seconds(&server.timeout_s, "timeout_s", DEFAULT_MCP_TIMEOUT_S)?,
+            startup_timeout_s: self.seconds(
+                &server.startup_timeout_s,
+                "startup_timeout_s",
+                DEFAULT_MCP_STARTUP_TIMEOUT_S,
+            )?,
+            prefix: self.prefix(server.prefix.as_ref())?,
+            confirm: self.confirm(server.confirm.as_ref())?,
+            max_output_bytes: self.max_output_bytes(server.max_output_bytes.as_ref())?,
+            confirm_at: server
+                .confirm
+                .as_ref()
+                .map(|c| format!("{}: mcp_servers.{n}.confirm", c.origin)),
         })
-    };
-    let argv = command
-        .value
-        .iter()
-        .enumerate()
-        .map(|(i, item)| expand_at(item, &command.origin, &format!("command[{i}]")))
-        .collect::<Result<Vec<_>, _>>()?;
-    if argv.first().is_none_or(|p| p.trim().is_empty()) {
-        return Err(fail(&command.origin, n, "command", "must name a program: a list such as [mcp-server-time] or [npx, -y, @modelcontextprotocol/server-everything]".into()));
     }
-    // Relative to the file that declares the server (a base file, perhaps).
-    let declared_in = origin
-        .file()
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| Path::new("."))
-        .to_path_buf();
-    let cwd = match &server.cwd {
-        None => declared_in,
-        Some(cwd) => {
-            let text = expand_at(&cwd.value, &cwd.origin, "cwd")?;
-            let dir = declared_in.join(&text);
-            if !dir.is_dir() {
+
+    /// An error about this server's `field`, at `origin`.
+    fn fail(
+        &self,
+        origin: &Origin,
+        field: &str,
+        problem: impl Into<ConfigErrorKind>,
+    ) -> ConfigError {
+        ConfigError::new(origin.clone(), problem)
+            .in_field(format!("mcp_servers.{}.{field}", self.name.value))
+    }
+
+    /// `text`, written at `origin` as `field`, with its `${NAME}` references expanded.
+    fn expand(&self, text: &str, origin: &Origin, field: &str) -> Result<String, ConfigError> {
+        env::expand(text, self.lookup).map_err(|e| self.fail(origin, field, e))
+    }
+
+    /// A streamable HTTP server: its URL and headers by the rules the HTTP client applies, and none
+    /// of a stdio server's settings.
+    fn http(&self, url: &At<String>, server: &RawMcpServer) -> Result<McpTransport, ConfigError> {
+        let n = self.name.value.as_str();
+        for (key, at) in [
+            ("env", server.env.as_ref().map(|e| &e.origin)),
+            ("cwd", server.cwd.as_ref().map(|c| &c.origin)),
+        ] {
+            if let Some(at) = at {
+                return Err(fail(at, n, key, format!("`{key}` is for servers started by `command:`; a `url:` server runs elsewhere")));
+            }
+        }
+        let url_text = self.expand(&url.value, &url.origin, "url")?;
+        // The URL may carry a password: the message never quotes it.
+        check_http_url(&url_text).map_err(|e| self.fail(&url.origin, "url", e))?;
+        let mut headers = Vec::new();
+        for (key, value) in server.headers.iter().flat_map(|h| &h.value.0) {
+            let field = format!("headers.{}", key.value);
+            let text = self.expand(&value.value, &value.origin, &field)?;
+            match check_header(&key.value, &text) {
+                Err(e @ ValueError::HeaderName) => return Err(self.fail(&key.origin, &field, e)),
+                Err(e) => return Err(self.fail(&value.origin, &field, e)),
+                Ok(()) => headers.push((key.value.clone(), text)),
+            }
+        }
+        Ok(McpTransport::Http {
+            url: url_text,
+            headers,
+        })
+    }
+
+    /// A stdio server: its program must exist, its `cwd` be a folder, its `env` names be names; and
+    /// it takes no headers.
+    fn stdio(
+        &self,
+        command: &At<Vec<String>>,
+        server: &RawMcpServer,
+        origin: &Origin,
+        programs: &dyn Fn(&str, &Path) -> Option<String>,
+    ) -> Result<McpTransport, ConfigError> {
+        let n = self.name.value.as_str();
+        if let Some(headers) = &server.headers {
+            return Err(fail(&headers.origin, n, "headers", "`headers` is for servers reached by `url:`; a `command:` server gets settings through `env:`".into()));
+        }
+        let argv = command
+            .value
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.expand(item, &command.origin, &format!("command[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if argv.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(fail(&command.origin, n, "command", "must name a program: a list such as [mcp-server-time] or [npx, -y, @modelcontextprotocol/server-everything]".into()));
+        }
+        let cwd = absolute(self.cwd(server.cwd.as_ref(), origin)?);
+        if let Some(problem) = programs(&argv[0], &cwd) {
+            return Err(fail(&command.origin, n, "command[0]", problem));
+        }
+        Ok(McpTransport::Stdio {
+            command: argv,
+            env: self.env_vars(server.env.as_ref())?,
+            cwd,
+        })
+    }
+
+    /// The folder a stdio server runs in: relative to the file that declares the server (a base
+    /// file, perhaps), which is also the default.
+    fn cwd(&self, cwd: Option<&At<String>>, origin: &Origin) -> Result<PathBuf, ConfigError> {
+        let declared_in = origin
+            .file()
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| Path::new("."))
+            .to_path_buf();
+        let Some(cwd) = cwd else {
+            return Ok(declared_in);
+        };
+        let dir = declared_in.join(self.expand(&cwd.value, &cwd.origin, "cwd")?);
+        if !dir.is_dir() {
+            return Err(fail(
+                &cwd.origin,
+                &self.name.value,
+                "cwd",
+                format!(
+                    "`{}` is not a folder (it is relative to the tactic file)",
+                    dir.display()
+                ),
+            ));
+        }
+        Ok(dir)
+    }
+
+    /// The variables a stdio server gets beside the inherited ones: names of letters, digits and
+    /// `_`, values without NUL.
+    fn env_vars(
+        &self,
+        env: Option<&At<Entries<At<String>>>>,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        let n = self.name.value.as_str();
+        let mut vars = BTreeMap::new();
+        for (key, value) in env.iter().flat_map(|e| &e.value.0) {
+            let field = format!("env.{}", crate::config::error::shorten(&key.value));
+            if !super::is_variable_name(&key.value) {
                 return Err(fail(
-                    &cwd.origin,
+                    &key.origin,
                     n,
-                    "cwd",
-                    format!(
-                        "`{}` is not a folder (it is relative to the tactic file)",
-                        dir.display()
-                    ),
+                    &field,
+                    "is not an environment variable name (letters, digits and `_`)".into(),
                 ));
             }
-            dir
+            let text = self.expand(&value.value, &value.origin, &field)?;
+            if text.contains('\0') {
+                return Err(fail(
+                    &value.origin,
+                    n,
+                    &field,
+                    "contains a NUL character".into(),
+                ));
+            }
+            vars.insert(key.value.clone(), text);
         }
-    };
-    let cwd = absolute(cwd);
-    if let Some(problem) = programs(&argv[0], &cwd) {
-        return Err(fail(&command.origin, n, "command[0]", problem));
+        Ok(vars)
     }
-    let mut env_vars = BTreeMap::new();
-    for (key, value) in server.env.iter().flat_map(|e| &e.value.0) {
-        let valid = super::is_variable_name(&key.value);
-        let field = format!("env.{}", crate::config::error::shorten(&key.value));
-        if !valid {
-            return Err(fail(
-                &key.origin,
-                n,
-                &field,
-                "is not an environment variable name (letters, digits and `_`)".into(),
-            ));
+
+    /// A timeout, within [`SecondsRange::TOOL`].
+    fn seconds(
+        &self,
+        value: &Option<At<f64>>,
+        field: &str,
+        default: f64,
+    ) -> Result<f64, ConfigError> {
+        match value {
+            None => Ok(default),
+            Some(v) => SecondsRange::TOOL
+                .check(v.value)
+                .map_err(|e| self.fail(&v.origin, field, e)),
         }
-        let text = expand_at(&value.value, &value.origin, &field)?;
-        if text.contains('\0') {
-            return Err(fail(
-                &value.origin,
-                n,
-                &field,
-                "contains a NUL character".into(),
-            ));
-        }
-        env_vars.insert(key.value.clone(), text);
     }
-    Ok(McpTransport::Stdio {
-        command: argv,
-        env: env_vars,
-        cwd,
-    })
+
+    fn prefix(&self, prefix: Option<&At<String>>) -> Result<Option<String>, ConfigError> {
+        let Some(p) = prefix else { return Ok(None) };
+        match prefix_problem(&p.value) {
+            Some(problem) => Err(fail(&p.origin, &self.name.value, "prefix", problem)),
+            None => Ok(Some(p.value.clone())),
+        }
+    }
+
+    fn confirm(&self, confirm: Option<&At<RawConfirm>>) -> Result<ConfirmTools, ConfigError> {
+        Ok(match confirm.map(|c| &c.value) {
+            None | Some(RawConfirm::All(false)) => ConfirmTools::None,
+            Some(RawConfirm::All(true)) => ConfirmTools::All,
+            Some(RawConfirm::Some(names)) => {
+                ConfirmTools::Some(tool_names(&self.name.value, "confirm", names)?)
+            }
+        })
+    }
+
+    fn max_output_bytes(&self, bytes: Option<&At<usize>>) -> Result<usize, ConfigError> {
+        match bytes {
+            None => Ok(DEFAULT_MAX_OUTPUT_BYTES),
+            Some(m) if (1..=MAX_OUTPUT_BYTES_LIMIT).contains(&m.value) => Ok(m.value),
+            Some(m) => Err(fail(
+                &m.origin,
+                &self.name.value,
+                "max_output_bytes",
+                format!("must be from 1 to {MAX_OUTPUT_BYTES_LIMIT} bytes"),
+            )),
+        }
+    }
 }
 
 /// A folder made absolute against the current one, so that the server starts in the same place

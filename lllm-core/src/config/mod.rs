@@ -11,12 +11,14 @@ mod env;
 mod error;
 mod mcp;
 mod merge;
+mod origin;
 mod raw;
 mod schema;
 mod secrets;
 mod source;
 mod span;
 mod steps;
+mod steps_error;
 mod waiting;
 
 #[cfg(test)]
@@ -25,6 +27,8 @@ mod tests;
 mod tests_base;
 #[cfg(test)]
 mod tests_files;
+#[cfg(test)]
+mod tests_limits;
 #[cfg(test)]
 mod tests_mcp;
 #[cfg(test)]
@@ -41,13 +45,16 @@ pub use agent::{
     AgentSpec, DEFAULT_MAX_ANSWER_RETRIES, DEFAULT_MAX_CALL_RETRIES, DEFAULT_MAX_TOOL_ROUNDS,
 };
 pub use env::EnvError;
-pub use error::{ConfigError, ConfigErrorKind, Origin, Position};
+pub use error::{ConfigError, ConfigErrorKind};
+pub use origin::{Origin, Position};
 pub use schema::tactic_schema;
 pub use source::MAX_BASE_DEPTH;
-pub use steps::{is_variable_name, Branch, Step, StepsError, Turn, DEFAULT_DIALOG};
+pub use steps::{is_variable_name, Branch, Step, Turn, DEFAULT_DIALOG};
+pub use steps_error::StepsError;
 pub use waiting::waiting_turns;
 
 use crate::mcp::McpServerConfig;
+use crate::Limit;
 use agent::AgentContext;
 use raw::{RawAgent, RawTactic};
 use span::At;
@@ -550,32 +557,26 @@ impl Loader<'_> {
     }
 }
 
-/// `limits:`, each above zero.
+/// `limits:`, each value read as `--limit` reads it ([`crate::RunLimits::set_limit`]).
 fn limits(raw: Option<At<raw::RawLimits>>) -> Result<crate::RunLimits, ConfigError> {
+    let mut limits = crate::RunLimits::default();
     let Some(At { value: raw, .. }) = raw else {
-        return Ok(crate::RunLimits::default());
+        return Ok(limits);
     };
-    let whole = |v: Option<At<u64>>, name: &str| match v {
-        Some(At { value: 0, origin }) => {
-            let kind =
-                ConfigErrorKind::Invalid("a limit must be above 0 (leave it out for no limit)");
-            Err(ConfigError::new(origin, kind).in_field(format!("limits.{name}")))
+    let written = [
+        (Limit::MaxRequests, raw.max_requests),
+        (Limit::MaxTotalTokens, raw.max_total_tokens),
+        (Limit::MaxToolCalls, raw.max_tool_calls),
+        (Limit::MaxSeconds, raw.max_seconds),
+    ];
+    for (limit, value) in written {
+        if let Some(At { value, origin }) = value {
+            limits.set_limit(limit, &value).map_err(|e| {
+                ConfigError::new(origin, e).in_field(format!("limits.{}", limit.name()))
+            })?;
         }
-        v => Ok(v.map(|v| v.value)),
-    };
-    let max_seconds = match raw.max_seconds {
-        Some(At { value, origin }) if !(value.is_finite() && value > 0.0) => {
-            let kind = ConfigErrorKind::Invalid("must be a number of seconds above 0");
-            return Err(ConfigError::new(origin, kind).in_field("limits.max_seconds"));
-        }
-        v => v.map(|v| v.value),
-    };
-    Ok(crate::RunLimits {
-        max_requests: whole(raw.max_requests, "max_requests")?,
-        max_total_tokens: whole(raw.max_total_tokens, "max_total_tokens")?,
-        max_tool_calls: whole(raw.max_tool_calls, "max_tool_calls")?,
-        max_seconds,
-    })
+    }
+    Ok(limits)
 }
 
 fn agent_name(

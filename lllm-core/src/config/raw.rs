@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::span::At;
 use crate::hints::{ForkSession, Priority, Profile};
+use crate::Written;
 
 /// An lllm tactic: agents, and optionally the steps `lllm run` executes.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -40,19 +41,23 @@ pub(crate) struct RawTactic {
     pub(crate) limits: Option<At<RawLimits>>,
 }
 
-/// Limits of one run (any subset).
+/// Limits of one run (any subset), each value read as `--limit KEY=VALUE` reads it.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Limits")]
 pub(crate) struct RawLimits {
-    /// Most model requests sent.
-    pub(crate) max_requests: Option<At<u64>>,
-    /// Most tokens (prompt and completion) of all answers together.
-    pub(crate) max_total_tokens: Option<At<u64>>,
-    /// Most tool calls run.
-    pub(crate) max_tool_calls: Option<At<u64>>,
-    /// Most seconds the run may take.
-    pub(crate) max_seconds: Option<At<f64>>,
+    /// Most model requests sent (0 allows none).
+    #[schemars(with = "Option<u64>")]
+    pub(crate) max_requests: Option<At<Written>>,
+    /// Most tokens (prompt and completion) of all answers together (0 allows none).
+    #[schemars(with = "Option<u64>")]
+    pub(crate) max_total_tokens: Option<At<Written>>,
+    /// Most tool calls run (0 allows none).
+    #[schemars(with = "Option<u64>")]
+    pub(crate) max_tool_calls: Option<At<Written>>,
+    /// Most seconds the run may take (from 0.001 to 1000000000).
+    #[schemars(with = "Option<f64>")]
+    pub(crate) max_seconds: Option<At<Written>>,
 }
 
 /// One agent (also the keys of `global`, which has no `name`).
@@ -137,8 +142,8 @@ impl JsonSchema for RawModelArgs {
             "properties": {
                 "api_base": {"type": "string", "description": "Base URL of the OpenAI-compatible API (else OPENAI_BASE_URL)."},
                 "api_key": {"type": "string", "description": "Bearer token (else OPENAI_API_KEY)."},
-                "timeout": {"type": ["number", "string"], "description": "Seconds one request may take."},
-                "deadline": {"type": ["number", "string"], "description": "Seconds a whole respond may take."},
+                "timeout": {"type": ["number", "string"], "description": "Seconds one request may take (0.001 to 1000000000)."},
+                "deadline": {"type": ["number", "string"], "description": "Seconds a whole respond may take (0.001 to 1000000000)."},
                 "extra_headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Headers that win over hint headers."},
                 "extra_body": {"type": "object", "description": "JSON merged over the request body; wins over hints at every leaf."}
             },
@@ -185,7 +190,7 @@ pub(crate) struct RawTool {
     pub(crate) parameters: Option<At<Value>>,
     /// The program and its arguments; items may use `{{ arg }}`. No shell is used.
     pub(crate) command: At<Vec<String>>,
-    /// Seconds the program may run (default 30).
+    /// Seconds the program may run (default 30; 0.001 to 86400).
     pub(crate) timeout_s: Option<At<f64>>,
     /// Most bytes of output kept (default 65536).
     pub(crate) max_output_bytes: Option<At<usize>>,
@@ -284,9 +289,9 @@ pub(crate) struct RawMcpServer {
     pub(crate) url: Option<At<String>>,
     /// Streamable HTTP: headers sent with every request.
     pub(crate) headers: Option<At<Entries<At<String>>>>,
-    /// Seconds one tool call may take (default 60).
+    /// Seconds one tool call may take (default 60; 0.001 to 86400).
     pub(crate) timeout_s: Option<At<f64>>,
-    /// Seconds starting the server and listing its tools may take (default 30).
+    /// Seconds starting the server and listing its tools may take (default 30; 0.001 to 86400).
     pub(crate) startup_timeout_s: Option<At<f64>>,
     /// Put before each tool name the model sees: `fs_` offers `read_file` as `fs_read_file`.
     pub(crate) prefix: Option<At<String>>,

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use serde_saphyr::{DefaultMessageFormatter, Error as YamlError, MessageFormatter};
 
-use super::error::{ConfigError, ConfigErrorKind, Origin, Position};
+use super::error::{ConfigError, ConfigErrorKind};
+use super::origin::{Origin, Position};
 use super::raw::RawTactic;
 use super::span::parsing_file;
 use super::Limits;

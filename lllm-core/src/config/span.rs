@@ -9,7 +9,7 @@ use std::sync::Arc;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer};
 
-use super::error::{Origin, Position};
+use super::origin::{Origin, Position};
 
 thread_local! {
     /// The file being parsed on this thread. serde gives a `Deserialize` impl no way to receive

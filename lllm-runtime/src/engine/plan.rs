@@ -154,7 +154,7 @@ impl RunPlan {
                 .set(key.trim(), value)
                 .map_err(|problem| RunError::Limit {
                     item: item.clone(),
-                    problem,
+                    problem: problem.to_string(),
                 })?;
         }
         Ok(limits)

@@ -1,11 +1,9 @@
 //! The OpenAI-compatible invoker: requests built from async-openai's types, sent and read by hand with
 //! reqwest so that every byte of the answer is read within limits (see `service`).
 
-use std::str::FromStr;
-
 use async_trait::async_trait;
-use lllm_core::internal::is_secret_header;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use lllm_core::internal::{is_secret_header, typed_header};
+use reqwest::header::HeaderMap;
 
 use super::error::Secrets;
 use super::service::{is_event_stream, read_limited, send, ResponseLimits};
@@ -158,8 +156,8 @@ fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, InvokeError> {
     let mut map = HeaderMap::with_capacity(headers.len());
     for (name, value) in headers {
         let invalid = || InvokeError::InvalidHeader { name: name.clone() };
-        let header = HeaderName::from_str(name).map_err(|_| invalid())?;
-        let mut value = HeaderValue::from_str(value).map_err(|_| invalid())?;
+        // The one header rule (`lllm_core::check_header`), which the loader held extra_headers to.
+        let (header, mut value) = typed_header(name, value).map_err(|_| invalid())?;
         if is_secret_header(name) {
             value.set_sensitive(true);
         }

@@ -12,17 +12,15 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 
 use super::child::ServerProcess;
-use super::lines::{BoundedLines, OVERSIZED};
+use super::lines::{BoundedLines, MAX_MESSAGE_BYTES, OVERSIZED};
 use super::printable;
-use super::server::Transport;
+use super::transport::Transport;
 
 /// Most pages of a tool listing read: a server that always returns a next cursor must not keep the
 /// run waiting.
 const MAX_LIST_PAGES: usize = 64;
 /// Most tools taken from one server.
 pub(crate) const MAX_TOOLS: usize = 1024;
-/// Most bytes of one message from a server (a JSON-RPC line or an HTTP body).
-pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Time to establish an HTTP connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -17,7 +17,9 @@ use std::task::{ready, Context, Poll};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::connect::MAX_MESSAGE_BYTES;
+/// Most bytes of one message from a server: a JSON-RPC line here, an HTTP body (held to it by the
+/// transport's settings).
+pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The `data.lllm` of the error answer that replaces an oversized one.
 pub(crate) const OVERSIZED: &str = "oversized";
@@ -129,73 +131,104 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
         loop {
-            if this.out_pos < this.out.len() {
-                let n = (this.out.len() - this.out_pos).min(buf.remaining());
-                buf.put_slice(&this.out[this.out_pos..this.out_pos + n]);
-                this.out_pos += n;
-                if this.out_pos == this.out.len() {
-                    this.out.clear();
-                    this.out_pos = 0;
-                }
+            if this.hand_out(buf) {
                 return Poll::Ready(Ok(()));
             }
-            if this.start == this.end {
-                let mut read = ReadBuf::new(&mut this.chunk);
-                ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
-                let n = read.filled().len();
-                if n == 0 {
-                    return Poll::Ready(Ok(()));
-                }
-                this.start = 0;
-                this.end = n;
+            if this.start == this.end && !ready!(this.poll_fill(cx))? {
+                // The server's output ended.
+                return Poll::Ready(Ok(()));
             }
-            let data = &this.chunk[this.start..this.end];
-            let newline = find(b'\n', data);
-            let content = newline.unwrap_or(data.len());
             if this.cut {
-                // Dropping the rest of a line over the limit, looking for its `id` on the way.
-                this.scan.feed(&data[..content]);
-                this.line += content;
-                this.start += newline.map_or(content, |i| i + 1);
-                if newline.is_some() {
-                    let size = this.line;
-                    this.cut = false;
-                    this.line = 0;
-                    this.oversized(size);
-                }
-                continue;
-            }
-            if this.line + content > this.limit {
-                // Ends the line the transport has begun: it drops it as unparsable.
-                this.cut = true;
-                this.out.push(b'\n');
-                continue;
-            }
-            let whole = newline.map_or(content, |i| i + 1);
-            let n = whole.min(buf.remaining());
-            if n == 0 {
+                this.drop_cut();
+            } else if this.pass_on(buf) {
                 return Poll::Ready(Ok(()));
             }
-            let fed = n.min(content);
-            this.scan.feed(&data[..fed]);
-            if this.scan.values > this.max_values || this.scan.deepest > MAX_MESSAGE_DEPTH {
-                // Too many values or levels: what was fed is dropped, and so is the rest of the line.
-                this.start += fed;
-                this.line += fed;
-                this.cut = true;
-                this.out.push(b'\n');
-                continue;
-            }
-            buf.put_slice(&data[..n]);
-            this.start += n;
-            if n == whole && newline.is_some() {
-                this.line = 0;
-                this.scan = Scan::default();
-            } else {
-                this.line += n;
-            }
-            return Poll::Ready(Ok(()));
         }
+    }
+}
+
+impl<R: AsyncRead + Unpin> BoundedLines<R> {
+    /// Reads the next chunk of the server's output; false at its end.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<bool>> {
+        let mut read = ReadBuf::new(&mut self.chunk);
+        ready!(Pin::new(&mut self.inner).poll_read(cx, &mut read))?;
+        let n = read.filled().len();
+        self.start = 0;
+        self.end = n;
+        Poll::Ready(Ok(n > 0))
+    }
+}
+
+impl<R> BoundedLines<R> {
+    /// Hands out what waits in `out` (the end of a cut line, an error answer); false when nothing
+    /// waits.
+    fn hand_out(&mut self, buf: &mut ReadBuf<'_>) -> bool {
+        if self.out_pos >= self.out.len() {
+            return false;
+        }
+        let n = (self.out.len() - self.out_pos).min(buf.remaining());
+        buf.put_slice(&self.out[self.out_pos..self.out_pos + n]);
+        self.out_pos += n;
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        true
+    }
+
+    /// Drops the chunk's part of a line over a limit, looking for its `id` on the way; where the
+    /// line ends, an error answer takes its place.
+    fn drop_cut(&mut self) {
+        let data = &self.chunk[self.start..self.end];
+        let newline = find(b'\n', data);
+        let content = newline.unwrap_or(data.len());
+        self.scan.feed(&data[..content]);
+        self.line += content;
+        self.start += newline.map_or(content, |i| i + 1);
+        if newline.is_some() {
+            let size = self.line;
+            self.cut = false;
+            self.line = 0;
+            self.oversized(size);
+        }
+    }
+
+    /// Passes on the chunk's part of the current line while it stays within the limits; true when
+    /// `buf` got bytes (or has no room), false when the line was cut instead.
+    fn pass_on(&mut self, buf: &mut ReadBuf<'_>) -> bool {
+        let data = &self.chunk[self.start..self.end];
+        let newline = find(b'\n', data);
+        let content = newline.unwrap_or(data.len());
+        if self.line + content > self.limit {
+            // Ends the line the transport has begun: it drops it as unparsable.
+            self.cut = true;
+            self.out.push(b'\n');
+            return false;
+        }
+        let whole = newline.map_or(content, |i| i + 1);
+        let n = whole.min(buf.remaining());
+        if n == 0 {
+            return true;
+        }
+        let fed = n.min(content);
+        self.scan.feed(&data[..fed]);
+        if self.scan.values > self.max_values || self.scan.deepest > MAX_MESSAGE_DEPTH {
+            // Too many values or levels: what was fed is dropped, and so is the rest of the line.
+            self.start += fed;
+            self.line += fed;
+            self.cut = true;
+            self.out.push(b'\n');
+            return false;
+        }
+        buf.put_slice(&data[..n]);
+        self.start += n;
+        if n == whole && newline.is_some() {
+            self.line = 0;
+            self.scan = Scan::default();
+        } else {
+            self.line += n;
+        }
+        true
     }
 }
 

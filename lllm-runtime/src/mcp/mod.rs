@@ -12,9 +12,12 @@ mod connect;
 mod content;
 mod error;
 mod lines;
+mod listing;
 mod server;
 mod servers;
+mod state;
 mod tool;
+mod transport;
 
 pub use error::McpError;
 pub use server::{McpServer, McpServerBuilder};

@@ -8,7 +8,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use super::content::to_output;
-use super::server::Inner;
+use super::state::Inner;
 use crate::tools::{Tool, ToolError, ToolOutput};
 
 /// A server's tool under the name the model sees.
