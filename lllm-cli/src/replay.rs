@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use lllm_runtime::Profile;
 use lllm_runtime::{check_api_base, replay_trace, ReplayOptions, Trace};
 
