@@ -70,6 +70,7 @@ mod invoker;
 mod journal;
 mod layers;
 mod mcp;
+mod pause;
 mod replay;
 mod retry;
 mod tactic;

@@ -325,3 +325,102 @@ fn lllm_runtime_id(id: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// Two branches at once: `worker` runs a slow tool, `asker` a tool that needs confirmation.
+fn parallel_tactic(dir: &TempDir, server: &StubServer) -> PathBuf {
+    let effects = dir.0.join("effects.txt");
+    let tool = |name: &str, confirm: bool, sleep: &str| {
+        format!(
+            r#"      - name: {name}
+        description: Does something
+        parameters: {{type: object, properties: {{line: {{type: string}}}}, required: [line]}}
+        command: [sh, -c, 'sleep {sleep}; printf "%s\n" "$1" | tee -a "$2"', sh, "{{{{ line }}}}", "{effects}"]
+        confirm: {confirm}
+"#,
+            effects = effects.display()
+        )
+    };
+    dir.write(
+        "parallel.yaml",
+        &format!(
+            r#"global:
+  model_name: m
+  model_args: {{api_base: "{api}", timeout: 30}}
+  max_call_retries: 0
+agent_configs:
+  - name: worker
+    system_prompt: You work.
+    tools:
+{slow}  - name: asker
+    system_prompt: You ask.
+    tools:
+{ask}steps:
+  - parallel:
+      - {{agent: worker, receive: slow work, save: work}}
+      - {{agent: asker, receive: ask first, save: asked}}
+output: "{{{{ work }}}} / {{{{ asked }}}}"
+"#,
+            api = server.base_url(),
+            slow = tool("slow", false, "1"),
+            ask = tool("ask", true, "0"),
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pause_in_one_branch_lets_another_branch_finish_its_running_tool() {
+    let dir = TempDir::new("pause-branches");
+    let server = StubServer::start().await.expect("stub");
+    server.push(
+        StubReply::tool_calls(&[("w1", "slow", r#"{"line": "slow"}"#)]).for_message("slow work"),
+    );
+    server.push(
+        StubReply::tool_calls(&[("a1", "ask", r#"{"line": "asked"}"#)]).for_message("ask first"),
+    );
+    let engine = engine();
+    let tactic = engine
+        .prepare(load(&parallel_tactic(&dir, &server)))
+        .await
+        .expect("prepared");
+    let journal = dir.0.join("run.journal");
+    let plan = RunPlan::new()
+        .journal(JournalPlan::Create(journal.clone()))
+        .confirm(Arc::new(Decisions::new()));
+    let paused = engine.run(&tactic, plan).await.expect_err("paused");
+    assert!(paused.is_paused(), "{paused}");
+    assert_eq!(
+        effects(&dir),
+        ["slow"],
+        "the other branch's running tool finished (it was not killed by the pause)"
+    );
+    let finished: Vec<Value> = std::fs::read_to_string(&journal)
+        .expect("journal")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "tool_finished")
+        .collect();
+    assert_eq!(finished.len(), 1, "its result is journaled: {finished:?}");
+    assert_eq!(finished[0]["call"], "w1");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "nothing more was asked once paused"
+    );
+
+    // Resumed with the approval: the slow tool does not run again, the asked one runs once.
+    server.push(StubReply::text("worked").for_message("slow work"));
+    server.push(StubReply::text("asked it").for_message("ask first"));
+    let Resumable::Unfinished { plan, .. } =
+        plan_resume(&journal, false, Vec::new()).expect("resumable")
+    else {
+        panic!("the run did not finish")
+    };
+    let decisions = Decisions::new().decide("a1", Decision::Approve);
+    let output = engine
+        .run(&tactic, plan.confirm(Arc::new(decisions)))
+        .await
+        .expect("completed");
+    assert_eq!(output.answer, "worked / asked it");
+    assert_eq!(effects(&dir), ["slow", "asked"]);
+    tactic.shutdown().await;
+}

@@ -12,6 +12,7 @@ use crate::invoker::Invoker;
 use crate::journal::Journal;
 use crate::layers;
 use crate::mcp::McpServer;
+use crate::pause::Pause;
 use crate::retry::RetryPolicy;
 use crate::telemetry::AgentFacts;
 use crate::tools::{CommandTool, Confirm, Tool, Toolbox};
@@ -42,6 +43,7 @@ pub struct AgentBuilder {
     max_answer_retries: Option<u32>,
     trace: Option<Arc<TraceRecorder>>,
     observer: Option<RunObserver>,
+    pause: Option<Arc<Pause>>,
     /// What the tactic loader already checked and has not been replaced since: checked once, not
     /// again here.
     checked: Checked,
@@ -188,6 +190,12 @@ impl AgentBuilder {
         self
     }
 
+    /// Shares the run's pause with the other agents of the run.
+    pub(crate) fn pause(mut self, pause: Arc<Pause>) -> Self {
+        self.pause = Some(pause);
+        self
+    }
+
     /// Full retry settings; [`max_call_retries`](Self::max_call_retries), when also set, overrides
     /// its count.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
@@ -235,6 +243,8 @@ impl AgentBuilder {
                 .map(|schema| OutputSchema::new(&schema_name, &schema))
                 .transpose()?,
         };
+        // The agents of one run share the run's pause; an agent of its own has its own.
+        let pause = self.pause.unwrap_or_default();
         let mut retry = self.retry.unwrap_or_default();
         if let Some(n) = self.max_call_retries {
             retry.max_call_retries = n;
@@ -252,6 +262,7 @@ impl AgentBuilder {
                     trace: self.trace.clone(),
                     journal: self.journal.clone(),
                     budget: self.budget.clone(),
+                    pause: Some(pause.clone()),
                 },
             ),
             retry,
@@ -259,6 +270,7 @@ impl AgentBuilder {
                 self.confirm,
                 self.journal.clone(),
                 self.budget,
+                pause,
             ),
             trace: self.trace,
             name,

@@ -159,6 +159,7 @@ impl From<crate::layers::CallError> for AgentErrorKind {
         match error {
             CallError::Limit(reached) => reached.into(),
             CallError::Journal(e) => AgentErrorKind::Journal(e),
+            CallError::Paused { tool } => AgentErrorKind::Paused { tool },
             CallError::Invoke { attempts, error } => AgentErrorKind::Invoke {
                 attempts,
                 source: error,

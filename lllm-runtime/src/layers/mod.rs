@@ -1,7 +1,7 @@
 //! Layers around an [`Invoker`]: what happens to every model call of an agent besides sending it.
 //!
-//! An agent sends through `Budgeted<Journaled<Retrying<Traced<TimeLimited<I>>>>>`, composed once when
-//! it is built, so the respond loop only decides *what* to ask (tool rounds, structured-output
+//! An agent sends through `Pausable<Budgeted<Journaled<Retrying<Traced<TimeLimited<I>>>>>>`,
+//! composed once when it is built, so the respond loop only decides *what* to ask (tool rounds, structured-output
 //! re-asks). Each layer resends or watches the request it was given, so every attempt carries the
 //! dialog's own hints.
 //!
@@ -10,10 +10,11 @@
 //! `crate::telemetry`). The journal sits outside the retries: an answer it holds is never sent again,
 //! and an answer is journaled once, whatever it took to get. The budget is outermost: a request
 //! answered from the journal counts against the run's limits as a sent one does, so a resumed run
-//! spends what it replays.
+//! spends what it replays. Outermost, a run that pauses for a confirmation sends nothing more.
 
 mod budgeted;
 mod journaled;
+mod pausable;
 mod retrying;
 mod time_limited;
 mod traced;
@@ -24,6 +25,7 @@ use async_trait::async_trait;
 
 pub(crate) use budgeted::Budgeted;
 pub(crate) use journaled::Journaled;
+pub(crate) use pausable::Pausable;
 pub(crate) use retrying::Retrying;
 pub(crate) use time_limited::TimeLimited;
 pub(crate) use traced::Traced;
@@ -31,6 +33,7 @@ pub(crate) use traced::Traced;
 use crate::budget::{LimitReached, RunBudget};
 use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
 use crate::journal::{Journal, JournalError};
+use crate::pause::Pause;
 use crate::retry::RetryPolicy;
 use crate::telemetry::AgentFacts;
 use crate::trace::TraceRecorder;
@@ -45,6 +48,11 @@ pub(crate) enum CallError {
     Limit(LimitReached),
     /// The journal cannot record the answer.
     Journal(JournalError),
+    /// The run pauses for a confirmation (a call of `tool`): nothing more is sent.
+    Paused {
+        /// The tool whose call paused the run.
+        tool: String,
+    },
     /// The server did not answer, after `attempts` requests.
     Invoke {
         /// Requests sent.
@@ -67,7 +75,8 @@ pub(crate) trait Service: Send + Sync + std::fmt::Debug {
 }
 
 /// The invoker stack of an agent.
-pub(crate) type Stack = Budgeted<Journaled<Retrying<Traced<TimeLimited<Arc<dyn Invoker>>>>>>;
+pub(crate) type Stack =
+    Pausable<Budgeted<Journaled<Retrying<Traced<TimeLimited<Arc<dyn Invoker>>>>>>>;
 
 /// What an agent's layers are made of, besides its invoker.
 #[derive(Debug, Default)]
@@ -76,13 +85,15 @@ pub(crate) struct StackParts {
     pub(crate) trace: Option<Arc<TraceRecorder>>,
     pub(crate) journal: Option<Arc<Journal>>,
     pub(crate) budget: Option<Arc<RunBudget>>,
+    pub(crate) pause: Option<Arc<Pause>>,
 }
 
 /// Wraps `invoker` in the agent's layers.
 pub(crate) fn stack(invoker: Arc<dyn Invoker>, facts: AgentFacts, parts: StackParts) -> Stack {
     let traced = Traced::new(TimeLimited::new(invoker), &facts.agent, parts.trace);
     let retrying = Retrying::new(traced, parts.retry).spans(facts);
-    Budgeted::new(Journaled::new(retrying, parts.journal), parts.budget)
+    let budgeted = Budgeted::new(Journaled::new(retrying, parts.journal), parts.budget);
+    Pausable::new(budgeted, parts.pause)
 }
 
 #[cfg(test)]

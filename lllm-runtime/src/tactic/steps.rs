@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use futures::future::{try_join_all, BoxFuture, FutureExt};
+use futures::future::{BoxFuture, FutureExt};
+use futures::stream::{FuturesUnordered, StreamExt};
 use lllm_core::{waiting_turns, Branch, Demand, Step, Turn};
 use lllm_core::{DialogId, PromptVars};
 
@@ -41,6 +42,41 @@ impl Drop for StepWatch<'_> {
             .unwrap_or(ProgressEvent::Cancelled(self.started.elapsed()));
         self.team.report(self.progress(event));
     }
+}
+
+/// The branches of a `parallel` step, all at once, their results in branch order. A branch that
+/// fails stops its siblings at once (dropping them leaves their dialogs as they were). A branch that
+/// pauses for a confirmation does not: the run's pause lets the others finish what they are doing
+/// (a running tool call, whose result is journaled) and stop at their next request, so that a resume
+/// neither loses nor repeats their work; the pause is the step's outcome.
+async fn join_branches<F>(branches: impl IntoIterator<Item = F>) -> Result<Vec<Done>, TacticError>
+where
+    F: std::future::Future<Output = Result<Done, TacticError>>,
+{
+    let mut running: FuturesUnordered<_> = branches
+        .into_iter()
+        .enumerate()
+        .map(|(i, branch)| branch.map(move |done| (i, done)))
+        .collect();
+    let mut done: Vec<Option<Done>> = (0..running.len()).map(|_| None).collect();
+    let mut paused = None;
+    while let Some((i, result)) = running.next().await {
+        match result {
+            Ok(branch) => done[i] = Some(branch),
+            Err(error) if is_pause(&error) => {
+                paused.get_or_insert(error);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    match paused {
+        Some(pause) => Err(pause),
+        None => Ok(done.into_iter().flatten().collect()),
+    }
+}
+
+fn is_pause(error: &TacticError) -> bool {
+    matches!(error, TacticError::Agent(e) if e.is_paused())
 }
 
 /// `t.yaml:12:5: steps[1].receive`: where the step's message is written.
@@ -137,7 +173,7 @@ impl StepsTactic {
                     let finished = Arc::new(AtomicU32::new(0));
                     let mut inner = groups.clone();
                     inner.push(finished.clone());
-                    let branches = try_join_all(branches.iter().map(|branch| {
+                    let branches = join_branches(branches.iter().map(|branch| {
                         let branch = match branch {
                             Branch::Step(step) => {
                                 self.step(step, run, after.clone(), inner.clone())

@@ -11,6 +11,7 @@ use crate::events::{RunEvent, RunObserver, StepOutcome};
 use crate::invoker::Invoker;
 use crate::journal::Journal;
 use crate::mcp::McpServers;
+use crate::pause::Pause;
 use crate::tools::Confirm;
 use crate::trace::TraceRecorder;
 use crate::Agent;
@@ -288,6 +289,7 @@ impl<'a> TeamBuilder<'a> {
             .budget
             .clone()
             .unwrap_or_else(|| Arc::new(RunBudget::new(*self.spec.limits())));
+        let pause = Arc::new(Pause::default());
         let no_servers = McpServers::new();
         let servers = self.mcp.unwrap_or(&no_servers);
         let agents = self
@@ -330,6 +332,7 @@ impl<'a> TeamBuilder<'a> {
                     builder = builder.observer(observer.clone());
                 }
                 builder
+                    .pause(pause.clone())
                     .budget(budget.clone())
                     .run_class(self.run_class)
                     .build()

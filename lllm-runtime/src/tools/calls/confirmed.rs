@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{CallTool, PreparedCall, Reply, ToolCallError};
+use crate::pause::Pause;
 use crate::tools::{Confirm, ConfirmRequest, Decision, DECLINED};
 
 /// A call of a tool that needs confirmation runs only when the [`Confirm`] approves it. A declined
@@ -15,15 +16,20 @@ use crate::tools::{Confirm, ConfirmRequest, Decision, DECLINED};
 pub(crate) struct Confirmed<L> {
     inner: L,
     confirm: Option<Arc<dyn Confirm>>,
-    can_pause: bool,
+    /// The run's pause, when the run can hold a paused call (it has a journal).
+    pause: Option<Arc<Pause>>,
 }
 
 impl<L> Confirmed<L> {
-    pub(crate) fn new(inner: L, confirm: Option<Arc<dyn Confirm>>, can_pause: bool) -> Self {
+    pub(crate) fn new(
+        inner: L,
+        confirm: Option<Arc<dyn Confirm>>,
+        pause: Option<Arc<Pause>>,
+    ) -> Self {
         Confirmed {
             inner,
             confirm,
-            can_pause,
+            pause,
         }
     }
 }
@@ -48,9 +54,14 @@ impl<L: CallTool> CallTool for Confirmed<L> {
         };
         match decision {
             Decision::Approve => self.inner.call(call).await,
-            Decision::Pause if self.can_pause => Err(ToolCallError::Paused {
-                tool: call.call.name.clone(),
-            }),
+            Decision::Pause if self.pause.is_some() => {
+                if let Some(pause) = &self.pause {
+                    pause.pause(&call.call.name);
+                }
+                Err(ToolCallError::Paused {
+                    tool: call.call.name.clone(),
+                })
+            }
             Decision::Decline | Decision::Pause => {
                 tracing::info!(agent = call.agent, tool = %call.call.name, "the call was declined");
                 Ok(Err(DECLINED.to_owned()))

@@ -6,16 +6,20 @@ use async_trait::async_trait;
 
 use super::{CallTool, PreparedCall, Reply, ToolCallError};
 use crate::budget::RunBudget;
+use crate::pause::Pause;
 
-/// A halted process ([`crate::halt`]) starts no more tool calls: each is answered at once.
+/// A halted process ([`crate::halt`]) starts no more tool calls: each is answered at once. A run
+/// that pauses starts no more either: the call ends the branch's respond as the pause does, and a
+/// resume makes it.
 #[derive(Debug)]
 pub(crate) struct Halting<L> {
     inner: L,
+    pause: Option<Arc<Pause>>,
 }
 
 impl<L> Halting<L> {
-    pub(crate) fn new(inner: L) -> Self {
-        Halting { inner }
+    pub(crate) fn new(inner: L, pause: Option<Arc<Pause>>) -> Self {
+        Halting { inner, pause }
     }
 }
 
@@ -24,6 +28,9 @@ impl<L: CallTool> CallTool for Halting<L> {
     async fn call(&self, call: PreparedCall<'_>) -> Result<Reply, ToolCallError> {
         if crate::halt::halted() {
             return Ok(Err("not run: the run is stopping".to_owned()));
+        }
+        if let Some(tool) = self.pause.as_ref().and_then(|p| p.paused()) {
+            return Err(ToolCallError::Paused { tool });
         }
         self.inner.call(call).await
     }

@@ -30,6 +30,7 @@ pub(crate) use journaled::{Journaled, Started};
 use super::{Confirm, Tool};
 use crate::budget::{LimitReached, RunBudget};
 use crate::journal::{Journal, JournalError};
+use crate::pause::Pause;
 
 /// One call on its way to its tool: checked (the tool exists, the arguments are JSON that match its
 /// parameters), not yet run.
@@ -79,12 +80,14 @@ pub(crate) fn pipeline(
     confirm: Option<Arc<dyn Confirm>>,
     journal: Option<Arc<Journal>>,
     budget: Option<Arc<RunBudget>>,
+    pause: Arc<Pause>,
 ) -> ToolPipeline {
     // Without a journal nothing can hold a paused call until someone decides: a pause declines.
-    let can_pause = journal.is_some();
+    let holds_pauses = journal.as_ref().map(|_| pause.clone());
     let started = Started::new(Execute, journal.clone());
-    let confirmed = Confirmed::new(started, confirm, can_pause);
-    Halting::new(Budgeted::new(Journaled::new(confirmed, journal), budget))
+    let confirmed = Confirmed::new(started, confirm, holds_pauses);
+    let journaled = Journaled::new(confirmed, journal);
+    Halting::new(Budgeted::new(journaled, budget), Some(pause))
 }
 
 /// `Err(problem)` as the text the model reads.
