@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use lllm_runtime::{
     load_tactic, read_items, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport, Engine,
-    TacticRegistry,
+    RunFiles, TacticRegistry,
 };
 
 use crate::cli::BatchArgs;
@@ -18,6 +18,12 @@ pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Fa
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     crate::redact::remember_tactic(&spec);
     let vars = crate::vars::parse_vars(&args.vars).map_err(usage)?;
+    RunFiles::new()
+        .input("tactic", &args.tactic)
+        .input("--inputs file", &args.inputs)
+        .output("--output file", &args.output)
+        .check()
+        .map_err(usage)?;
     let items = read_items(&args.inputs).map_err(usage)?;
     let done = BatchOutput::answered_ids(&args.output).map_err(usage)?;
     let all = items.len();

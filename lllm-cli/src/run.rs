@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context};
 use lllm_runtime::{
-    load_tactic, DryRunInvoker, Invoker, JournalPlan, OpenAiInvoker, PreparedRequest, RunPlan,
-    TacticRegistry, TraceFormat, TraceRecorder, CHAT_TACTIC,
+    load_tactic, DryRunInvoker, Invoker, JournalPlan, OpenAiInvoker, PreparedRequest, RunFiles,
+    RunPlan, TacticRegistry, TraceFormat, TraceRecorder, CHAT_TACTIC,
 };
 
 use crate::cli::{RunArgs, TraceFormatArg};
@@ -35,6 +35,7 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
             "an interactive chat cannot be journaled: pass --input TEXT (or pipe it) with --journal"
         )));
     }
+    files(&args).check().map_err(usage)?;
     let trace = trace(&args)?;
     let printed = DryRunLines::default();
     let mut plan = RunPlan::new()
@@ -68,6 +69,22 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
             .map_err(failed)?;
     }
     outcome.and_then(|()| printed.result())
+}
+
+/// The files of the run, each in its role: none may be another (a trace written over the tactic or
+/// the journal would destroy it).
+fn files(args: &RunArgs) -> RunFiles {
+    let mut files = RunFiles::new().input("tactic", &args.tactic);
+    if let Some(path) = &args.journal {
+        files = files.output("journal", path);
+    }
+    if let Some(path) = &args.trace {
+        files = files.output("--trace file", path);
+    }
+    if let Some(path) = &args.tokenizer {
+        files = files.input("--tokenizer file", path);
+    }
+    files
 }
 
 /// The input: `--input`, else standard input when it is not a terminal; none for an interactive

@@ -15,13 +15,45 @@ pub const TOTAL_BYTES_FACTOR: u64 = 4;
 
 /// Why a file was not read.
 #[derive(Debug)]
-pub(crate) enum ReadProblem {
+pub enum ReadProblem {
     /// The file system refused (missing, permission denied, a loop of links).
     Io(std::io::Error),
     /// Not a regular file: what it is instead (`a directory`, `a named pipe (FIFO)`, ...).
     NotAFile(&'static str),
     /// Larger than the limit (bytes).
     TooLarge(u64),
+}
+
+impl std::fmt::Display for ReadProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadProblem::Io(e) => write!(f, "{e}"),
+            ReadProblem::NotAFile(what) => write!(f, "it is {what}, not a regular file"),
+            ReadProblem::TooLarge(limit) => write!(f, "it is larger than {limit} bytes"),
+        }
+    }
+}
+
+impl std::error::Error for ReadProblem {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReadProblem::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// What a file is, when it is not a regular file (`a directory`, `a named pipe (FIFO)`, `a
+/// device`, ...): files that lllm reads or writes whole must be regular ones, since reading a FIFO
+/// or a device may never end.
+pub fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
+    odd_kind(meta, false)
+}
+
+/// Reads `path` whole when it is a regular file of at most `limit` bytes (symbolic links followed):
+/// never a FIFO or a device, never past the limit.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadProblem> {
+    read_bounded(path, limit, false)
 }
 
 /// What a file is, when it is not a regular file.

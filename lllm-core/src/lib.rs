@@ -61,7 +61,9 @@ pub use config::{
     DEFAULT_MAX_TOOL_ROUNDS, MAX_BASE_DEPTH, MAX_FILE_BYTES_VAR, STEPS_TACTIC,
 };
 pub use dialog::{Dialog, DialogId, DialogTree, InvalidDialogId, MessageLog, NamedDialog};
-pub use files::{DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR};
+pub use files::{
+    not_regular, read_regular, ReadProblem, DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR,
+};
 pub use hints::{
     AutoFields, Demand, ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder,
     Priority, Profile, RequestFields, RunClass, SessionIds, MAX_WEIGHT,

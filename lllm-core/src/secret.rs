@@ -129,6 +129,24 @@ impl Secrets {
         self.0.dedup();
     }
 
+    /// Adds every value of `other`.
+    pub fn merge(&mut self, other: &Secrets) {
+        self.add(other.0.iter().cloned());
+    }
+
+    /// Replaces every secret in every string of `value` (keys stay as they are), so that a JSON
+    /// document stays valid whatever a secret looks like.
+    pub fn redact_json(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(text) if self.0.iter().any(|s| text.contains(s.as_str())) => {
+                *text = self.redact(text);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|v| self.redact_json(v)),
+            _ => {}
+        }
+    }
+
     /// Whether there is nothing to redact.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -91,6 +91,7 @@ pub use engine::{
     PreparedTactic, Resumable, RunError, RunHandle, RunOutput, RunPlan, StreamedEvent,
     DEFAULT_BATCH_CONCURRENCY,
 };
+pub use engine::{FileError, RunFiles, MAX_OUTPUT_LINE_BYTES};
 pub use events::{RunEvent, RunObserver, RunStatus, StepOutcome};
 pub use halt::halt;
 pub use invoker::{

@@ -279,15 +279,15 @@ async fn a_batch_appends_one_line_per_item_and_knows_which_are_answered() {
         ),
     );
     let tactic = engine.prepare(load(&path)).await.expect("prepared");
-    let item = |id: Value, input: Option<&str>| BatchItem {
-        id: lllm_runtime_id(&id),
-        id_value: id,
+    let item = |id: &str, input: Option<&str>| BatchItem {
+        id: lllm_runtime_id(id),
+        id_json: serde_json::value::RawValue::from_string(id.to_owned()).expect("json"),
         input: input.map(str::to_owned),
         vars: [("who".to_owned(), Value::from("you"))]
             .into_iter()
             .collect(),
     };
-    let items = vec![item(json!(1), Some("first")), item(json!("two"), None)];
+    let items = vec![item("1", Some("first")), item("\"two\"", None)];
     server.push(StubReply::text("answer one"));
     let output_path = dir.0.join("out.jsonl");
     let output = BatchOutput::open(&output_path).expect("output");
@@ -318,12 +318,9 @@ async fn a_batch_appends_one_line_per_item_and_knows_which_are_answered() {
     tactic.shutdown().await;
 }
 
-/// An item id as the batch reads it.
-fn lllm_runtime_id(id: &Value) -> String {
-    match id {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// An item id as the batch reads it: a string's value, a number as written.
+fn lllm_runtime_id(id: &str) -> String {
+    serde_json::from_str::<String>(id).unwrap_or_else(|_| id.to_owned())
 }
 
 /// Two branches at once: `worker` runs a slow tool, `asker` a tool that needs confirmation.

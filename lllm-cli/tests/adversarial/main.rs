@@ -10,6 +10,7 @@ mod http;
 mod mcp;
 mod paths;
 mod replay;
+mod second_round;
 mod secrets;
 mod signals;
 mod support;

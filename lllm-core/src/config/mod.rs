@@ -426,11 +426,17 @@ impl Loader<'_> {
         let agents = self.agents(raw.agent_configs, &global, &top, &servers)?;
         let names: Vec<String> = agents.iter().map(|a| a.name().to_owned()).collect();
         let mut origins = StepOrigins::default();
-        let steps = match raw.steps {
+        let mut steps = match raw.steps {
             Some(steps) => steps::parse_steps(steps, "steps", &mut origins)?,
             None => Vec::new(),
         };
-        let output = raw.output;
+        // `${NAME}` is expanded in every string value of the file, steps' messages included.
+        steps::expand_env(&mut steps, self.env)?;
+        let mut output = raw.output;
+        if let Some(output) = output.as_mut() {
+            output.value = env::expand(&output.value, self.env)
+                .map_err(|e| ConfigError::new(output.origin.clone(), e).in_field("output"))?;
+        }
         if !steps.is_empty() {
             if let Some(output) = &output {
                 origins.note_output(&output.origin);

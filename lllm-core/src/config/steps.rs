@@ -219,6 +219,35 @@ fn parse_turn(
     })
 }
 
+/// Expands `${NAME}` references in every step's `receive`, as in the file's other string values; an
+/// error names the step's file, line and column.
+pub(crate) fn expand_env(
+    steps: &mut [Step],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), ConfigError> {
+    for step in steps {
+        match step {
+            Step::Turn(turn) => {
+                if let Some(receive) = turn.receive.as_mut() {
+                    *receive = super::env::expand(receive, lookup).map_err(|e| {
+                        ConfigError::new(turn.origin.clone(), e)
+                            .in_field(format!("{}.receive", turn.at))
+                    })?;
+                }
+            }
+            Step::Parallel { branches, .. } => {
+                for branch in branches {
+                    match branch {
+                        Branch::Step(step) => expand_env(std::slice::from_mut(step), lookup)?,
+                        Branch::Sequence { steps, .. } => expand_env(steps, lookup)?,
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn parse_branches(
     raw: At<Vec<At<RawStep>>>,
     at: &str,

@@ -19,9 +19,9 @@ pub enum RunError {
     TacticFile {
         /// The file.
         path: PathBuf,
-        /// Why.
+        /// Why: the file system refused, it is not a regular file, or it is too large.
         #[source]
-        source: std::io::Error,
+        source: lllm_core::ReadProblem,
     },
     /// The tactic file changed since the journaled run started.
     #[error("{} changed since the run started (its content hash differs from the journal's): resuming could send the model a different conversation; restore the file, or resume anyway with force", path.display())]

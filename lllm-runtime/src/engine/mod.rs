@@ -25,6 +25,7 @@
 mod batch;
 mod chat;
 mod error;
+mod files;
 mod handle;
 mod host;
 mod names;
@@ -38,10 +39,11 @@ use std::sync::Arc;
 
 pub use batch::{
     read_items, BatchError, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport,
-    ItemOutcome, DEFAULT_BATCH_CONCURRENCY,
+    ItemOutcome, DEFAULT_BATCH_CONCURRENCY, MAX_OUTPUT_LINE_BYTES,
 };
 pub use chat::ChatSession;
 pub use error::RunError;
+pub use files::{FileError, RunFiles};
 pub use handle::{RunHandle, StreamedEvent};
 pub use host::Host;
 pub use names::tactic_name;

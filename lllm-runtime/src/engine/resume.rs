@@ -38,10 +38,7 @@ pub fn plan_resume(path: &Path, force: bool, limits: Vec<String>) -> Result<Resu
         return Ok(Resumable::Finished { output });
     }
     let start = journal.start().clone();
-    let bytes = std::fs::read(&start.tactic).map_err(|source| RunError::TacticFile {
-        path: start.tactic.clone(),
-        source,
-    })?;
+    let bytes = super::run::read_tactic(&start.tactic)?;
     if content_hash(&bytes) != start.tactic_sha256 && !force {
         return Err(RunError::TacticChanged { path: start.tactic });
     }

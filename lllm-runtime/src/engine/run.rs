@@ -6,6 +6,8 @@ use std::sync::Arc;
 use tracing::Instrument as _;
 
 use super::{Engine, JournalPlan, PreparedTactic, RunError, RunOutput, RunPlan};
+use lllm_core::ReadProblem;
+
 use crate::budget::RunBudget;
 use crate::journal::{content_hash, Journal, RunStart};
 use crate::tactic::{preflight, Team};
@@ -88,29 +90,49 @@ impl Engine {
     }
 }
 
+/// The bytes of the tactic file in `path`, read within the loader's limit (a journal records their
+/// hash): a regular file only, never a device read without end.
+pub(crate) fn read_tactic(path: &std::path::Path) -> Result<Vec<u8>, RunError> {
+    lllm_core::read_regular(path, lllm_core::DEFAULT_MAX_FILE_BYTES).map_err(|source| {
+        RunError::TacticFile {
+            path: path.to_owned(),
+            source,
+        }
+    })
+}
+
 /// The run's journal: a new one (its start recording the tactic file's hash, the input, the
 /// variables and the limit settings, for a resume), or the resumed one.
 fn open_journal(tactic: &PreparedTactic, plan: &RunPlan) -> Result<Option<Arc<Journal>>, RunError> {
     let path = match &plan.journal {
         JournalPlan::None => return Ok(None),
-        JournalPlan::Resume(journal) => return Ok(Some(journal.clone())),
+        JournalPlan::Resume(journal) => {
+            journal.redact(tactic.secrets());
+            return Ok(Some(journal.clone()));
+        }
         JournalPlan::Create(path) => path,
     };
     let file = tactic.spec().path();
-    let unreadable = |source| RunError::TacticFile {
+    let file = file.canonicalize().map_err(|source| RunError::TacticFile {
         path: file.to_owned(),
-        source,
-    };
-    let file = file.canonicalize().map_err(unreadable)?;
-    let bytes = std::fs::read(&file).map_err(unreadable)?;
+        source: ReadProblem::Io(source),
+    })?;
+    let bytes = read_tactic(&file)?;
+    // Not even the start line holds a credential of the tactic (a key pasted into the input).
+    let secrets = tactic.secrets();
+    let mut vars = serde_json::Value::Object(plan.vars.clone().into_iter().collect());
+    secrets.redact_json(&mut vars);
     let start = RunStart {
         tactic: file,
         tactic_sha256: content_hash(&bytes),
-        input: plan.input.clone(),
-        vars: plan.vars.clone().into_iter().collect(),
+        input: plan.input.as_deref().map(|text| secrets.redact(text)),
+        vars: match vars {
+            serde_json::Value::Object(vars) => vars,
+            _ => serde_json::Map::new(),
+        },
         limits: plan.limits.clone(),
     };
-    Journal::create(path, start)
-        .map(|journal| Some(Arc::new(journal)))
-        .map_err(RunError::JournalOpen)
+    let journal = Journal::create(path, start).map_err(RunError::JournalOpen)?;
+    journal.redact(secrets);
+    Ok(Some(Arc::new(journal)))
 }

@@ -1,10 +1,11 @@
 //! The items of a batch: one JSON object a line, `{"id", "input", "vars"}`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, Read};
 use std::path::Path;
 
 use lllm_core::PromptVars;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::BatchError;
@@ -13,12 +14,12 @@ use super::BatchError;
 const MAX_ITEM_BYTES: u64 = 16 * 1024 * 1024;
 
 /// One item of a batch.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct BatchItem {
-    /// Its id, as text (unique in the batch).
+    /// Its id, as text: a string's value, or a number exactly as written (unique in the batch).
     pub id: String,
-    /// The id as written (a number stays a number in the output).
-    pub id_value: Value,
+    /// The id as written in JSON (a number stays that number in the output, however large).
+    pub id_json: Box<RawValue>,
     /// The input, if any.
     pub input: Option<String>,
     /// Its variables (over the batch's).
@@ -28,10 +29,18 @@ pub struct BatchItem {
 /// Reads the items in `path`: one JSON object a line, `id` optional (the line number), ids unique.
 /// An invalid line is an error naming the file and line.
 pub fn read_items(path: &Path) -> Result<Vec<BatchItem>, BatchError> {
-    let file = std::fs::File::open(path).map_err(|source| BatchError::Read {
+    let unreadable = |source| BatchError::Read {
         path: path.to_owned(),
         source,
-    })?;
+    };
+    // Never a FIFO or a device: opening one may wait, reading one may never end.
+    if let Some(what) = lllm_core::not_regular(&std::fs::metadata(path).map_err(unreadable)?) {
+        return Err(BatchError::NotAFile {
+            path: path.to_owned(),
+            what,
+        });
+    }
+    let file = std::fs::File::open(path).map_err(unreadable)?;
     let mut reader = std::io::BufReader::new(file);
     let mut items = Vec::new();
     let mut seen = HashSet::new();
@@ -73,12 +82,12 @@ pub fn read_items(path: &Path) -> Result<Vec<BatchItem>, BatchError> {
     Ok(items)
 }
 
-/// One line as an item; `number` is its line, the id when it has none.
+/// One line as an item; `number` is its line, the id when it has none. Its fields are read raw,
+/// so that an id is kept exactly as written (a JSON number beyond 64 bits included).
 fn parse_item(text: &str, number: usize) -> Result<BatchItem, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
-    let Value::Object(mut object) = value else {
-        return Err("each line must be a JSON object {\"id\", \"input\", \"vars\"}".to_owned());
-    };
+    let mut object: BTreeMap<String, Box<RawValue>> = serde_json::from_str(text).map_err(|e| {
+        format!("each line must be a JSON object {{\"id\", \"input\", \"vars\"}}: {e}")
+    })?;
     if let Some(key) = object
         .keys()
         .find(|k| !["id", "input", "vars"].contains(&k.as_str()))
@@ -87,29 +96,42 @@ fn parse_item(text: &str, number: usize) -> Result<BatchItem, String> {
             "unknown key `{key}`; an item has `id`, `input` and `vars`"
         ));
     }
-    let id_value = object.remove("id").unwrap_or_else(|| Value::from(number));
-    let id = item_id(&id_value).ok_or("`id` must be a non-empty string or a number")?;
-    let input = match object.remove("input") {
+    let id_json = match object.remove("id") {
+        Some(raw) => raw,
+        None => RawValue::from_string(number.to_string()).map_err(|e| e.to_string())?,
+    };
+    let id = item_id(&id_json).ok_or("`id` must be a non-empty string or a number")?;
+    let field = |name: &str| -> Result<Option<Value>, String> {
+        object
+            .get(name)
+            .map(|raw| serde_json::from_str(raw.get()).map_err(|e| format!("`{name}`: {e}")))
+            .transpose()
+    };
+    let input = match field("input")? {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s),
         Some(_) => return Err("`input` must be a string".to_owned()),
     };
-    let vars = item_vars(object.remove("vars"))?;
+    let vars = item_vars(field("vars")?)?;
     Ok(BatchItem {
         id,
-        id_value,
+        id_json,
         input,
         vars,
     })
 }
 
-/// An item's id as text: a non-empty string, or a number as written.
-pub(crate) fn item_id(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
+/// An item's id as text: a non-empty string's value, or a number exactly as written.
+pub(crate) fn item_id(raw: &RawValue) -> Option<String> {
+    let text = raw.get().trim();
+    if text.starts_with('"') {
+        return serde_json::from_str::<String>(text)
+            .ok()
+            .filter(|s| !s.is_empty());
     }
+    let is_number = text.starts_with(|c: char| c == '-' || c.is_ascii_digit())
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
+    is_number.then(|| text.to_owned())
 }
 
 fn item_vars(vars: Option<Value>) -> Result<PromptVars, String> {

@@ -14,7 +14,7 @@ use lllm_core::{PromptVars, RunClass};
 
 pub(crate) use items::item_id;
 pub use items::{read_items, BatchItem};
-pub use output::{BatchOutput, ItemOutcome};
+pub use output::{BatchOutput, ItemOutcome, MAX_OUTPUT_LINE_BYTES};
 
 use super::{Engine, PreparedTactic, RunPlan};
 use crate::tools::Confirm;
@@ -44,6 +44,20 @@ pub enum BatchError {
         line: usize,
         /// What is wrong.
         problem: String,
+    },
+    /// Another batch writes the same output now.
+    #[error("{} is being written by another lllm batch: one output has one writer at a time; wait for that batch to end", path.display())]
+    Busy {
+        /// The output.
+        path: PathBuf,
+    },
+    /// The file is not a regular file (a directory, a FIFO, a device).
+    #[error("{} is {what}, not a regular file: give a file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
     },
     /// The output cannot be written.
     #[error("cannot write {}", path.display())]
@@ -179,7 +193,7 @@ impl Engine {
                         counts.failed.fetch_add(1, Ordering::SeqCst);
                     }
                 }
-                let written = output.append(&outcome.line(&item.id_value, seconds));
+                let written = output.append(&outcome.line(&item.id_json, seconds));
                 progress(counts.now());
                 written
             }

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use lllm_core::Usage;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{item_id, BatchError};
@@ -28,22 +30,43 @@ pub enum ItemOutcome {
 }
 
 impl ItemOutcome {
-    /// The output line: `{"id", "output", "usage", "seconds"}` or `{"id", "error", "seconds"}`.
-    pub fn line(&self, id: &Value, seconds: f64) -> Value {
+    /// The output line: `{"id", "output", "usage", "seconds"}` or `{"id", "error", "seconds"}`, the
+    /// id exactly as the item wrote it.
+    pub fn line(&self, id: &RawValue, seconds: f64) -> String {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            id: &'a RawValue,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            output: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            usage: Option<Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error: Option<&'a str>,
+            seconds: f64,
+        }
         let seconds = (seconds * 1000.0).round() / 1000.0;
-        match self {
-            ItemOutcome::Answered { output, usage } => json!({
-                "id": id,
-                "output": output,
-                "usage": {
+        let line = match self {
+            ItemOutcome::Answered { output, usage } => Line {
+                id,
+                output: Some(output),
+                usage: Some(json!({
                     "prompt_tokens": usage.prompt_tokens,
                     "completion_tokens": usage.completion_tokens,
                     "total_tokens": usage.total_tokens(),
-                },
-                "seconds": seconds,
-            }),
-            ItemOutcome::Failed { error } => json!({"id": id, "error": error, "seconds": seconds}),
-        }
+                })),
+                error: None,
+                seconds,
+            },
+            ItemOutcome::Failed { error } => Line {
+                id,
+                output: None,
+                usage: None,
+                error: Some(error),
+                seconds,
+            },
+        };
+        // A line of strings, numbers and a raw value always serialises.
+        serde_json::to_string(&line).unwrap_or_default()
     }
 }
 
@@ -56,15 +79,26 @@ pub struct BatchOutput {
 }
 
 impl BatchOutput {
-    /// Opens (or creates) the output in `path`.
+    /// Opens (or creates) the output in `path`, a regular file or a new one, and locks it for this
+    /// batch: a second batch writing the same output at once is refused ([`BatchError::Busy`]).
     pub fn open(path: &Path) -> Result<BatchOutput, BatchError> {
         let cannot = |source| BatchError::Write {
             path: path.to_owned(),
             source,
         };
-        let torn = last_byte(path).is_some_and(|b| b != b'\n');
+        regular_or_new(path)?;
         let mut file = crate::journal::private_append(path, true).map_err(cannot)?;
-        if torn {
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(BatchError::Busy {
+                    path: path.to_owned(),
+                })
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(cannot(e)),
+        }
+        if last_byte(path).is_some_and(|b| b != b'\n') {
+            // A line a crash tore is ended first, so that the next result starts a line.
             file.write_all(b"\n").map_err(cannot)?;
         }
         Ok(BatchOutput {
@@ -79,7 +113,7 @@ impl BatchOutput {
     }
 
     /// Appends one line and writes it out.
-    pub fn append(&self, line: &Value) -> Result<(), BatchError> {
+    pub fn append(&self, line: &str) -> Result<(), BatchError> {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         writeln!(file, "{line}")
             .and_then(|()| file.flush())
@@ -90,28 +124,93 @@ impl BatchOutput {
     }
 
     /// The ids the output in `path` already answers (failed ones are tried again); none when there
-    /// is no such file.
+    /// is no such file. Each line is read within [`MAX_OUTPUT_LINE_BYTES`]: a longer one (or a line a
+    /// crash tore) is no answer.
     pub fn answered_ids(path: &Path) -> Result<HashSet<String>, BatchError> {
-        let Ok(file) = std::fs::File::open(path) else {
-            return Ok(HashSet::new());
+        let unreadable = |source| BatchError::Read {
+            path: path.to_owned(),
+            source,
         };
+        if !regular_or_new(path)? {
+            return Ok(HashSet::new());
+        }
+        let file = std::fs::File::open(path).map_err(unreadable)?;
+        let mut reader = std::io::BufReader::new(file);
         let mut ids = HashSet::new();
-        for line in std::io::BufReader::new(file).lines() {
-            let line = line.map_err(|source| BatchError::Read {
-                path: path.to_owned(),
-                source,
-            })?;
-            // A line torn by a crash is no answer.
-            let Ok(Value::Object(object)) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if object.contains_key("output") {
-                if let Some(id) = object.get("id").and_then(item_id) {
-                    ids.insert(id);
-                }
+        let mut line = Vec::new();
+        while let Some(whole) = read_line_within(&mut reader, &mut line).map_err(unreadable)? {
+            if let Some(id) = whole.then(|| answered_id(&line)).flatten() {
+                ids.insert(id);
             }
         }
         Ok(ids)
+    }
+}
+
+/// Longest line of an output read back: an answer is bounded by what lllm reads of a server's answer.
+pub const MAX_OUTPUT_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Reads the next line into `line` (without its newline), keeping at most
+/// [`MAX_OUTPUT_LINE_BYTES`]: `Some(true)` a whole line, `Some(false)` one that was cut, `None` the
+/// end of the file.
+fn read_line_within(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let mut whole = true;
+    let mut any = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(any.then_some(whole));
+        }
+        any = true;
+        let (piece, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(end) => (&chunk[..end], Some(end + 1)),
+            None => (chunk, None),
+        };
+        if line.len() + piece.len() > MAX_OUTPUT_LINE_BYTES {
+            whole = false;
+        } else if whole {
+            line.extend_from_slice(piece);
+        }
+        let used = done.unwrap_or(chunk.len());
+        reader.consume(used);
+        if done.is_some() {
+            return Ok(Some(whole));
+        }
+    }
+}
+
+/// The id of an output line that holds an answer.
+fn answered_id(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Answered<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        output: Option<serde::de::IgnoredAny>,
+    }
+    let answered: Answered<'_> = serde_json::from_slice(line).ok()?;
+    answered.output?;
+    item_id(answered.id?)
+}
+
+/// Whether `path` is a regular file (`false`: there is none yet); anything else is refused.
+fn regular_or_new(path: &Path) -> Result<bool, BatchError> {
+    match std::fs::metadata(path) {
+        Ok(meta) => match lllm_core::not_regular(&meta) {
+            Some(what) => Err(BatchError::NotAFile {
+                path: path.to_owned(),
+                what,
+            }),
+            None => Ok(true),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(BatchError::Read {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 

@@ -1,0 +1,420 @@
+//! A run's journal: one JSON line per committed event, appended and written out before the run
+//! builds on it, so that a run killed at any point can be resumed without sending an answered
+//! request again or running a finished tool call again.
+//!
+//! Resuming runs the tactic again from its start with the journal as memory: each dialog gets back
+//! the id it had (so the server sees the same sessions), each request already answered is answered
+//! from the journal, each tool call already finished gets its journaled result. Where the journal
+//! ends, the run goes on as usual, appending to the same file.
+//!
+//! A journal holds the conversation (it must, to resume it), but never a header, and never a credential
+//! of its run that it was told of ([`Journal::redact`]): a key a server echoes into an answer is
+//! written as `[redacted]`.
+
+mod event;
+mod file;
+mod memory;
+mod read;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use lllm_core::internal::Secrets;
+use lllm_core::{DialogId, Message};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use event::Event;
+use memory::Memory;
+
+pub(crate) use file::private_append;
+pub use memory::PendingCall;
+
+/// The journal format's version, in its first line.
+pub const JOURNAL_VERSION: u32 = 1;
+/// Longest line read back: one event holds one answer or one tool result.
+const MAX_LINE_BYTES: u64 = 128 * 1024 * 1024;
+
+/// How a run started: what `lllm resume` needs to start it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStart {
+    /// The tactic file, as given.
+    pub tactic: PathBuf,
+    /// SHA-256 of the tactic file's bytes, hex.
+    pub tactic_sha256: String,
+    /// The input, when there was one.
+    pub input: Option<String>,
+    /// The `--var` variables.
+    pub vars: serde_json::Map<String, Value>,
+    /// Limits the run was started with over the tactic's (`--limit KEY=VALUE`), which a resume
+    /// applies again before its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<String>,
+}
+
+/// Why a journal cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// The file cannot be read or written (the cause says why).
+    #[error("{}", path.display())]
+    Io {
+        /// The journal.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A run was asked to start a journal in a file that already holds one.
+    #[error("{} already holds a journal: resume it with `lllm resume {}`, or give another file", path.display(), path.display())]
+    Exists {
+        /// The journal.
+        path: PathBuf,
+    },
+    /// Another run holds the journal (`lllm run --journal` or `lllm resume` on it, now).
+    #[error("{} is in use by another run (lllm run or lllm resume of it): one journal has one runner at a time; wait for that run to end", path.display())]
+    Busy {
+        /// The journal.
+        path: PathBuf,
+    },
+    /// The file is not a regular file.
+    #[error("{} is {what}, not a journal file: give a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is (`a directory`, `a named pipe (FIFO)`, `a device`).
+        what: &'static str,
+    },
+    /// The file holds something that is not a journal.
+    #[error("{} is not empty and holds no journal (its first line is not a run's start): give another file", path.display())]
+    NotAJournal {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A symbolic link to nothing: following it would create a file elsewhere.
+    #[error("{} is a symbolic link to a file that does not exist: give the file itself", path.display())]
+    DanglingLink {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A line is not a journal event (and is not the torn last line of a crash).
+    #[error("{}:{line}: not a journal event: {problem}", path.display())]
+    Invalid {
+        /// The journal.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// An append-only journal of one run: one JSON line per committed event, written before the run
+/// builds on it. A run resumed on it ([`Journal::resume`]) gets back its dialog ids, answers and tool
+/// results from it, and goes on where it ends. It holds the conversation, never a key or a header.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: Mutex<File>,
+    start: RunStart,
+    memory: Mutex<Memory>,
+    /// A resumed journal writes nothing until the run adds its first event: then the end of a torn
+    /// line (when `Some(true)`) and a `resumed` marker go first. A refused resume leaves the file as
+    /// it was.
+    resume_marker: Mutex<Option<bool>>,
+    /// Credentials of the run, left out of every line written (a server may echo a key back).
+    secrets: Mutex<Secrets>,
+}
+
+/// What a tool call should do, given the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ToolMemory {
+    /// The journal has its result: use it, do not run the tool.
+    Finished { content: String, is_error: bool },
+    /// It started and never finished (the run crashed while it ran).
+    Interrupted,
+    /// The journal knows nothing of it: run it.
+    New,
+}
+
+impl Journal {
+    /// Starts a journal for a new run in `path`, which must not hold one already. The journal appears
+    /// whole or not at all (its start line is written under a temporary name beside it, then linked
+    /// into place), and it is locked for this run until the journal is dropped.
+    pub fn create(path: impl Into<PathBuf>, start: RunStart) -> Result<Journal, JournalError> {
+        let path = path.into();
+        let new = file::NewJournal::prepare(&path)?;
+        let mut journal = Journal {
+            path: new.temporary().to_owned(),
+            file: Mutex::new(new.file()?),
+            start: start.clone(),
+            memory: Mutex::default(),
+            resume_marker: Mutex::new(None),
+            secrets: Mutex::default(),
+        };
+        let started = journal.append(&Event::Start {
+            version: JOURNAL_VERSION,
+            start,
+        });
+        journal.path = new.publish(started)?;
+        Ok(journal)
+    }
+
+    /// Opens the journal in `path` to resume its run: what it holds is remembered, and new events
+    /// are appended after it. The journal is locked for this run until it is dropped: a second run
+    /// of it at the same time is refused ([`JournalError::Busy`]).
+    pub fn resume(path: impl Into<PathBuf>) -> Result<Journal, JournalError> {
+        let path = path.into();
+        let file = file::open_to_resume(&path)?;
+        let (start, memory, ends_cleanly) = read::read(&path)?;
+        Ok(Journal {
+            path,
+            file: Mutex::new(file),
+            start,
+            memory: Mutex::new(memory),
+            resume_marker: Mutex::new(Some(!ends_cleanly)),
+            secrets: Mutex::default(),
+        })
+    }
+
+    /// From now on, every line written leaves out these credentials (`[redacted]` in their place),
+    /// wherever they appear: in answers a server echoed them into, in tool arguments and results.
+    /// The engine gives a run's journal its tactic's credentials.
+    pub fn redact(&self, secrets: &Secrets) {
+        self.secrets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .merge(secrets);
+    }
+
+    /// The journal's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How the run started.
+    pub fn start(&self) -> &RunStart {
+        &self.start
+    }
+
+    /// The run's output, when it finished.
+    pub fn finished(&self) -> Option<String> {
+        self.memory().end.clone()
+    }
+
+    /// How many answers came from the journal instead of the server so far.
+    pub fn replayed_answers(&self) -> u64 {
+        self.memory().replayed
+    }
+
+    /// Records the run's output.
+    pub fn finish(&self, output: &str) -> Result<(), JournalError> {
+        self.memory().end = Some(output.to_owned());
+        self.append(&Event::End {
+            output: output.to_owned(),
+        })
+    }
+
+    /// Records a variable a step saved.
+    pub fn saved(&self, name: &str, value: &str) -> Result<(), JournalError> {
+        self.append(&Event::Saved {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        })
+    }
+
+    /// The id dialog `alias` of `agent` had in the journaled run, or `fresh` (recorded) when the
+    /// journal does not go that far.
+    pub(crate) fn dialog_id(
+        &self,
+        agent: &str,
+        alias: &str,
+        fresh: DialogId,
+    ) -> Result<DialogId, JournalError> {
+        let (nth, known) = {
+            let mut memory = self.memory();
+            let count = memory
+                .opened
+                .entry((agent.to_owned(), alias.to_owned()))
+                .or_insert(0);
+            let nth = *count;
+            *count += 1;
+            let known = memory
+                .dialogs
+                .get(&(agent.to_owned(), alias.to_owned(), nth))
+                .copied();
+            (nth, known)
+        };
+        if let Some(id) = known {
+            return Ok(id);
+        }
+        self.append(&Event::Dialog {
+            agent: agent.to_owned(),
+            alias: alias.to_owned(),
+            nth,
+            id: fresh,
+        })?;
+        Ok(fresh)
+    }
+
+    /// The journaled answer to the next request of `dialog`, if the journal has it; either way, the
+    /// request is counted. Returns the request's number too, for [`answered`](Self::answered).
+    pub(crate) fn next_answer(&self, dialog: DialogId) -> (u32, Option<Message>) {
+        let mut memory = self.memory();
+        let count = memory.asked.entry(dialog).or_insert(0);
+        let n = *count;
+        *count += 1;
+        let answer = memory.answers.get(&(dialog, n)).cloned();
+        if answer.is_some() {
+            memory.replayed += 1;
+        }
+        (n, answer)
+    }
+
+    /// Records the `n`-th answer of `dialog`.
+    pub(crate) fn answered(
+        &self,
+        dialog: DialogId,
+        n: u32,
+        message: &Message,
+    ) -> Result<(), JournalError> {
+        self.append(&Event::Answer {
+            dialog,
+            n,
+            message: message.clone(),
+        })
+    }
+
+    /// What the journal knows of tool call `call` of `dialog`.
+    pub(crate) fn tool(&self, dialog: DialogId, call: &str) -> ToolMemory {
+        let memory = self.memory();
+        let key = (dialog, call.to_owned());
+        match memory.finished.get(&key) {
+            Some((content, is_error)) => ToolMemory::Finished {
+                content: content.clone(),
+                is_error: *is_error,
+            },
+            None if memory.started.contains(&key) => ToolMemory::Interrupted,
+            None => ToolMemory::New,
+        }
+    }
+
+    /// Records that a tool call is about to run.
+    pub(crate) fn tool_started(
+        &self,
+        dialog: DialogId,
+        call: &str,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<(), JournalError> {
+        self.append(&Event::ToolStarted {
+            dialog,
+            call: call.to_owned(),
+            tool: tool.to_owned(),
+            arguments: arguments.clone(),
+        })?;
+        self.memory().settle(dialog, call);
+        Ok(())
+    }
+
+    /// Records a tool call's result.
+    pub(crate) fn tool_finished(
+        &self,
+        dialog: DialogId,
+        call: &str,
+        content: &str,
+        is_error: bool,
+    ) -> Result<(), JournalError> {
+        self.append(&Event::ToolFinished {
+            dialog,
+            call: call.to_owned(),
+            content: content.to_owned(),
+            is_error,
+        })?;
+        self.memory().settle(dialog, call);
+        Ok(())
+    }
+
+    /// Records a call that waits for confirmation.
+    pub(crate) fn pending(&self, pending: PendingCall) -> Result<(), JournalError> {
+        self.append(&Event::Pending {
+            dialog: pending.dialog,
+            call: pending.call.clone(),
+            agent: pending.agent.clone(),
+            tool: pending.tool.clone(),
+            arguments: pending.arguments.clone(),
+        })?;
+        self.memory().remember_pending(pending);
+        Ok(())
+    }
+
+    /// The calls that wait for a confirmation: those the run paused on that have not run or been
+    /// declined since.
+    pub fn pending_calls(&self) -> Vec<PendingCall> {
+        self.memory().pending.clone()
+    }
+
+    fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes one event as one line, with a single write, before returning: a crash after this
+    /// point cannot lose it (the file is not synced per line; see the docs).
+    fn append(&self, event: &Event) -> Result<(), JournalError> {
+        let marker = self
+            .resume_marker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(torn) = marker {
+            if torn {
+                // The crash tore the last line: end it, so that what follows starts a line.
+                self.write_raw(b"\n")?;
+            }
+            self.write_line(&Event::Resumed)?;
+        }
+        self.write_line(event)
+    }
+
+    fn write_line(&self, event: &Event) -> Result<(), JournalError> {
+        let unwritable = |e: serde_json::Error| JournalError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        };
+        let secrets = self.secrets.lock().unwrap_or_else(|p| p.into_inner());
+        let mut line = if secrets.is_empty() {
+            serde_json::to_vec(event).map_err(unwritable)?
+        } else {
+            let mut value = serde_json::to_value(event).map_err(unwritable)?;
+            secrets.redact_json(&mut value);
+            serde_json::to_vec(&value).map_err(unwritable)?
+        };
+        drop(secrets);
+        line.push(b'\n');
+        self.write_raw(&line)
+    }
+
+    fn write_raw(&self, bytes: &[u8]) -> Result<(), JournalError> {
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        file.write_all(bytes)
+            .and_then(|()| file.flush())
+            .map_err(|source| JournalError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// The SHA-256 of `bytes`, hex: how a journal tells whether its tactic file changed.
+pub fn content_hash(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
