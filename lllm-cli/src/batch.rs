@@ -20,8 +20,8 @@ pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Fa
     let vars = crate::vars::parse_vars(&args.vars).map_err(usage)?;
     RunFiles::new()
         .input("tactic", &args.tactic)
-        .input("--inputs file", &args.inputs)
-        .output("--output file", &args.output)
+        .input("inputs", &args.inputs)
+        .output("output", &args.output)
         .check()
         .map_err(usage)?;
     let items = read_items(&args.inputs).map_err(usage)?;

@@ -35,8 +35,13 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
             "an interactive chat cannot be journaled: pass --input TEXT (or pipe it) with --journal"
         )));
     }
+    let tokenizer = match &args.tokenizer {
+        Some(path) => Some(TraceRecorder::load_tokenizer(path).map_err(usage)?),
+        None => None,
+    };
+    // Before the trace file is created: it must not be written over another file of the run.
     files(&args).check().map_err(usage)?;
-    let trace = trace(&args)?;
+    let trace = trace(&args, tokenizer)?;
     let printed = DryRunLines::default();
     let mut plan = RunPlan::new()
         .maybe_input(input)
@@ -78,11 +83,11 @@ fn files(args: &RunArgs) -> RunFiles {
     if let Some(path) = &args.journal {
         files = files.output("journal", path);
     }
-    if let Some(path) = &args.trace {
-        files = files.output("--trace file", path);
-    }
     if let Some(path) = &args.tokenizer {
-        files = files.input("--tokenizer file", path);
+        files = files.input("tokenizer", path);
+    }
+    if let Some(path) = &args.trace {
+        files = files.output("trace", path);
     }
     files
 }
@@ -110,13 +115,12 @@ fn input(args: &RunArgs, is_chat: bool) -> Result<Option<String>, Failure> {
 }
 
 /// The trace file, when asked for; what it holds is written out on a signal too.
-fn trace(args: &RunArgs) -> Result<Option<Arc<TraceRecorder>>, Failure> {
+fn trace(
+    args: &RunArgs,
+    tokenizer: Option<lllm_runtime::Tokenizer>,
+) -> Result<Option<Arc<TraceRecorder>>, Failure> {
     let Some(path) = &args.trace else {
         return Ok(None);
-    };
-    let tokenizer = match &args.tokenizer {
-        Some(path) => Some(TraceRecorder::load_tokenizer(path).map_err(usage)?),
-        None => None,
     };
     let format = match (args.trace_format, args.trace_rows_only) {
         (TraceFormatArg::AgenticMooncake, _) => TraceFormat::AgenticMooncake,

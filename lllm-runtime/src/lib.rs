@@ -119,6 +119,7 @@ pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
     TacticRegistry, Team, TeamBuilder, ITEM_ID_PLACEHOLDER,
 };
+pub use tokenizers::Tokenizer;
 pub use tools::{
     contain_tool_processes, kill_tool_processes, tool_fn, ApproveAll, CommandTool, Confirm,
     ConfirmRequest, Decision, Decisions, DeclineAll, Tool, ToolError, ToolOutput, ToolsError,

@@ -112,10 +112,16 @@ async fn hostile_item_files_and_settings_are_refused() {
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         args
     };
-    // An endless line (/dev/zero) is cut at the item limit.
+    // A device is no items file (reading /dev/zero would never end); a line over the item limit is
+    // cut there.
     let endless = run("/dev/zero", &[]);
     let endless: Vec<&str> = endless.iter().map(String::as_str).collect();
     let outcome = lllm(&endless).run().await;
+    outcome.assert_clean(2, &["/dev/zero", "a device, not a regular file"]);
+    let long = dir.write("long.jsonl", vec![b' '; 17 << 20]);
+    let long = run(arg(&long), &[]);
+    let long: Vec<&str> = long.iter().map(String::as_str).collect();
+    let outcome = lllm(&long).run().await;
     outcome.assert_clean(2, &["an item is longer than 16 MiB"]);
     let binary = dir.write("bin.jsonl", b"\xff\xfe\n".as_slice());
     let args = run(arg(&binary), &[]);
@@ -152,5 +158,8 @@ async fn hostile_item_files_and_settings_are_refused() {
         "--output",
         arg(&dir.0),
     ];
-    lllm(&args).run().await.assert_clean(2, &["Is a directory"]);
+    lllm(&args)
+        .run()
+        .await
+        .assert_clean(2, &["cannot write the output", "a directory"]);
 }

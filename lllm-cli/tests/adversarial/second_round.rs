@@ -177,7 +177,7 @@ async fn no_path_of_a_run_may_be_another_of_its_files() {
         ])
         .run()
         .await
-        .assert_clean(2, &["--trace file", "is the same file as the tactic"]);
+        .assert_clean(2, &["the trace", "is the same file as the tactic"]);
     }
     let journal = dir.path("run.jsonl");
     lllm(&[
@@ -207,7 +207,7 @@ async fn no_path_of_a_run_may_be_another_of_its_files() {
         ])
         .run()
         .await
-        .assert_clean(2, &["--output file", "is the same file as the"]);
+        .assert_clean(2, &["the output", "is the same file as the"]);
     }
     assert_eq!(
         std::fs::read(&file).expect("tactic"),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum FileError {
     /// Two roles name the same file.
-    #[error("{second_role} {} is the same file as the {first_role} {}: give the {second_role} a file of its own", second.display(), first.display())]
+    #[error("the {second_role} {} is the same file as the {first_role} {}: give the {second_role} a file of its own", second.display(), first.display())]
     SameFile {
         /// The role named first.
         first_role: &'static str,
@@ -21,8 +21,10 @@ pub enum FileError {
         second: PathBuf,
     },
     /// The file is not a regular file (a directory, a FIFO, a device).
-    #[error("{role} {} is {what}, not a regular file: give a file", path.display())]
+    #[error("cannot {} the {role} {}: it is {what}, not a regular file", if *output { "write" } else { "read" }, path.display())]
     NotAFile {
+        /// Whether the run writes it.
+        output: bool,
         /// The role.
         role: &'static str,
         /// The path.
@@ -31,7 +33,7 @@ pub enum FileError {
         what: &'static str,
     },
     /// A symbolic link that points to nothing: following it would create a file elsewhere.
-    #[error("{role} {} is a symbolic link to a file that does not exist: give the file itself", path.display())]
+    #[error("cannot write the {role} {}: it is a symbolic link to a file that does not exist; give the file itself", path.display())]
     DanglingLink {
         /// The role.
         role: &'static str,
@@ -51,7 +53,8 @@ pub enum FileError {
     },
 }
 
-/// The files of one run, each with its role (`tactic`, `journal`, `--trace` file, ...).
+/// The files of one run, each with its role (`tactic`, `journal`, `trace`, ...), named so in
+/// messages.
 #[derive(Debug, Default, Clone)]
 pub struct RunFiles {
     files: Vec<(&'static str, PathBuf, bool)>,
@@ -107,6 +110,7 @@ fn identity(role: &'static str, path: &Path, output: bool) -> Result<Identity, F
         Ok(meta) => {
             if let Some(what) = lllm_core::not_regular(&meta) {
                 return Err(FileError::NotAFile {
+                    output,
                     role,
                     path: path.to_owned(),
                     what,
