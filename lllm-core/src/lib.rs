@@ -60,8 +60,9 @@ pub use config::{
 pub use dialog::{Dialog, DialogId, DialogTree, InvalidDialogId, MessageLog, NamedDialog};
 pub use files::{DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR};
 pub use hints::{
-    AutoFields, Demand, ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder,
-    Priority, Profile, RequestFields, RunClass, SessionIds, MAX_WEIGHT,
+    AutoFields, BodyPath, Demand, ForkSession, HintField, HintValues, HintsError, InferenceHints,
+    InferenceHintsBuilder, Priority, PrioritySign, Profile, RequestFields, RunClass, SessionIds,
+    WireHints, WireShape, MAX_WEIGHT,
 };
 pub use limits::RunLimits;
 pub use mcp::{
@@ -84,7 +85,9 @@ pub use trace::{TraceHeader, TraceRow, TRACE_FORMAT};
 /// part of the API: they may change in any release.
 #[doc(hidden)]
 pub mod internal {
-    pub use crate::merge::{deep_merge, find_header, merge_body, merge_headers, merge_under};
+    pub use crate::merge::{
+        deep_merge, find_header, merge_body, merge_headers, merge_under, merged_value,
+    };
     pub use crate::secret::{
         is_secret_header, printable_header_value, redact_url, Secrets, REDACTED,
     };

@@ -20,7 +20,10 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use lllm_core::internal::redact_url;
-use lllm_core::{HintField, InferenceHints, Message, MessageLog, ModelArgs, Profile, Trigger};
+use lllm_core::{
+    Demand, HintsError, InferenceHints, Message, MessageLog, ModelArgs, Profile, RequestFields,
+    Trigger, WireHints,
+};
 
 use crate::invoker::{ChatRequest, Invoker, OpenAiInvoker, ServerDefaults};
 use read::Request;
@@ -507,12 +510,7 @@ async fn send(
     let args = ModelArgs::new()
         .api_base(options.api_base.clone())
         .param("max_tokens", request.output_length.max(1));
-    let hints = hints_for(request, options);
-    let fields = hints.request_fields(
-        options.session.then_some(session_id),
-        request.parent.as_deref().filter(|_| options.session),
-        &args,
-    );
+    let fields = request_fields(session_id, request, &args, options);
     let failed = |error: String, latency: Duration| Replayed {
         session_id: session_id.to_owned(),
         request_id: None,
@@ -528,7 +526,8 @@ async fn send(
         Ok(fields) => fields,
         Err(error) => return failed(error.to_string(), Duration::ZERO),
     };
-    let request = ChatRequest::new(options.model.clone(), messages, Arc::new(args), fields);
+    let mut request = ChatRequest::new(options.model.clone(), messages, Arc::new(args), fields);
+    request.profile = Some(options.profile);
     let sent = Instant::now();
     let result = invoker.invoke(&request).await;
     let latency = sent.elapsed();
@@ -551,30 +550,37 @@ async fn send(
     }
 }
 
-/// The recorded priority and osl, as far as the profile can send them.
-fn hints_for(request: &Request, options: &ReplayOptions) -> InferenceHints {
-    let profile = options.profile;
-    let mut builder = InferenceHints::builder()
-        .profile(profile)
-        .session(options.session);
-    if let Some(p) = request.priority {
-        if profile.sends(HintField::Priority) {
-            builder = builder.priority(p);
-        }
-    }
-    if let Some(tier) = request.strict_priority {
-        if profile.sends(HintField::StrictPriority) {
-            builder = builder.strict_priority(tier);
-        }
-    }
-    if let Some(osl) = request.osl {
-        if profile.sends(HintField::Osl) {
-            builder = builder.osl(osl);
-        }
-    }
-    builder
-        .build()
-        .unwrap_or_else(|_| InferenceHints::for_profile(profile))
+/// The fields of a replayed request: the recorded session and parent (unless `--no-session`), and
+/// the recorded hints as the replay's profile sends them. Values recorded with that same profile (or
+/// with an unknown one) go out unchanged; values recorded with another are converted through what
+/// they mean (a vLLM `-5` is a Dynamo `5`). Fields the profile cannot send are left out; an `osl` the
+/// trace does not give defaults to `max_tokens`, as `lllm run` sends it.
+fn request_fields(
+    session_id: &str,
+    request: &Request,
+    args: &ModelArgs,
+    options: &ReplayOptions,
+) -> Result<RequestFields, HintsError> {
+    let hints = InferenceHints::builder()
+        .profile(options.profile)
+        .session(options.session)
+        .build()?;
+    let recorded = WireHints {
+        priority: request.priority.map(i64::from),
+        strict_priority: request.strict_priority.map(u64::from),
+        osl: request.osl.map(u64::from),
+        ..WireHints::default()
+    };
+    let wire = options
+        .profile
+        .shape()
+        .reshape(&recorded, request.sent_with)
+        .or(hints.wire_hints(args, &Demand::default()));
+    hints.request_fields_with(
+        options.session.then_some(session_id),
+        request.parent.as_deref().filter(|_| options.session),
+        &wire,
+    )
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use lllm_core::{InferenceHints, Relation, Trigger, AGENTIC_SCHEMA, AGENTIC_VERSION, TRACE_FORMAT};
+use lllm_core::{
+    InferenceHints, Profile, Relation, Trigger, AGENTIC_SCHEMA, AGENTIC_VERSION, TRACE_FORMAT,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -589,6 +591,8 @@ fn check_row(
         priority,
         strict_priority: None,
         osl: None,
+        // Dynamo's format carries Dynamo's priority.
+        sent_with: Some(Profile::Dynamo),
         last_block: usize::try_from(last).ok(),
     };
     Ok((request, pending))

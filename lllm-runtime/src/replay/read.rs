@@ -47,9 +47,13 @@ pub(super) struct Request {
     pub(super) delay: u64,
     pub(super) output_length: u64,
     pub(super) hash_ids: Box<[u64]>,
+    /// The hints as recorded, that is as the profile `sent_with` sent them.
     pub(super) priority: Option<i32>,
     pub(super) strict_priority: Option<u32>,
     pub(super) osl: Option<u32>,
+    /// The profile the hints were sent with, when the trace says (an agentic trace's are Dynamo's);
+    /// `None`: the values are taken as they are.
+    pub(super) sent_with: Option<Profile>,
     /// Tokens of the last block, when the trace gives the exact prompt length (agentic traces);
     /// otherwise every block is whole.
     pub(super) last_block: Option<usize>,
@@ -154,9 +158,10 @@ impl Trace {
             if std::mem::take(&mut first) {
                 match is_header(text).map_err(at)? {
                     Some(Header::Lllm) => {
-                        let block = read_header(text).map_err(at)?;
+                        let (block, profile) = read_header(text).map_err(at)?;
                         header = Some((line, block));
                         builder.block_size = block;
+                        builder.profile = profile;
                         continue;
                     }
                     Some(Header::Agentic) => {
@@ -323,7 +328,8 @@ fn is_header(text: &str) -> Result<Option<Header>, String> {
     }
 }
 
-fn read_header(text: &str) -> Result<usize, String> {
+/// The block size and the profile (when it says) of an `lllm-trace/1` header.
+fn read_header(text: &str) -> Result<(usize, Option<Profile>), String> {
     let header: TraceHeader =
         serde_json::from_str(text).map_err(|e| match serde_json::from_str::<Value>(text) {
             Err(_) => format!("not valid JSON ({})", plain_in(&e, text)),
@@ -341,7 +347,7 @@ fn read_header(text: &str) -> Result<usize, String> {
         ));
     }
     check_block_size(header.block_size)?;
-    Ok(header.block_size)
+    Ok((header.block_size, header.profile))
 }
 
 fn check_block_size(block: usize) -> Result<(), String> {
@@ -358,6 +364,8 @@ fn check_block_size(block: usize) -> Result<(), String> {
 /// Sessions as rows arrive, with each session's schedule so far.
 struct Builder {
     block_size: usize,
+    /// The header's profile: what rows that name none were sent with.
+    profile: Option<Profile>,
     /// Hints that send session ids, to check that each recorded id can go into a header.
     ids: InferenceHints,
     max_rows: usize,
@@ -375,6 +383,7 @@ impl Builder {
             .map_err(|e| ReplayError::Options(e.to_string()))?;
         Ok(Builder {
             block_size,
+            profile: None,
             ids,
             max_rows,
             index: HashMap::new(),
@@ -392,7 +401,8 @@ impl Builder {
                 self.max_rows
             ));
         }
-        let request = check_row(&row, self.block_size, &self.ids)?;
+        let mut request = check_row(&row, self.block_size, &self.ids)?;
+        request.sent_with = row.profile.or(self.profile);
         let session = match self.index.get(&row.session_id) {
             Some(i) => *i,
             None => {
@@ -506,6 +516,7 @@ fn check_row(row: &TraceRow, block: usize, ids: &InferenceHints) -> Result<Reque
             .osl
             .and_then(|o| u32::try_from(o).ok())
             .filter(|o| *o > 0),
+        sent_with: None,
         last_block: None,
     })
 }
@@ -554,17 +565,20 @@ enum Expect {
     Integer,
     Flag,
     Ids,
+    Profile,
 }
 
 const HEADER_FIELDS: &[(&str, Expect, bool)] = &[
     ("format", Expect::Text, true),
     ("block_size", Expect::Whole(MAX_BLOCK_TOKENS as u64), true),
     ("blocks", Expect::Text, true),
+    ("profile", Expect::Profile, false),
 ];
 
 const ROW_FIELDS: &[(&str, Expect, bool)] = &[
     ("session_id", Expect::Text, true),
     ("parent_session_id", Expect::Text, false),
+    ("profile", Expect::Profile, false),
     ("agent", Expect::Text, true),
     ("timestamp", Expect::Whole(MAX_SCHEDULE_MS), true),
     ("delay", Expect::Whole(MAX_SCHEDULE_MS), true),
@@ -639,6 +653,19 @@ fn mismatch(found: &Value, expect: Expect) -> Option<String> {
             i32::MAX,
             describe(found)
         )),
+        Expect::Profile => {
+            let known = Profile::ALL
+                .iter()
+                .any(|p| found.as_str() == Some(p.as_str()));
+            (!known).then(|| {
+                let names: Vec<&str> = Profile::ALL.iter().map(|p| p.as_str()).collect();
+                format!(
+                    "expected the profile the hints were sent with, one of {}, found {}",
+                    names.join(", "),
+                    describe(found)
+                )
+            })
+        }
         Expect::Ids => match found.as_array() {
             None => Some(format!(
                 "expected an array of block ids, found {}",
