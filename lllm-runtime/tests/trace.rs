@@ -247,41 +247,10 @@ async fn the_traced_priority_is_the_one_the_body_carried() {
 /// under `sglang`, `5`.
 #[tokio::test]
 async fn a_vllm_trace_replays_the_priority_it_sent() {
-    use lllm_runtime::{replay, Agent, InferenceHints, ModelArgs, Profile, ReplayOptions};
+    use lllm_runtime::{replay, Profile, ReplayOptions, TraceFormat};
 
-    let recording = StubServer::start().await.expect("server");
-    let out = SharedBuffer::default();
-    let recorder = Arc::new(TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
-    let agent = Agent::builder()
-        .name("ranker")
-        .system_prompt("s")
-        .model("m")
-        .invoker(Arc::new(OpenAiInvoker::with_defaults(
-            ServerDefaults::none(),
-        )))
-        .model_args(ModelArgs::new().api_base(recording.base_url()))
-        .inference_hints(
-            InferenceHints::builder()
-                .profile(Profile::Vllm)
-                .priority(5)
-                .build()
-                .expect("hints"),
-        )
-        .trace(recorder.clone())
-        .build()
-        .expect("agent");
-    agent.open("main").expect("open");
-    agent.receive("hi").expect("receive");
-    agent.respond("main").await.expect("answer");
-    recorder.flush().expect("flush");
-
-    let sent = &recording.requests()[0];
-    assert_eq!(sent.body["priority"], -5, "{}", sent.body);
-    let trace = out.text();
-    let lines: Vec<Value> = trace
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
+    let trace = traced_vllm_answer(TraceFormat::Lllm).await;
+    let lines = json_lines(&trace);
     assert_eq!(lines[0]["format"], "lllm-trace/1");
     assert_eq!(lines[0]["profile"], "vllm", "{}", lines[0]);
     assert_eq!(lines[1]["priority"], -5);
@@ -320,6 +289,48 @@ async fn a_vllm_trace_replays_the_priority_it_sent() {
     }
 }
 
+/// One `vllm` agent with `priority: 5` answering once (the body carries `-5`), traced in `format`.
+async fn traced_vllm_answer(format: lllm_runtime::TraceFormat) -> String {
+    use lllm_runtime::{Agent, InferenceHints, ModelArgs, Profile};
+
+    let server = StubServer::start().await.expect("server");
+    let out = SharedBuffer::default();
+    let recorder = Arc::new(
+        TraceRecorder::with_format(Box::new(out.clone()), 16, None, format).expect("recorder"),
+    );
+    let agent = Agent::builder()
+        .name("ranker")
+        .system_prompt("s")
+        .model("m")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(
+            ServerDefaults::none(),
+        )))
+        .model_args(ModelArgs::new().api_base(server.base_url()))
+        .inference_hints(
+            InferenceHints::builder()
+                .profile(Profile::Vllm)
+                .priority(5)
+                .build()
+                .expect("hints"),
+        )
+        .trace(recorder.clone())
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("hi").expect("receive");
+    agent.respond("main").await.expect("answer");
+    recorder.flush().expect("flush");
+    let sent = &server.requests()[0].body;
+    assert_eq!(sent["priority"], -5, "vLLM runs lower first: {sent}");
+    out.text()
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
 /// A trace written before traces named their profile is replayed with its values as they are.
 #[tokio::test]
 async fn a_trace_without_a_profile_sends_its_values_as_they_are() {
@@ -351,4 +362,50 @@ async fn a_trace_without_a_profile_sends_its_values_as_they_are() {
         Some(Value::from(-7)),
         "a row that names its profile is converted"
     );
+}
+
+/// Dynamo's agentic format has one meaning of `priority`, Dynamo's (higher runs first): a vLLM
+/// request that sent `-5` is recorded as `5`, and the header stays exactly Dynamo's. A rows-only
+/// trace has no header, so each row names its profile.
+#[tokio::test]
+async fn agentic_rows_record_dynamos_priority_and_rows_only_name_their_profile() {
+    use lllm_runtime::TraceFormat;
+
+    let agentic = json_lines(&traced_vllm_answer(TraceFormat::AgenticMooncake).await);
+    assert_eq!(agentic[0]["schema"], "dynamo.agentic_mooncake");
+    let mut keys: Vec<&str> = agentic[0]
+        .as_object()
+        .expect("header")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["block_size", "hash_id_scope", "schema", "source", "version"]
+    );
+    assert_eq!(agentic[1]["priority"], 5, "{}", agentic[1]);
+    assert!(agentic[1].get("profile").is_none());
+
+    let rows = json_lines(&traced_vllm_answer(TraceFormat::RowsOnly).await);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["priority"], -5);
+    assert_eq!(rows[0]["profile"], "vllm");
+}
+
+/// The header goes first even when no request was answered: flushing writes it.
+#[tokio::test]
+async fn a_trace_with_no_row_still_has_its_header() {
+    let out = SharedBuffer::default();
+    let recorder = TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder");
+    recorder.flush().expect("flush");
+    drop(recorder);
+    let lines = json_lines(&out.text());
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["format"], "lllm-trace/1");
+    assert!(lines[0].get("profile").is_none());
+
+    let dropped = SharedBuffer::default();
+    drop(TraceRecorder::new(Box::new(dropped.clone()), 16).expect("recorder"));
+    assert_eq!(dropped.text().lines().count(), 1, "written when dropped");
 }
