@@ -12,6 +12,8 @@
 mod agentic;
 pub mod limits;
 mod read;
+mod request;
+mod text;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -26,8 +28,8 @@ use lllm_core::{
 };
 
 use crate::invoker::{ChatRequest, Invoker, OpenAiInvoker, ServerDefaults};
-use read::Request;
 pub use read::Trace;
+use request::Request;
 
 /// Words synthetic prompts are made of: common short English words, about one token each in most
 /// tokenizers, so a block of N tokens becomes about N tokens again.

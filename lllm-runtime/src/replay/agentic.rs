@@ -16,7 +16,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::limits::{MAX_BLOCK_TOKENS, MAX_PROMPT_TOKENS, MAX_SCHEDULE_MS, MAX_TOKENS};
-use super::read::{describe, kind, plain, plain_in, priority_in_range, shorten, Request};
+use super::request::{priority_in_range, Request};
+use super::text::{describe, kind, plain, plain_in, shorten};
 use super::ReplayError;
 
 /// The fields every row needs, as the error for a missing one lists them.
