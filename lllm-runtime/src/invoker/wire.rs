@@ -527,6 +527,46 @@ mod tests {
     }
 
     #[test]
+    fn sent_hints_are_what_the_prepared_body_carries() {
+        use lllm_core::InferenceHints;
+
+        let vllm = InferenceHints::builder()
+            .profile(Profile::Vllm)
+            .priority(5)
+            .cache_salt("t")
+            .build()
+            .expect("hints");
+        let fields = vllm
+            .request_fields(Some("d"), Some("p"), &ModelArgs::new())
+            .expect("fields");
+        let mut extra = Map::new();
+        extra.insert("cache_salt".into(), json!("user"));
+        extra.insert("nvext".into(), json!({"agent_hints": {"priority": 9}}));
+        let mut sent = request(ModelArgs::new().extra_body(extra), fields);
+        sent.profile = Some(Profile::Vllm);
+        let hints = sent.sent_hints();
+        let prepared = PreparedRequest::build(&sent, &ServerDefaults::none()).expect("builds");
+        let body = prepared.body.as_object().expect("object");
+        assert_eq!(
+            *hints,
+            SentHints {
+                profile: Some(Profile::Vllm),
+                wire: Profile::Vllm.shape().read_body(body),
+                session: Some("d".into()),
+                parent_session: Some("p".into()),
+            }
+        );
+        // The user's salt wins, and vLLM's place is read, not Dynamo's that extra_body also fills.
+        assert_eq!(hints.wire.priority, Some(-5));
+        assert_eq!(hints.wire.cache_salt.as_deref(), Some("user"));
+        assert!(std::ptr::eq(hints, sent.sent_hints()), "read once");
+        // Without a profile, any profile's place is read, Dynamo's first.
+        let mut unknown = sent.clone();
+        unknown.profile = None;
+        assert_eq!(unknown.sent_hints().wire.priority, Some(9));
+    }
+
+    #[test]
     fn without_a_key_no_authorization_header_is_sent() {
         let prepared = PreparedRequest::build(
             &request(ModelArgs::new(), RequestFields::default()),
