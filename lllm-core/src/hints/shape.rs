@@ -153,11 +153,6 @@ impl WireHints {
         }
     }
 
-    /// Whether no value is set.
-    pub fn is_empty(&self) -> bool {
-        *self == WireHints::default()
-    }
-
     fn value(&self, field: HintField) -> Option<Value> {
         match field {
             HintField::Priority => self.priority.map(Value::from),
@@ -176,6 +171,16 @@ impl WireHints {
             HintField::Osl => self.osl = value.as_u64(),
             HintField::SpeculativePrefill => self.speculative_prefill = value.as_bool(),
             HintField::CacheSalt => self.cache_salt = value.as_str().map(str::to_owned),
+        }
+    }
+
+    fn clear(&mut self, field: HintField) {
+        match field {
+            HintField::Priority => self.priority = None,
+            HintField::StrictPriority => self.strict_priority = None,
+            HintField::Osl => self.osl = None,
+            HintField::SpeculativePrefill => self.speculative_prefill = None,
+            HintField::CacheSalt => self.cache_salt = None,
         }
     }
 
@@ -329,18 +334,6 @@ impl WireShape {
             }
         }
         wire
-    }
-}
-
-impl WireHints {
-    fn clear(&mut self, field: HintField) {
-        match field {
-            HintField::Priority => self.priority = None,
-            HintField::StrictPriority => self.strict_priority = None,
-            HintField::Osl => self.osl = None,
-            HintField::SpeculativePrefill => self.speculative_prefill = None,
-            HintField::CacheSalt => self.cache_salt = None,
-        }
     }
 }
 
