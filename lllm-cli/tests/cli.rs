@@ -874,6 +874,87 @@ async fn replay_sends_the_recorded_sessions_with_the_same_prefix_structure() {
     );
 }
 
+/// `lllm run --trace` under `vllm` with `priority: 5` sends `-5`; `lllm replay --profile vllm` of that
+/// trace sends `-5` again, and `--profile dynamo` sends `5` in `nvext.agent_hints`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vllm_run_replays_with_the_priority_it_sent() {
+    let recording = StubServer::start().await.expect("server");
+    let dir = TempDir::new("replay-vllm");
+    let file = dir.write(
+        "t.yaml",
+        tactic(&recording.base_url(), "vllm")
+            .replace(
+                "session_prefix: run-1",
+                "session_prefix: run-1, priority: 5",
+            )
+            .as_bytes(),
+    );
+    let trace = dir.0.join("run.jsonl");
+    let out = run(
+        &[
+            "run",
+            path_str(&file),
+            "--input",
+            "hi",
+            "--var",
+            "topic=x",
+            "--trace",
+            path_str(&trace),
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(recording.requests()[0].body["priority"], -5);
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&trace)
+            .expect("trace")
+            .lines()
+            .next()
+            .expect("header"),
+    )
+    .expect("JSON");
+    assert_eq!(header["profile"], "vllm", "{header}");
+
+    for (profile, pointer, expected) in [
+        ("vllm", "/priority", -5),
+        ("dynamo", "/nvext/agent_hints/priority", 5),
+    ] {
+        let server = StubServer::start().await.expect("server");
+        let base = server.base_url();
+        let replayed = run(
+            &[
+                "replay",
+                path_str(&trace),
+                "--api-base",
+                &base,
+                "--model",
+                "tiny",
+                "--profile",
+                profile,
+                "--speed",
+                "50",
+            ],
+            None,
+            &[],
+        )
+        .await;
+        assert_eq!(
+            replayed.status.code(),
+            Some(0),
+            "{}",
+            text(&replayed.stderr)
+        );
+        let body = &server.requests()[0].body;
+        assert_eq!(
+            body.pointer(pointer),
+            Some(&Value::from(expected)),
+            "{profile}: {body}"
+        );
+    }
+}
+
 /// `nvext.agent_hints` of each printed request of a dry run, in order.
 fn dry_run_hints(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)

@@ -56,7 +56,9 @@ pub struct AgenticRow {
     pub not_before_ms: u64,
     /// What must happen before the request is sent.
     pub dependencies: Vec<Dependency>,
-    /// The priority hint, when sent.
+    /// The priority hint, when sent, as Dynamo's `nvext.agent_hints.priority` carries it (higher is
+    /// more urgent): a request sent with another profile has its priority converted (vLLM's sign
+    /// turned back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
 }

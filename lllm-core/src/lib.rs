@@ -65,8 +65,9 @@ pub use files::{
     not_regular, read_regular, ReadProblem, DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR,
 };
 pub use hints::{
-    AutoFields, Demand, ForkSession, HintField, HintsError, InferenceHints, InferenceHintsBuilder,
-    Priority, Profile, RequestFields, RunClass, SessionIds, MAX_WEIGHT,
+    AutoFields, BodyPath, Demand, ForkSession, HintField, HintValues, HintsError, InferenceHints,
+    InferenceHintsBuilder, Priority, PrioritySign, Profile, RequestFields, RunClass, SessionIds,
+    WireHints, WireShape, MAX_WEIGHT,
 };
 pub use limits::{Limit, LimitError, RunLimits};
 pub use mcp::{
@@ -91,7 +92,9 @@ pub use values::{check_header, check_http_url, SecondsRange, ValueError, Written
 #[doc(hidden)]
 pub mod internal {
     pub use crate::mcp::{prefix_problem, MAX_MCP_PREFIX_LEN};
-    pub use crate::merge::{deep_merge, find_header, merge_body, merge_headers, merge_under};
+    pub use crate::merge::{
+        deep_merge, find_header, merge_body, merge_headers, merge_under, merged_value,
+    };
     pub use crate::secret::{
         is_secret_header, printable_header_value, redact_url, Secrets, REDACTED,
     };

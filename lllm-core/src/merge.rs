@@ -74,6 +74,40 @@ pub fn merge_body(
     standard
 }
 
+/// The value at `path` of the body [`merge_body`] would make of `standard`, `hints` and `extra_body`,
+/// found without making it (nothing is cloned): what a reader of one field of a request needs.
+///
+/// For a path that ends at a scalar or an array, the value is exactly the merged body's. For one
+/// that ends at an object several layers merge into, it is the top layer's part of it.
+pub fn merged_value<'a>(
+    standard: &'a Map<String, Value>,
+    hints: &'a Map<String, Value>,
+    extra_body: &'a Map<String, Value>,
+    path: &[&str],
+) -> Option<&'a Value> {
+    let mut layers = [Some(standard), Some(hints), Some(extra_body)];
+    for (depth, key) in path.iter().enumerate() {
+        let [standard, hints, extra] = layers.map(|layer| layer.and_then(|m| m.get(*key)));
+        // `merge_under`: the standard value wins; two objects merge.
+        let hints = match (standard, hints) {
+            (Some(s), Some(h)) if s.is_object() && h.is_object() => Some(h),
+            (Some(_), _) => None,
+            (None, h) => h,
+        };
+        // `deep_merge`: the user's value wins; two objects merge.
+        let under_is_object = standard.or(hints).is_some_and(Value::is_object);
+        let (standard, hints) = match extra {
+            Some(e) if !(e.is_object() && under_is_object) => (None, None),
+            _ => (standard, hints),
+        };
+        if depth + 1 == path.len() {
+            return extra.or(standard).or(hints);
+        }
+        layers = [standard, hints, extra].map(|v| v.and_then(Value::as_object));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +156,60 @@ mod tests {
             json!({"model": "m", "messages": [], "max_tokens": 24, "nvext": {
                 "extra_fields": ["worker_id"], "agent_hints": {"priority": 1, "osl": 24}}})
         );
+    }
+
+    #[test]
+    fn a_merged_value_is_the_merged_bodys_without_merging() {
+        let cases = [
+            (
+                json!({"max_tokens": 24, "priority": 2}),
+                json!({"priority": -5, "nvext": {"agent_hints": {"priority": 5, "osl": 24}}}),
+                json!({"nvext": {"extra_fields": ["w"], "agent_hints": {"priority": 1}}}),
+            ),
+            (
+                json!({"nvext": 3}),
+                json!({"nvext": {"agent_hints": {"priority": 5}}, "cache_salt": "a"}),
+                json!({}),
+            ),
+            (
+                json!({"nvext": {"agent_hints": {"osl": 9}}}),
+                json!({"nvext": {"agent_hints": {"priority": 5, "osl": 1}}}),
+                json!({"nvext": {"agent_hints": [1]}, "cache_salt": "b"}),
+            ),
+            (
+                json!({}),
+                json!({"nvext": {"agent_hints": {"priority": 5}}}),
+                json!({"nvext": {"agent_hints": {"strict_priority": 2}}, "priority": null}),
+            ),
+            (
+                json!({"nvext": {"cache_salt": "s"}}),
+                json!({"nvext": {"agent_hints": {"priority": 5}}}),
+                json!({"nvext": "gone"}),
+            ),
+        ];
+        let paths: [&[&str]; 9] = [
+            &["priority"],
+            &["cache_salt"],
+            &["max_tokens"],
+            &["nvext", "cache_salt"],
+            &["nvext", "extra_fields"],
+            &["nvext", "agent_hints", "priority"],
+            &["nvext", "agent_hints", "osl"],
+            &["nvext", "agent_hints", "strict_priority"],
+            &["nvext", "agent_hints", "priority", "deeper"],
+        ];
+        for (standard, hints, extra) in cases {
+            let (standard, hints, extra) = (obj(standard), obj(hints), obj(extra));
+            let merged = Value::Object(merge_body(standard.clone(), hints.clone(), extra.clone()));
+            for path in paths {
+                let pointer = format!("/{}", path.join("/"));
+                assert_eq!(
+                    merged_value(&standard, &hints, &extra, path),
+                    merged.pointer(&pointer),
+                    "{pointer} in {merged}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 
 use serde::{Deserialize, Serialize};
 
+use crate::hints::Profile;
 use crate::message::Message;
 
 /// The format name written in a trace's first line.
@@ -30,6 +31,10 @@ pub struct TraceHeader {
     /// How prompts were cut: `chars/4` (4 characters of the serialised conversation per token) or
     /// `tokenizer`.
     pub blocks: String,
+    /// The profile the rows' hints were sent with (a row sent with another says so itself). Traces
+    /// written before it existed have none: their values are taken as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
 }
 
 /// One model request. A superset of a Mooncake trace row (`session_id`, `timestamp`, `delay`,
@@ -41,6 +46,10 @@ pub struct TraceRow {
     /// The parent dialog's session id, for a fork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session_id: Option<String>,
+    /// The profile this request's hints were sent with, when it is not the header's (or there is no
+    /// header): `priority`, `strict_priority` and `osl` are as that profile sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
     /// The agent's name.
     pub agent: String,
     /// Milliseconds from the run's start to the request.
@@ -61,7 +70,7 @@ pub struct TraceRow {
     pub cached_tokens: Option<u64>,
     /// One id per block of the prompt.
     pub hash_ids: Vec<u64>,
-    /// The priority hint, when sent.
+    /// The priority hint as sent (after the profile's transformation: negated for vLLM), when sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
     /// Dynamo's `strict_priority` tier, when sent.

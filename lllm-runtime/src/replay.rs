@@ -11,29 +11,28 @@
 
 mod agentic;
 pub mod limits;
+mod plan;
 mod read;
+mod request;
+mod send;
+mod text;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use lllm_core::internal::redact_url;
-use lllm_core::{HintField, InferenceHints, Message, MessageLog, ModelArgs, Profile, Trigger};
+use lllm_core::{Profile, Trigger};
 
-use crate::invoker::{ChatRequest, Invoker, OpenAiInvoker, ServerDefaults};
-use read::Request;
+use crate::invoker::{OpenAiInvoker, ServerDefaults};
+use plan::{Plan, Schedule, Step};
 pub use read::Trace;
-
-/// Words synthetic prompts are made of: common short English words, about one token each in most
-/// tokenizers, so a block of N tokens becomes about N tokens again.
-const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "is", "it", "that", "for", "on", "with", "as", "was", "be",
-    "at", "by", "from", "or", "not", "but", "what", "all", "when", "we", "you", "can", "will",
-    "day", "time", "way", "make", "find", "good", "first", "next", "last", "more", "less", "plan",
-    "step", "part",
-];
+use send::{dispatch, prompt_bytes};
+#[cfg(test)]
+use {
+    plan::scaled,
+    send::{prompt, push_block},
+};
 
 /// How to replay.
 #[derive(Debug, Clone)]
@@ -222,160 +221,11 @@ impl ReplayOptions {
     }
 }
 
-/// `ms` of the recording (a fraction, as agentic traces may give) at `speed`, without overflow:
-/// `ms` and `speed` are within their limits, and anything beyond a year and a day is cut there.
-fn scaled(ms: f64, speed: f64) -> Duration {
-    const CEILING: Duration = Duration::from_secs(366 * 24 * 60 * 60);
-    let secs = ms / 1000.0 / speed;
-    if secs.is_nan() || secs <= 0.0 {
-        // Nothing to wait (and NaN, from speeds the options refuse).
-        return Duration::ZERO;
-    }
-    Duration::try_from_secs_f64(secs).map_or(CEILING, |d| d.min(CEILING))
-}
-
-/// An upper bound of the bytes of a synthetic prompt: the longest word and its separator per token.
-fn prompt_bytes(request: &Request, block: usize) -> u64 {
-    let longest = WORDS.iter().map(|w| w.len()).max().unwrap_or(0) as u64 + 1;
-    (request.hash_ids.len() as u64)
-        .saturating_mul(block as u64)
-        .saturating_mul(longest)
-}
-
-/// Appends the text of block `id`: the same text for the same id, every time, `tokens` words long.
-fn push_block(out: &mut String, id: u64, tokens: usize) {
-    let mut rng = fastrand::Rng::with_seed(id);
-    for i in 0..tokens.max(1) {
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(WORDS[rng.usize(..WORDS.len())]);
-    }
-}
-
-/// The synthetic prompt of a request: its blocks' texts, one a line (the last block as long as the
-/// trace says, when it says).
-fn prompt(request: &Request, block: usize) -> String {
-    // The capacity is bounded: hash_ids × block ≤ MAX_PROMPT_TOKENS, checked when read.
-    let bound = usize::try_from(prompt_bytes(request, block)).unwrap_or(0);
-    let mut out = String::with_capacity(bound.min(8 * 1024 * 1024));
-    let last = request.hash_ids.len().saturating_sub(1);
-    for (i, id) in request.hash_ids.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let tokens = match request.last_block {
-            Some(tokens) if i == last => tokens.min(block),
-            _ => block,
-        };
-        push_block(&mut out, *id, tokens);
-    }
-    out
-}
-
 /// Replays `text` (a trace) as `options` say: see [`Trace::read`] for what a trace may hold.
 pub async fn replay(text: &str, options: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
     options.check()?;
     let trace = Trace::parse(text, options.block_size)?;
     replay_trace(&trace, options).await
-}
-
-/// One request to send.
-struct Step<'t> {
-    session: &'t str,
-    request: &'t Request,
-    request_id: Option<&'t str>,
-    play_id: Option<&'t str>,
-    not_before_ms: f64,
-}
-
-/// A trace as requests and the edges between them, whatever its format: an `lllm-trace/1` session
-/// is a chain in which each request waits for the previous one's answer and then its `delay`.
-struct Plan<'t> {
-    steps: Vec<Step<'t>>,
-    /// How many requests each step waits for.
-    waits: Vec<usize>,
-    /// The steps waiting for step `i`: `edges[starts[i]..starts[i + 1]]`, as (step, trigger, delay
-    /// in ms).
-    starts: Vec<usize>,
-    edges: Vec<(usize, Trigger, f64)>,
-}
-
-impl<'t> Plan<'t> {
-    fn of(trace: &'t Trace) -> Plan<'t> {
-        match &trace.graph {
-            Some(graph) => {
-                let steps = graph
-                    .nodes
-                    .iter()
-                    .map(|node| Step {
-                        session: &node.session_id,
-                        request: &node.request,
-                        request_id: Some(&node.request_id),
-                        play_id: Some(&node.play_id),
-                        not_before_ms: node.not_before_ms,
-                    })
-                    .collect();
-                let waits = graph.nodes.iter().map(|n| n.dependencies.len()).collect();
-                // The edges grouped by the request waited for (a counting sort).
-                let mut starts = vec![0usize; graph.nodes.len() + 1];
-                for node in &graph.nodes {
-                    for edge in &node.dependencies {
-                        starts[edge.from + 1] += 1;
-                    }
-                }
-                for i in 0..graph.nodes.len() {
-                    starts[i + 1] += starts[i];
-                }
-                let mut next = starts.clone();
-                let mut edges = vec![(0, Trigger::Completion, 0.0); starts[graph.nodes.len()]];
-                for (j, node) in graph.nodes.iter().enumerate() {
-                    for edge in &node.dependencies {
-                        edges[next[edge.from]] = (j, edge.trigger, edge.delay_ms);
-                        next[edge.from] += 1;
-                    }
-                }
-                Plan {
-                    steps,
-                    waits,
-                    starts,
-                    edges,
-                }
-            }
-            None => {
-                let mut plan = Plan {
-                    steps: Vec::with_capacity(trace.requests()),
-                    waits: Vec::with_capacity(trace.requests()),
-                    starts: Vec::with_capacity(trace.requests() + 1),
-                    edges: Vec::with_capacity(trace.requests()),
-                };
-                for session in &trace.sessions {
-                    for (r, request) in session.requests.iter().enumerate() {
-                        let i = plan.steps.len();
-                        plan.steps.push(Step {
-                            session: &session.id,
-                            request,
-                            request_id: None,
-                            play_id: None,
-                            not_before_ms: if r == 0 {
-                                request.timestamp as f64
-                            } else {
-                                0.0
-                            },
-                        });
-                        plan.waits.push(usize::from(r > 0));
-                        plan.starts.push(plan.edges.len());
-                        if let Some(next) = session.requests.get(r + 1) {
-                            plan.edges
-                                .push((i + 1, Trigger::Completion, next.delay as f64));
-                        }
-                    }
-                }
-                plan.starts.push(plan.edges.len());
-                plan
-            }
-        }
-    }
 }
 
 /// Replays a trace that was read. Each request is sent when it is due:
@@ -397,42 +247,13 @@ pub async fn replay_trace(
     let invoker = OpenAiInvoker::with_defaults(ServerDefaults::none());
     let block = trace.block_size;
     let plan = Plan::of(trace);
-    let total = plan.steps.len();
-    let mut results: Vec<Option<Replayed>> = Vec::new();
-    results.resize_with(total, || None);
-    let mut waits = plan.waits.clone();
-    let mut ready_at: Vec<Duration> = plan
-        .steps
-        .iter()
-        .map(|s| scaled(s.not_before_ms, options.speed))
-        .collect();
-    // What is due next: (time from the start, step), earliest first.
-    let mut due: BinaryHeap<Reverse<(Duration, usize)>> = (0..total)
-        .filter(|i| waits[*i] == 0)
-        .map(|i| Reverse((ready_at[i], i)))
-        .collect();
-    // Step `i` is done (`trigger`) at `now`: the steps waiting for that may become due.
-    let mut release = |i: usize,
-                       trigger: Trigger,
-                       now: Duration,
-                       waits: &mut Vec<usize>,
-                       due: &mut BinaryHeap<Reverse<(Duration, usize)>>| {
-        for &(j, on, delay) in &plan.edges[plan.starts[i]..plan.starts[i + 1]] {
-            if on != trigger {
-                continue;
-            }
-            ready_at[j] = ready_at[j].max(now.saturating_add(scaled(delay, options.speed)));
-            waits[j] -= 1;
-            if waits[j] == 0 {
-                due.push(Reverse((ready_at[j], j)));
-            }
-        }
-    };
+    let mut schedule = Schedule::new(&plan, options.speed);
+    let mut results: Vec<Option<Replayed>> = vec![None; plan.steps.len()];
     let started = Instant::now();
     let mut running = FuturesUnordered::new();
     let mut bytes_in_flight = 0u64;
     loop {
-        let next = due.peek().map(|Reverse(entry)| *entry);
+        let next = schedule.next();
         let startable = next.filter(|(_, i)| {
             let bytes = prompt_bytes(plan.steps[*i].request, block);
             running.is_empty()
@@ -448,35 +269,38 @@ pub async fn replay_trace(
                 if let Some(slot) = results.get_mut(i) {
                     *slot = Some(replayed);
                 }
-                release(i, Trigger::Completion, started.elapsed(), &mut waits, &mut due);
+                schedule.release(i, Trigger::Completion, started.elapsed());
             }
             () = tokio::time::sleep(
                 startable.map_or(Duration::ZERO, |(at, _)| at.saturating_sub(started.elapsed()))
             ), if startable.is_some() => {
-                due.pop();
+                schedule.pop();
                 let Some((_, i)) = startable else { continue };
-                let step = &plan.steps[i];
-                let bytes = prompt_bytes(step.request, block);
+                let bytes = prompt_bytes(plan.steps[i].request, block);
                 bytes_in_flight += bytes;
-                let invoker = &invoker;
                 let dispatched_at = started.elapsed();
-                running.push(async move {
-                    let mut replayed = send(invoker, step.session, step.request, block, options).await;
-                    replayed.request_id = step.request_id.map(str::to_owned);
-                    replayed.play_id = step.play_id.map(str::to_owned);
-                    replayed.dispatched_at = dispatched_at;
-                    (i, bytes, replayed)
-                });
-                release(i, Trigger::Dispatch, dispatched_at, &mut waits, &mut due);
+                running.push(dispatch(&invoker, &plan.steps[i], i, bytes, block, options, dispatched_at));
+                schedule.release(i, Trigger::Dispatch, dispatched_at);
             }
         }
     }
     let elapsed = started.elapsed();
-    // Every step is sent once what it waits for is done, and the graph has no cycle; a step left
-    // unsent would be a bug, reported rather than dropped.
-    let requests = results
+    Ok(ReplayReport {
+        requests: finished(results, &plan.steps, elapsed),
+        elapsed,
+    })
+}
+
+/// Every step's result, in plan order. Every step is sent once what it waits for is done, and the
+/// graph has no cycle; a step left unsent would be a bug, reported rather than dropped.
+fn finished(
+    results: Vec<Option<Replayed>>,
+    steps: &[Step<'_>],
+    elapsed: Duration,
+) -> Vec<Replayed> {
+    results
         .into_iter()
-        .zip(&plan.steps)
+        .zip(steps)
         .map(|(result, step)| {
             result.unwrap_or_else(|| Replayed {
                 session_id: step.session.to_owned(),
@@ -490,91 +314,7 @@ pub async fn replay_trace(
                 error: Some("not sent: what it waits for never happened".into()),
             })
         })
-        .collect();
-    Ok(ReplayReport { requests, elapsed })
-}
-
-async fn send(
-    invoker: &dyn Invoker,
-    session_id: &str,
-    request: &Request,
-    block: usize,
-    options: &ReplayOptions,
-) -> Replayed {
-    let messages: MessageLog = [Message::user(prompt(request, block))]
-        .into_iter()
-        .collect();
-    let args = ModelArgs::new()
-        .api_base(options.api_base.clone())
-        .param("max_tokens", request.output_length.max(1));
-    let hints = hints_for(request, options);
-    let fields = hints.request_fields(
-        options.session.then_some(session_id),
-        request.parent.as_deref().filter(|_| options.session),
-        &args,
-    );
-    let failed = |error: String, latency: Duration| Replayed {
-        session_id: session_id.to_owned(),
-        request_id: None,
-        play_id: None,
-        dispatched_at: Duration::ZERO,
-        response_id: None,
-        prompt_tokens: 0,
-        cached_tokens: 0,
-        latency,
-        error: Some(error),
-    };
-    let fields = match fields {
-        Ok(fields) => fields,
-        Err(error) => return failed(error.to_string(), Duration::ZERO),
-    };
-    let request = ChatRequest::new(options.model.clone(), messages, Arc::new(args), fields);
-    let sent = Instant::now();
-    let result = invoker.invoke(&request).await;
-    let latency = sent.elapsed();
-    match result {
-        Ok(response) => {
-            let usage = response.message.usage.unwrap_or_default();
-            Replayed {
-                session_id: session_id.to_owned(),
-                request_id: None,
-                play_id: None,
-                dispatched_at: Duration::ZERO,
-                response_id: response.id,
-                prompt_tokens: usage.prompt_tokens,
-                cached_tokens: usage.cached_tokens.unwrap_or(0),
-                latency,
-                error: None,
-            }
-        }
-        Err(error) => failed(error.to_string(), latency),
-    }
-}
-
-/// The recorded priority and osl, as far as the profile can send them.
-fn hints_for(request: &Request, options: &ReplayOptions) -> InferenceHints {
-    let profile = options.profile;
-    let mut builder = InferenceHints::builder()
-        .profile(profile)
-        .session(options.session);
-    if let Some(p) = request.priority {
-        if profile.sends(HintField::Priority) {
-            builder = builder.priority(p);
-        }
-    }
-    if let Some(tier) = request.strict_priority {
-        if profile.sends(HintField::StrictPriority) {
-            builder = builder.strict_priority(tier);
-        }
-    }
-    if let Some(osl) = request.osl {
-        if profile.sends(HintField::Osl) {
-            builder = builder.osl(osl);
-        }
-    }
-    builder
-        .build()
-        .unwrap_or_else(|_| InferenceHints::for_profile(profile))
+        .collect()
 }
 
 #[cfg(test)]

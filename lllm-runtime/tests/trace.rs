@@ -241,3 +241,171 @@ async fn the_traced_priority_is_the_one_the_body_carried() {
         assert_eq!(row["priority"], expected, "{profile:?}: {row}");
     }
 }
+
+/// A run recorded under `vllm` with `priority: 5` sends `-5`, and its trace says so along with the
+/// profile. Replayed under `vllm` it sends the same `-5`; under `dynamo`, `5` in `nvext.agent_hints`;
+/// under `sglang`, `5`.
+#[tokio::test]
+async fn a_vllm_trace_replays_the_priority_it_sent() {
+    use lllm_runtime::{replay, Profile, ReplayOptions, TraceFormat};
+
+    let trace = traced_vllm_answer(TraceFormat::Lllm).await;
+    let lines = json_lines(&trace);
+    assert_eq!(lines[0]["format"], "lllm-trace/1");
+    assert_eq!(lines[0]["profile"], "vllm", "{}", lines[0]);
+    assert_eq!(lines[1]["priority"], -5);
+    assert!(
+        lines[1].get("profile").is_none(),
+        "the header's: {}",
+        lines[1]
+    );
+
+    for (profile, path, expected) in [
+        (Profile::Vllm, "/priority", -5),
+        (Profile::Dynamo, "/nvext/agent_hints/priority", 5),
+        (Profile::Sglang, "/priority", 5),
+    ] {
+        let server = StubServer::start().await.expect("server");
+        let options = ReplayOptions {
+            api_base: server.base_url(),
+            model: "tiny".into(),
+            profile,
+            session: true,
+            speed: 1000.0,
+            block_size: 64,
+        };
+        let report = replay(&trace, &options).await.expect("replays");
+        assert_eq!(report.requests.len(), 1);
+        assert_eq!(report.requests[0].error, None);
+        let body = &server.requests()[0].body;
+        assert_eq!(
+            body.pointer(path),
+            Some(&Value::from(expected)),
+            "{profile}: {body}"
+        );
+        if profile == Profile::Dynamo {
+            assert!(body.get("priority").is_none(), "{body}");
+        }
+    }
+}
+
+/// One `vllm` agent with `priority: 5` answering once (the body carries `-5`), traced in `format`.
+async fn traced_vllm_answer(format: lllm_runtime::TraceFormat) -> String {
+    use lllm_runtime::{Agent, InferenceHints, ModelArgs, Profile};
+
+    let server = StubServer::start().await.expect("server");
+    let out = SharedBuffer::default();
+    let recorder = Arc::new(
+        TraceRecorder::with_format(Box::new(out.clone()), 16, None, format).expect("recorder"),
+    );
+    let agent = Agent::builder()
+        .name("ranker")
+        .system_prompt("s")
+        .model("m")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(
+            ServerDefaults::none(),
+        )))
+        .model_args(ModelArgs::new().api_base(server.base_url()))
+        .inference_hints(
+            InferenceHints::builder()
+                .profile(Profile::Vllm)
+                .priority(5)
+                .build()
+                .expect("hints"),
+        )
+        .trace(recorder.clone())
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("hi").expect("receive");
+    agent.respond("main").await.expect("answer");
+    recorder.flush().expect("flush");
+    let sent = &server.requests()[0].body;
+    assert_eq!(sent["priority"], -5, "vLLM runs lower first: {sent}");
+    out.text()
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+/// A trace written before traces named their profile is replayed with its values as they are.
+#[tokio::test]
+async fn a_trace_without_a_profile_sends_its_values_as_they_are() {
+    use lllm_runtime::{replay, Profile, ReplayOptions};
+
+    let trace = r#"{"format": "lllm-trace/1", "block_size": 16, "blocks": "chars/4"}
+{"session_id": "s", "agent": "a", "timestamp": 0, "delay": 0, "tool_wait_ms": 0, "input_length": 3, "output_length": 2, "hash_ids": [1], "priority": -5, "latency_ms": 1}
+{"session_id": "t", "profile": "dynamo", "agent": "a", "timestamp": 0, "delay": 0, "tool_wait_ms": 0, "input_length": 3, "output_length": 2, "hash_ids": [1], "priority": 7, "latency_ms": 1}"#;
+    let server = StubServer::start().await.expect("server");
+    let options = ReplayOptions {
+        api_base: server.base_url(),
+        model: "tiny".into(),
+        profile: Profile::Vllm,
+        session: true,
+        speed: 1000.0,
+        block_size: 64,
+    };
+    replay(trace, &options).await.expect("replays");
+    let priority_of = |session: &str| {
+        server
+            .requests()
+            .iter()
+            .find(|r| r.header("x-session-id") == Some(session))
+            .map(|r| r.body["priority"].clone())
+    };
+    assert_eq!(priority_of("s"), Some(Value::from(-5)), "as recorded");
+    assert_eq!(
+        priority_of("t"),
+        Some(Value::from(-7)),
+        "a row that names its profile is converted"
+    );
+}
+
+/// Dynamo's agentic format has one meaning of `priority`, Dynamo's (higher runs first): a vLLM
+/// request that sent `-5` is recorded as `5`, and the header stays exactly Dynamo's. A rows-only
+/// trace has no header, so each row names its profile.
+#[tokio::test]
+async fn agentic_rows_record_dynamos_priority_and_rows_only_name_their_profile() {
+    use lllm_runtime::TraceFormat;
+
+    let agentic = json_lines(&traced_vllm_answer(TraceFormat::AgenticMooncake).await);
+    assert_eq!(agentic[0]["schema"], "dynamo.agentic_mooncake");
+    let mut keys: Vec<&str> = agentic[0]
+        .as_object()
+        .expect("header")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["block_size", "hash_id_scope", "schema", "source", "version"]
+    );
+    assert_eq!(agentic[1]["priority"], 5, "{}", agentic[1]);
+    assert!(agentic[1].get("profile").is_none());
+
+    let rows = json_lines(&traced_vllm_answer(TraceFormat::RowsOnly).await);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["priority"], -5);
+    assert_eq!(rows[0]["profile"], "vllm");
+}
+
+/// The header goes first even when no request was answered: flushing writes it.
+#[tokio::test]
+async fn a_trace_with_no_row_still_has_its_header() {
+    let out = SharedBuffer::default();
+    let recorder = TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder");
+    recorder.flush().expect("flush");
+    drop(recorder);
+    let lines = json_lines(&out.text());
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["format"], "lllm-trace/1");
+    assert!(lines[0].get("profile").is_none());
+
+    let dropped = SharedBuffer::default();
+    drop(TraceRecorder::new(Box::new(dropped.clone()), 16).expect("recorder"));
+    assert_eq!(dropped.text().lines().count(), 1, "written when dropped");
+}

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Profile;
+use super::{HintField, Profile};
 
 /// The highest weight sent; a larger count is sent as this.
 pub const MAX_WEIGHT: u32 = 999;
@@ -184,23 +184,26 @@ impl Demand {
     /// The priority fields this demand gives under `profile`: the `priority` value as sent on the
     /// wire (after the profile's transformation) and, for Dynamo, the `strict_priority` tier.
     pub fn shape(&self, profile: Profile) -> AutoFields {
+        let shape = profile.shape();
+        if !shape.sends(HintField::Priority) {
+            return AutoFields::default();
+        }
         let weight = i64::from(self.weight());
         let tier = self.class.tier();
-        let ranked = TIER_SPAN * i64::from(tier) + weight;
-        match profile {
-            Profile::OpenAi => AutoFields::default(),
-            Profile::Dynamo => AutoFields {
-                priority: Some(weight),
+        if shape.sends(HintField::StrictPriority) {
+            // A profile with a tier field of its own (Dynamo) gets the tier there, the weight alone
+            // as the priority.
+            AutoFields {
+                priority: Some(shape.priority_to_wire(weight)),
                 strict_priority: (tier > 0).then_some(tier),
-            },
-            Profile::Vllm => AutoFields {
-                priority: Some(-ranked),
+            }
+        } else {
+            // Otherwise the tier goes into the number, above any weight.
+            let ranked = TIER_SPAN * i64::from(tier) + weight;
+            AutoFields {
+                priority: Some(shape.priority_to_wire(ranked)),
                 strict_priority: None,
-            },
-            Profile::Sglang => AutoFields {
-                priority: Some(ranked),
-                strict_priority: None,
-            },
+            }
         }
     }
 }

@@ -2,10 +2,13 @@
 //!
 //! [`InferenceHints`] holds an agent's hint settings, validated when built. For each request it computes
 //! [`RequestFields`] (headers and body fields) shaped for the server's [`Profile`]; the invoker then merges
-//! them *under* the user's own `extra_headers` and `extra_body` (see [`crate::merge`]).
+//! them *under* the user's own `extra_headers` and `extra_body` (see [`crate::merge`]). Where each hint
+//! goes on the wire is one table per profile, [`WireShape`], which also reads hints back from a body
+//! and converts values recorded under one profile into another's.
 
 mod auto;
 mod profile;
+mod shape;
 mod wire;
 
 #[cfg(test)]
@@ -13,6 +16,7 @@ mod tests;
 
 pub use auto::{AutoFields, Demand, Priority, RunClass, MAX_WEIGHT};
 pub use profile::{ForkSession, HintField, Profile};
+pub use shape::{BodyPath, HintValues, PrioritySign, WireHints, WireShape};
 pub use wire::{RequestFields, SessionIds};
 
 use serde::{Deserialize, Serialize};

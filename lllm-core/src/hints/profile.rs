@@ -1,8 +1,10 @@
-//! Server profiles and which hint each of them can send.
+//! Server profiles and which hint each of them can send (read from each profile's [`WireShape`]).
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use super::shape::{senders, shape_of, WireShape};
 
 /// The kind of server the hints are shaped for.
 #[derive(
@@ -41,25 +43,24 @@ impl Profile {
         }
     }
 
+    /// The table of where this profile puts each hint on the wire.
+    pub fn shape(self) -> &'static WireShape {
+        shape_of(self)
+    }
+
     /// The header that carries the session id.
     pub fn session_header(self) -> &'static str {
-        match self {
-            Profile::Dynamo => "x-dynamo-session-id",
-            _ => "x-session-id",
-        }
+        self.shape().session_header()
     }
 
     /// The header that carries the parent's session id.
     pub fn parent_header(self) -> &'static str {
-        match self {
-            Profile::Dynamo => "x-dynamo-parent-session-id",
-            _ => "x-parent-session-id",
-        }
+        self.shape().parent_header()
     }
 
     /// Whether this profile can send `field`.
     pub fn sends(self, field: HintField) -> bool {
-        field.profiles().contains(&self)
+        self.shape().sends(field)
     }
 }
 
@@ -73,18 +74,36 @@ impl fmt::Display for Profile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HintField {
     /// `priority`.
-    Priority,
+    Priority = 0,
     /// `strict_priority`.
-    StrictPriority,
+    StrictPriority = 1,
     /// `osl`.
-    Osl,
+    Osl = 2,
     /// `speculative_prefill`.
-    SpeculativePrefill,
+    SpeculativePrefill = 3,
     /// `cache_salt`.
-    CacheSalt,
+    CacheSalt = 4,
 }
 
+/// Each field's senders, computed once from the profiles' tables.
+static SENDERS: [([Profile; Profile::ALL.len()], usize); HintField::ALL.len()] = [
+    senders(HintField::Priority),
+    senders(HintField::StrictPriority),
+    senders(HintField::Osl),
+    senders(HintField::SpeculativePrefill),
+    senders(HintField::CacheSalt),
+];
+
 impl HintField {
+    /// Every field, in the order of their discriminants (the order of each table's paths).
+    pub const ALL: [HintField; 5] = [
+        HintField::Priority,
+        HintField::StrictPriority,
+        HintField::Osl,
+        HintField::SpeculativePrefill,
+        HintField::CacheSalt,
+    ];
+
     /// The field's name in YAML and Rust.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -96,15 +115,10 @@ impl HintField {
         }
     }
 
-    /// The profiles that can send this field.
+    /// The profiles that can send this field, in [`Profile::ALL`] order.
     pub fn profiles(self) -> &'static [Profile] {
-        match self {
-            HintField::Priority => &[Profile::Dynamo, Profile::Vllm, Profile::Sglang],
-            HintField::StrictPriority | HintField::Osl | HintField::SpeculativePrefill => {
-                &[Profile::Dynamo]
-            }
-            HintField::CacheSalt => &[Profile::Dynamo, Profile::Vllm],
-        }
+        let (profiles, count) = &SENDERS[self as usize];
+        &profiles[..*count]
     }
 }
 

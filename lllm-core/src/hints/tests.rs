@@ -391,3 +391,234 @@ fn priority_reads_a_number_or_auto_and_nothing_else() {
         json!({"priority": "auto"})
     );
 }
+
+/// Every logical value a table can carry, each field set.
+fn every_value() -> HintValues {
+    HintValues {
+        priority: Some(5),
+        strict_priority: Some(2),
+        osl: Some(24),
+        speculative_prefill: Some(true),
+        cache_salt: Some("tenant-a".into()),
+    }
+}
+
+/// `values` with only the fields `profile` can send.
+fn sendable(profile: Profile, values: &HintValues) -> HintValues {
+    let sends = |field| profile.sends(field);
+    HintValues {
+        priority: values.priority.filter(|_| sends(HintField::Priority)),
+        strict_priority: values
+            .strict_priority
+            .filter(|_| sends(HintField::StrictPriority)),
+        osl: values.osl.filter(|_| sends(HintField::Osl)),
+        speculative_prefill: values
+            .speculative_prefill
+            .filter(|_| sends(HintField::SpeculativePrefill)),
+        cache_salt: values
+            .cache_salt
+            .clone()
+            .filter(|_| sends(HintField::CacheSalt)),
+    }
+}
+
+#[test]
+fn written_values_read_back_the_same_for_every_profile_and_field() {
+    let all = every_value();
+    let one_field: Vec<HintValues> = vec![
+        HintValues {
+            priority: Some(-7),
+            ..HintValues::default()
+        },
+        HintValues {
+            priority: Some(i64::from(i32::MIN)),
+            ..HintValues::default()
+        },
+        HintValues {
+            strict_priority: Some(1),
+            ..HintValues::default()
+        },
+        HintValues {
+            osl: Some(1),
+            ..HintValues::default()
+        },
+        HintValues {
+            speculative_prefill: Some(false),
+            ..HintValues::default()
+        },
+        HintValues {
+            cache_salt: Some("s".into()),
+            ..HintValues::default()
+        },
+    ];
+    for profile in Profile::ALL {
+        let shape = profile.shape();
+        for values in std::iter::once(&all).chain(&one_field) {
+            let mut body = serde_json::Map::new();
+            shape.write(&shape.to_wire(values), &mut body);
+            let wire = shape.read_body(&body);
+            assert_eq!(
+                shape.from_wire(&wire),
+                sendable(profile, values),
+                "{profile}: {values:?} went out as {body:?}"
+            );
+            let nothing = sendable(profile, values) == HintValues::default();
+            assert_eq!(body.is_empty(), nothing, "{profile}: {body:?}");
+        }
+    }
+}
+
+#[test]
+fn each_profile_puts_each_hint_where_its_server_reads_it() {
+    let body = |profile: Profile| {
+        let shape = profile.shape();
+        let mut body = serde_json::Map::new();
+        shape.write(&shape.to_wire(&every_value()), &mut body);
+        Value::Object(body)
+    };
+    assert_eq!(
+        body(Profile::Dynamo),
+        json!({"nvext": {"agent_hints": {"priority": 5, "strict_priority": 2, "osl": 24,
+                                         "speculative_prefill": true},
+                         "cache_salt": "tenant-a"}})
+    );
+    assert_eq!(
+        body(Profile::Vllm),
+        json!({"priority": -5, "cache_salt": "tenant-a"})
+    );
+    assert_eq!(body(Profile::Sglang), json!({"priority": 5}));
+    assert_eq!(body(Profile::OpenAi), json!({}));
+    let headers: Vec<(&str, &str, Option<&str>)> = Profile::ALL
+        .iter()
+        .map(|p| {
+            let shape = p.shape();
+            (
+                shape.session_header(),
+                shape.parent_header(),
+                shape.final_header(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            (
+                "x-dynamo-session-id",
+                "x-dynamo-parent-session-id",
+                Some("x-dynamo-session-final")
+            ),
+            ("x-session-id", "x-parent-session-id", None),
+            ("x-session-id", "x-parent-session-id", None),
+            ("x-session-id", "x-parent-session-id", None),
+        ]
+    );
+    // What each field's error lists comes from the same tables.
+    assert_eq!(
+        HintField::Priority.profiles(),
+        [Profile::Dynamo, Profile::Vllm, Profile::Sglang]
+    );
+    assert_eq!(
+        HintField::CacheSalt.profiles(),
+        [Profile::Dynamo, Profile::Vllm]
+    );
+    for field in [
+        HintField::StrictPriority,
+        HintField::Osl,
+        HintField::SpeculativePrefill,
+    ] {
+        assert_eq!(field.profiles(), [Profile::Dynamo], "{field}");
+    }
+    for field in HintField::ALL {
+        for profile in Profile::ALL {
+            assert_eq!(
+                field.profiles().contains(&profile),
+                profile.shape().path(field).is_some(),
+                "{field} {profile}"
+            );
+        }
+    }
+}
+
+#[test]
+fn recorded_values_are_sent_unchanged_to_the_same_profile_and_converted_to_another() {
+    let vllm = WireHints {
+        priority: Some(-5),
+        cache_salt: Some("t".into()),
+        ..WireHints::default()
+    };
+    let dynamo = Profile::Dynamo.shape();
+    assert_eq!(
+        Profile::Vllm.shape().reshape(&vllm, Some(Profile::Vllm)),
+        vllm,
+        "the same profile: as recorded"
+    );
+    assert_eq!(
+        dynamo.reshape(&vllm, Some(Profile::Vllm)),
+        WireHints {
+            priority: Some(5),
+            cache_salt: Some("t".into()),
+            ..WireHints::default()
+        }
+    );
+    assert_eq!(
+        Profile::Sglang
+            .shape()
+            .reshape(&vllm, Some(Profile::Vllm))
+            .priority,
+        Some(5)
+    );
+    let from_dynamo = WireHints {
+        priority: Some(5),
+        strict_priority: Some(1),
+        osl: Some(9),
+        ..WireHints::default()
+    };
+    assert_eq!(
+        Profile::Vllm
+            .shape()
+            .reshape(&from_dynamo, Some(Profile::Dynamo)),
+        WireHints {
+            priority: Some(-5),
+            ..WireHints::default()
+        },
+        "what vLLM cannot send is left out"
+    );
+    assert_eq!(
+        Profile::OpenAi
+            .shape()
+            .reshape(&from_dynamo, Some(Profile::Dynamo)),
+        WireHints::default()
+    );
+    // Without the recording's profile the values are taken as they are.
+    assert_eq!(Profile::Vllm.shape().reshape(&vllm, None), vllm);
+    assert_eq!(dynamo.reshape(&vllm, None).priority, Some(-5));
+    // Negation in i64: the most urgent vLLM value of an i32 hint converts without overflow.
+    let extreme = WireHints {
+        priority: Some(-i64::from(i32::MIN)),
+        ..WireHints::default()
+    };
+    assert_eq!(
+        dynamo.reshape(&extreme, Some(Profile::Vllm)).priority,
+        Some(i64::from(i32::MIN))
+    );
+}
+
+#[test]
+fn a_body_of_an_unknown_profile_is_read_wherever_a_profile_puts_the_hint() {
+    let read =
+        |body: Value| WireHints::read_any(|path| body.pointer(&format!("/{}", path.join("/"))));
+    assert_eq!(
+        read(json!({"priority": -3, "nvext": {"agent_hints": {"priority": 4, "osl": 2}}})),
+        WireHints {
+            priority: Some(4),
+            osl: Some(2),
+            ..WireHints::default()
+        },
+        "Dynamo's place first, as the profiles are listed"
+    );
+    assert_eq!(read(json!({"priority": -3})).priority, Some(-3));
+    assert_eq!(
+        read(json!({"cache_salt": "x"})).cache_salt.as_deref(),
+        Some("x")
+    );
+}

@@ -1,9 +1,11 @@
-//! What the hints put on the wire for one request.
+//! What the hints put on the wire for one request: the session headers and the hint values, placed
+//! by the profile's [`WireShape`](super::WireShape).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::{
-    check_session_id, Demand, ForkSession, HintField, HintsError, InferenceHints, Priority, Profile,
+    check_session_id, Demand, ForkSession, HintField, HintsError, InferenceHints, Priority,
+    WireHints,
 };
 use crate::dialog::{Dialog, DialogId};
 use crate::model_args::ModelArgs;
@@ -101,6 +103,20 @@ impl InferenceHints {
         model_args: &ModelArgs,
         demand: &Demand,
     ) -> Result<RequestFields, HintsError> {
+        let wire = self.wire_hints(model_args, demand);
+        self.request_fields_with(dialog_id, parent_dialog_id, &wire)
+    }
+
+    /// The fields of one request for a dialog (`dialog_id`, forked from `parent_dialog_id`) that
+    /// carries the hint values `wire` instead of the ones these hints compute: these hints' session
+    /// headers, and `wire` written where the profile puts each field. Replay sends recorded values
+    /// this way.
+    pub fn request_fields_with(
+        &self,
+        dialog_id: Option<&str>,
+        parent_dialog_id: Option<&str>,
+        wire: &WireHints,
+    ) -> Result<RequestFields, HintsError> {
         let mut fields = RequestFields::default();
         if let (None, Some(parent)) = (dialog_id, parent_dialog_id) {
             return Err(HintsError::InvalidSessionId {
@@ -108,20 +124,21 @@ impl InferenceHints {
                 reason: "a parent id was given without the dialog's own id",
             });
         }
+        let shape = self.profile.shape();
         if let Some(id) = dialog_id {
             let ids = self.session_ids(id, parent_dialog_id)?;
             if let Some(session) = ids.session_id {
                 fields
                     .headers
-                    .push((self.profile.session_header().to_owned(), session));
+                    .push((shape.session_header().to_owned(), session));
             }
             if let Some(parent) = ids.parent_session_id {
                 fields
                     .headers
-                    .push((self.profile.parent_header().to_owned(), parent));
+                    .push((shape.parent_header().to_owned(), parent));
             }
         }
-        self.body_fields(&mut fields.body, model_args, demand);
+        shape.write(wire, &mut fields.body);
         Ok(fields)
     }
 
@@ -152,21 +169,33 @@ impl InferenceHints {
     /// The `priority` (as sent, after the profile's transformation) and `strict_priority` of a
     /// request that `demand` waits for.
     pub fn priority_fields(&self, demand: &Demand) -> (Option<i64>, Option<u32>) {
+        let shape = self.profile.shape();
         match self.priority {
             None => (None, self.strict_priority),
             Some(Priority::Fixed(p)) => {
-                let sent = match self.profile {
-                    Profile::OpenAi => None,
-                    Profile::Dynamo | Profile::Sglang => Some(i64::from(p)),
-                    // vLLM runs lower values first; negate in i64 so i32::MIN does not overflow.
-                    Profile::Vllm => Some(-i64::from(p)),
-                };
+                let sent = shape
+                    .sends(HintField::Priority)
+                    .then(|| shape.priority_to_wire(i64::from(p)));
                 (sent, self.strict_priority)
             }
             Some(Priority::Auto) => {
                 let auto = demand.shape(self.profile);
                 (auto.priority, self.strict_priority.or(auto.strict_priority))
             }
+        }
+    }
+
+    /// Every hint value one request sends with `model_args` when `demand` waits for it, as it goes
+    /// on the wire: [`priority_fields`](Self::priority_fields), the `osl` sent, and the rest as
+    /// configured.
+    pub fn wire_hints(&self, model_args: &ModelArgs, demand: &Demand) -> WireHints {
+        let (priority, strict_priority) = self.priority_fields(demand);
+        WireHints {
+            priority,
+            strict_priority: strict_priority.map(u64::from),
+            osl: self.osl_sent(model_args).map(u64::from),
+            speculative_prefill: self.speculative_prefill,
+            cache_salt: self.cache_salt.clone(),
         }
     }
 
@@ -184,20 +213,21 @@ impl InferenceHints {
     ) -> Result<RequestFields, HintsError> {
         let (id, parent) = self.identity(dialog);
         let mut fields = self.final_request_fields(&id.to_string())?;
+        let shape = self.profile.shape();
         if let Some(parent) = parent {
             fields.headers.insert(
                 1,
                 (
-                    Profile::Dynamo.parent_header().to_owned(),
+                    shape.parent_header().to_owned(),
                     self.prefixed(&parent.to_string())?,
                 ),
             );
         }
-        if let Some(salt) = &self.cache_salt {
-            fields
-                .body
-                .insert("nvext".into(), json!({ "cache_salt": salt }));
-        }
+        let salt = WireHints {
+            cache_salt: self.cache_salt.clone(),
+            ..WireHints::default()
+        };
+        shape.write(&salt, &mut fields.body);
         Ok(fields)
     }
 
@@ -221,66 +251,20 @@ impl InferenceHints {
     /// Dynamo's end-of-session fields for a dialog:
     /// `{"extra_headers": {"x-dynamo-session-id": "<id>", "x-dynamo-session-final": "true"}}`.
     pub fn final_request_fields(&self, dialog_id: &str) -> Result<RequestFields, HintsError> {
-        if self.profile != Profile::Dynamo || !self.session {
+        let shape = self.profile.shape();
+        let final_header = shape.final_header().filter(|_| self.session);
+        let Some(final_header) = final_header else {
             return Err(HintsError::FinalNotAvailable {
                 profile: self.profile,
                 session: self.session,
             });
-        }
+        };
         Ok(RequestFields {
             headers: vec![
-                (
-                    Profile::Dynamo.session_header().to_owned(),
-                    self.prefixed(dialog_id)?,
-                ),
-                ("x-dynamo-session-final".to_owned(), "true".to_owned()),
+                (shape.session_header().to_owned(), self.prefixed(dialog_id)?),
+                (final_header.to_owned(), "true".to_owned()),
             ],
             body: Map::new(),
         })
-    }
-
-    fn body_fields(&self, body: &mut Map<String, Value>, model_args: &ModelArgs, demand: &Demand) {
-        let (priority, strict_priority) = self.priority_fields(demand);
-        match self.profile {
-            Profile::OpenAi => {}
-            Profile::Sglang => {
-                if let Some(p) = priority {
-                    body.insert("priority".into(), json!(p));
-                }
-            }
-            Profile::Vllm => {
-                if let Some(p) = priority {
-                    body.insert("priority".into(), json!(p));
-                }
-                if let Some(salt) = &self.cache_salt {
-                    body.insert("cache_salt".into(), json!(salt));
-                }
-            }
-            Profile::Dynamo => {
-                let mut agent_hints = Map::new();
-                if let Some(p) = priority {
-                    agent_hints.insert("priority".into(), json!(p));
-                }
-                if let Some(t) = strict_priority {
-                    agent_hints.insert("strict_priority".into(), json!(t));
-                }
-                if let Some(osl) = self.osl_sent(model_args) {
-                    agent_hints.insert("osl".into(), json!(osl));
-                }
-                if let Some(s) = self.speculative_prefill {
-                    agent_hints.insert("speculative_prefill".into(), json!(s));
-                }
-                let mut nvext = Map::new();
-                if !agent_hints.is_empty() {
-                    nvext.insert("agent_hints".into(), Value::Object(agent_hints));
-                }
-                if let Some(salt) = &self.cache_salt {
-                    nvext.insert("cache_salt".into(), json!(salt));
-                }
-                if !nvext.is_empty() {
-                    body.insert("nvext".into(), Value::Object(nvext));
-                }
-            }
-        }
     }
 }

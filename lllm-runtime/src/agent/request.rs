@@ -31,6 +31,7 @@ impl Agent {
             self.model_args.clone(),
             hint_fields,
         );
+        request.profile = self.hints.as_ref().map(|h| h.profile());
         request.dialog = Some(dialog.id());
         request.parent_dialog = dialog.parent_id();
         Ok(request)
@@ -57,12 +58,13 @@ impl Agent {
         let mut args = (*self.model_args).clone();
         args.params.remove("max_completion_tokens");
         args.params.insert("max_tokens".into(), 1.into());
-        let request = ChatRequest::new(
+        let mut request = ChatRequest::new(
             self.model.clone(),
             snapshot.messages().clone(),
             args.into(),
             hint_fields,
         );
+        request.profile = Some(hints.profile());
         self.call(&request, None).await.map(drop)
     }
 }

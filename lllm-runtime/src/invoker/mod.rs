@@ -8,11 +8,11 @@ mod service;
 mod stream;
 mod wire;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lllm_core::{DialogId, Message, MessageLog, ModelArgs, RequestFields, ToolSpec};
+use lllm_core::{DialogId, Message, MessageLog, ModelArgs, Profile, RequestFields, ToolSpec};
 use serde_json::Value;
 
 pub use dry_run::DryRunInvoker;
@@ -36,6 +36,9 @@ pub struct ChatRequest {
     pub model_args: Arc<ModelArgs>,
     /// Header and body fields from the inference hints, to be merged under the user's explicit ones.
     pub hint_fields: RequestFields,
+    /// The profile `hint_fields` were shaped for, when the request comes from hints (for traces and
+    /// spans, which read the hints back where that profile puts them; never sent).
+    pub profile: Option<Profile>,
     /// Tools offered to the model (none: no `tools` field).
     pub tools: Vec<ToolSpec>,
     /// `tool_choice`, when set (lllm sets `"none"` for the final, tool-less turn of a respond).
@@ -46,6 +49,26 @@ pub struct ChatRequest {
     pub dialog: Option<DialogId>,
     /// The dialog it was forked from, if any (for traces; never sent).
     pub parent_dialog: Option<DialogId>,
+    /// The hints the request carries as sent, read once, when a layer first asks.
+    sent: SentOnce,
+}
+
+/// [`SentHints`] read at most once per request. A clone starts empty, so a request copied and
+/// changed is read afresh; layers only ever see a request by reference, so it cannot change between
+/// the reads of one call.
+#[derive(Default)]
+struct SentOnce(OnceLock<SentHints>);
+
+impl Clone for SentOnce {
+    fn clone(&self) -> Self {
+        SentOnce::default()
+    }
+}
+
+impl std::fmt::Debug for SentOnce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SentOnce")
+    }
 }
 
 impl ChatRequest {
@@ -61,12 +84,20 @@ impl ChatRequest {
             messages,
             model_args,
             hint_fields,
+            profile: None,
             tools: Vec::new(),
             tool_choice: None,
             response_format: None,
             dialog: None,
             parent_dialog: None,
+            sent: SentOnce::default(),
         }
+    }
+
+    /// The hints this request carries as it is sent (after the merge under the agent's parameters
+    /// and the user's `extra_body`), read the first time a layer asks and kept for every attempt.
+    pub(crate) fn sent_hints(&self) -> &SentHints {
+        self.sent.0.get_or_init(|| SentHints::of(self))
     }
 }
 

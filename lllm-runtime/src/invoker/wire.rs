@@ -10,9 +10,11 @@ use async_openai::types::chat::{
     ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
     ChatCompletionRequestUserMessageContent, FunctionCall,
 };
-use lllm_core::internal::{find_header, merge_body, merge_headers};
+use lllm_core::internal::{find_header, merge_body, merge_headers, merged_value};
 use lllm_core::internal::{printable_header_value, redact_url};
-use lllm_core::{strip_provider_prefix, Message, Profile, Role, Secret, ToolCall, Usage};
+use lllm_core::{
+    strip_provider_prefix, BodyPath, Message, Profile, Role, Secret, ToolCall, Usage, WireHints,
+};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -184,14 +186,13 @@ fn standard_fields(request: &ChatRequest, stream: bool) -> Result<Map<String, Va
 
 /// The hints a request's body carries as it is sent: after the merge under the agent's parameters and
 /// the user's `extra_body`, and after the profile's own transformation (vLLM's negated priority).
+/// Read where the request's profile puts each hint (any profile's place when it has none).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct SentHints {
-    /// `priority`, top-level (vLLM, SGLang) or in `nvext.agent_hints` (Dynamo).
-    pub(crate) priority: Option<i64>,
-    /// `nvext.agent_hints.osl` (Dynamo).
-    pub(crate) osl: Option<u64>,
-    /// `nvext.agent_hints.strict_priority` (Dynamo).
-    pub(crate) strict_priority: Option<u64>,
+    /// The profile the hints were shaped for, if known.
+    pub(crate) profile: Option<Profile>,
+    /// The hint values, as sent.
+    pub(crate) wire: WireHints,
     /// The session header, whatever the profile.
     pub(crate) session: Option<String>,
     /// The parent-session header, whatever the profile.
@@ -199,34 +200,36 @@ pub(crate) struct SentHints {
 }
 
 impl SentHints {
-    /// Reads the fields the body of `request` will carry. Messages and tools are left out: they
-    /// cannot hold hints, and serialising them again for every traced call is wasted work.
+    /// Reads the fields the body of `request` will carry, each where the merge will put it, without
+    /// merging: messages and tools cannot hold hints, and the body is merged once, to be sent.
     pub(crate) fn of(request: &ChatRequest) -> Self {
-        let body = Value::Object(merge_body(
-            request.model_args.params.clone(),
-            request.hint_fields.body.clone(),
-            request.model_args.extra_body.clone(),
-        ));
+        let (standard, hints, extra) = (
+            &request.model_args.params,
+            &request.hint_fields.body,
+            &request.model_args.extra_body,
+        );
+        let lookup = |path: BodyPath| merged_value(standard, hints, extra, path);
+        let wire = match request.profile {
+            Some(profile) => profile.shape().read(lookup),
+            None => WireHints::read_any(lookup),
+        };
         SentHints {
-            priority: body
-                .pointer("/nvext/agent_hints/priority")
-                .or_else(|| body.get("priority"))
-                .and_then(Value::as_i64),
-            osl: body
-                .pointer("/nvext/agent_hints/osl")
-                .and_then(Value::as_u64),
-            strict_priority: body
-                .pointer("/nvext/agent_hints/strict_priority")
-                .and_then(Value::as_u64),
+            profile: request.profile,
+            wire,
             session: hint_header(request, Profile::session_header),
             parent_session: hint_header(request, Profile::parent_header),
         }
     }
 }
 
-/// The header named by `name` for some profile that the hints put on `request`.
+/// The header named by `name` for the request's profile (for some profile, when it has none) that the
+/// hints put on `request`.
 fn hint_header(request: &ChatRequest, name: fn(Profile) -> &'static str) -> Option<String> {
-    Profile::ALL
+    let profiles = match &request.profile {
+        Some(profile) => std::slice::from_ref(profile),
+        None => &Profile::ALL[..],
+    };
+    profiles
         .iter()
         .find_map(|p| request.hint_fields.header(name(*p)))
         .map(str::to_owned)
@@ -521,6 +524,46 @@ mod tests {
             prepared.body["nvext"],
             json!({"agent_hints": {"priority": 1}})
         );
+    }
+
+    #[test]
+    fn sent_hints_are_what_the_prepared_body_carries() {
+        use lllm_core::InferenceHints;
+
+        let vllm = InferenceHints::builder()
+            .profile(Profile::Vllm)
+            .priority(5)
+            .cache_salt("t")
+            .build()
+            .expect("hints");
+        let fields = vllm
+            .request_fields(Some("d"), Some("p"), &ModelArgs::new())
+            .expect("fields");
+        let mut extra = Map::new();
+        extra.insert("cache_salt".into(), json!("user"));
+        extra.insert("nvext".into(), json!({"agent_hints": {"priority": 9}}));
+        let mut sent = request(ModelArgs::new().extra_body(extra), fields);
+        sent.profile = Some(Profile::Vllm);
+        let hints = sent.sent_hints();
+        let prepared = PreparedRequest::build(&sent, &ServerDefaults::none()).expect("builds");
+        let body = prepared.body.as_object().expect("object");
+        assert_eq!(
+            *hints,
+            SentHints {
+                profile: Some(Profile::Vllm),
+                wire: Profile::Vllm.shape().read_body(body),
+                session: Some("d".into()),
+                parent_session: Some("p".into()),
+            }
+        );
+        // The user's salt wins, and vLLM's place is read, not Dynamo's that extra_body also fills.
+        assert_eq!(hints.wire.priority, Some(-5));
+        assert_eq!(hints.wire.cache_salt.as_deref(), Some("user"));
+        assert!(std::ptr::eq(hints, sent.sent_hints()), "read once");
+        // Without a profile, any profile's place is read, Dynamo's first.
+        let mut unknown = sent.clone();
+        unknown.profile = None;
+        assert_eq!(unknown.sent_hints().wire.priority, Some(9));
     }
 
     #[test]

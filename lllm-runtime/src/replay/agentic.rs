@@ -9,12 +9,15 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use lllm_core::{InferenceHints, Relation, Trigger, AGENTIC_SCHEMA, AGENTIC_VERSION, TRACE_FORMAT};
+use lllm_core::{
+    InferenceHints, Profile, Relation, Trigger, AGENTIC_SCHEMA, AGENTIC_VERSION, TRACE_FORMAT,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::limits::{MAX_BLOCK_TOKENS, MAX_PROMPT_TOKENS, MAX_SCHEDULE_MS, MAX_TOKENS};
-use super::read::{describe, kind, plain, plain_in, priority_in_range, shorten, Request};
+use super::request::{priority_in_range, Request};
+use super::text::{describe, kind, plain, plain_in, shorten};
 use super::ReplayError;
 
 /// The fields every row needs, as the error for a missing one lists them.
@@ -67,33 +70,8 @@ pub(super) fn read_header(text: &str) -> Result<usize, String> {
             .get(name)
             .ok_or_else(|| format!("missing field `{name}`; {needs}"))
     };
-    let schema = field("schema")?;
-    if schema.as_str() != Some(AGENTIC_SCHEMA) {
-        return Err(format!(
-            "schema: {} is not `{AGENTIC_SCHEMA}`; this lllm reads `{TRACE_FORMAT}` and \
-             `{AGENTIC_SCHEMA}` version {AGENTIC_VERSION} traces",
-            describe(schema)
-        ));
-    }
-    let version = field("version")?;
-    if version.as_u64() != Some(u64::from(AGENTIC_VERSION)) {
-        return Err(format!(
-            "version: {} is not {AGENTIC_VERSION}; this lllm reads `{AGENTIC_SCHEMA}` version \
-             {AGENTIC_VERSION}",
-            describe(version)
-        ));
-    }
-    let block = field("block_size")?;
-    let block = match block.as_u64() {
-        Some(n) if (1..=MAX_BLOCK_TOKENS as u64).contains(&n) => n as usize,
-        _ => {
-            return Err(format!(
-                "block_size: {} is out of range; use a whole number of tokens from 1 to \
-                 {MAX_BLOCK_TOKENS}",
-                describe(block)
-            ))
-        }
-    };
+    check_format(field("schema")?, field("version"))?;
+    let block = header_block_size(field("block_size")?)?;
     let scope = field("hash_id_scope")?;
     if scope.as_str() != Some("local") {
         return Err(format!(
@@ -102,13 +80,45 @@ pub(super) fn read_header(text: &str) -> Result<usize, String> {
             describe(scope)
         ));
     }
-    let source = field("source")?;
-    let filled = |name: &str| {
-        source
-            .get(name)
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.trim().is_empty())
-    };
+    check_source(field("source")?)?;
+    Ok(block)
+}
+
+/// Checks that the header names this format and version (`version` is looked up only once the
+/// schema is right, so a missing one is reported after a wrong schema).
+fn check_format(schema: &Value, version: Result<&Value, String>) -> Result<(), String> {
+    if schema.as_str() != Some(AGENTIC_SCHEMA) {
+        return Err(format!(
+            "schema: {} is not `{AGENTIC_SCHEMA}`; this lllm reads `{TRACE_FORMAT}` and \
+             `{AGENTIC_SCHEMA}` version {AGENTIC_VERSION} traces",
+            describe(schema)
+        ));
+    }
+    let version = version?;
+    if version.as_u64() != Some(u64::from(AGENTIC_VERSION)) {
+        return Err(format!(
+            "version: {} is not {AGENTIC_VERSION}; this lllm reads `{AGENTIC_SCHEMA}` version \
+             {AGENTIC_VERSION}",
+            describe(version)
+        ));
+    }
+    Ok(())
+}
+
+/// The header's `block_size`, from 1 to [`MAX_BLOCK_TOKENS`].
+fn header_block_size(block: &Value) -> Result<usize, String> {
+    match block.as_u64() {
+        Some(n) if (1..=MAX_BLOCK_TOKENS as u64).contains(&n) => Ok(n as usize),
+        _ => Err(format!(
+            "block_size: {} is out of range; use a whole number of tokens from 1 to \
+             {MAX_BLOCK_TOKENS}",
+            describe(block)
+        )),
+    }
+}
+
+/// Checks the header's `source`: an object with non-empty `format` and `digest`, as Dynamo requires.
+fn check_source(source: &Value) -> Result<(), String> {
     if !source.is_object() {
         return Err(format!(
             "source: expected an object {{\"format\", \"digest\"}} (who wrote the trace, and an \
@@ -116,13 +126,19 @@ pub(super) fn read_header(text: &str) -> Result<usize, String> {
             describe(source)
         ));
     }
-    if let Some(name) = ["format", "digest"].into_iter().find(|name| !filled(name)) {
-        return Err(format!(
+    let filled = |name: &str| {
+        source
+            .get(name)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.trim().is_empty())
+    };
+    match ["format", "digest"].into_iter().find(|name| !filled(name)) {
+        Some(name) => Err(format!(
             "source.{name}: missing or empty; the source needs non-empty strings `format` (who \
              wrote the trace) and `digest` (an id of what was recorded)"
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(block)
 }
 
 /// A row as JSON gives it, before its values are checked.
@@ -497,6 +513,36 @@ fn check_row(
     block: usize,
     ids: &InferenceHints,
 ) -> Result<(Request, Vec<Pending>), String> {
+    check_names(row, ids)?;
+    let blocks = check_lengths(row, block)?;
+    if row.not_before_ms.is_nan() || row.not_before_ms < 0.0 {
+        return Err(format!(
+            "not_before_ms: {} is out of range; use a number of milliseconds from 0",
+            row.not_before_ms
+        ));
+    }
+    let pending = check_dependencies(std::mem::take(&mut row.dependencies))?;
+    let priority = priority_in_range(row.priority, "priority")?;
+    // In 1..=block: blocks = ceil(input_length / block), input_length > 0.
+    let last = row.input_length - (blocks - 1) * block as u64;
+    let request = Request {
+        parent: None,
+        timestamp: 0,
+        delay: 0,
+        output_length: row.output_length,
+        hash_ids: std::mem::take(&mut row.hash_ids).into_boxed_slice(),
+        priority,
+        strict_priority: None,
+        osl: None,
+        // Dynamo's format carries Dynamo's priority.
+        sent_with: Some(Profile::Dynamo),
+        last_block: usize::try_from(last).ok(),
+    };
+    Ok((request, pending))
+}
+
+/// Every id and the model are non-empty, and the session id can go into a header.
+fn check_names(row: &RawRow, ids: &InferenceHints) -> Result<(), String> {
     for (name, value) in [
         ("request_id", &row.request_id),
         ("play_id", &row.play_id),
@@ -509,9 +555,15 @@ fn check_row(
             ));
         }
     }
-    if let Err(e) = ids.session_ids(&row.session_id, None) {
-        return Err(format!("session_id: {e}"));
+    match ids.session_ids(&row.session_id, None) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("session_id: {e}")),
     }
+}
+
+/// Checks the token counts and that `hash_ids` has one id per block of `input_length`; returns the
+/// number of blocks.
+fn check_lengths(row: &RawRow, block: usize) -> Result<u64, String> {
     if !(1..=MAX_TOKENS).contains(&row.input_length) {
         return Err(format!(
             "input_length: {} is out of range; use a whole number of tokens from 1 to {MAX_TOKENS}",
@@ -543,14 +595,13 @@ fn check_row(
             row.input_length
         ));
     }
-    if row.not_before_ms.is_nan() || row.not_before_ms < 0.0 {
-        return Err(format!(
-            "not_before_ms: {} is out of range; use a number of milliseconds from 0",
-            row.not_before_ms
-        ));
-    }
-    let mut pending = Vec::with_capacity(row.dependencies.len());
-    for (d, dependency) in row.dependencies.drain(..).enumerate() {
+    Ok(blocks)
+}
+
+/// Each dependency checked on its own (what it names is resolved once every row is read).
+fn check_dependencies(dependencies: Vec<RawDependency>) -> Result<Vec<Pending>, String> {
+    let mut pending = Vec::with_capacity(dependencies.len());
+    for (d, dependency) in dependencies.into_iter().enumerate() {
         if dependency.request_id.trim().is_empty() {
             return Err(format!(
                 "dependencies[{d}].request_id: empty; name the request waited for"
@@ -577,21 +628,7 @@ fn check_row(
             delay_ms: dependency.delay_ms,
         });
     }
-    let priority = priority_in_range(row.priority, "priority")?;
-    // In 1..=block: blocks = ceil(input_length / block), input_length > 0.
-    let last = row.input_length - (blocks - 1) * size;
-    let request = Request {
-        parent: None,
-        timestamp: 0,
-        delay: 0,
-        output_length: row.output_length,
-        hash_ids: std::mem::take(&mut row.hash_ids).into_boxed_slice(),
-        priority,
-        strict_priority: None,
-        osl: None,
-        last_block: usize::try_from(last).ok(),
-    };
-    Ok((request, pending))
+    Ok(pending)
 }
 
 /// The message for a row that did not parse.
@@ -619,72 +656,86 @@ fn diagnose(value: &Value) -> Option<String> {
             kind(value)
         ));
     };
-    let missing = |name: &str| format!("missing field `{name}`; every row needs {REQUIRED}");
-    for name in ["request_id", "play_id", "session_id", "model"] {
-        match row.get(name) {
-            None => return Some(missing(name)),
-            Some(Value::String(_)) => {}
-            Some(other) => {
-                return Some(format!(
-                    "{name}: expected a string, found {}",
-                    describe(other)
-                ))
-            }
-        }
-    }
-    for (name, alias) in [
+    diagnose_names(row)
+        .or_else(|| diagnose_lengths(row))
+        .or_else(|| diagnose_hash_ids(row))
+        .or_else(|| match row.get("not_before_ms") {
+            None => Some(missing("not_before_ms")),
+            Some(found) if found.is_number() => None,
+            Some(other) => Some(format!(
+                "not_before_ms: expected a number of milliseconds from 0, found {}",
+                describe(other)
+            )),
+        })
+        .or_else(|| row.get("dependencies").and_then(diagnose_dependencies))
+        .or_else(|| match row.get("priority") {
+            None | Some(Value::Null) => None,
+            Some(found) if found.is_i64() => None,
+            Some(other) => Some(format!(
+                "priority: expected a whole number from {} to {}, found {}",
+                i32::MIN,
+                i32::MAX,
+                describe(other)
+            )),
+        })
+}
+
+fn missing(name: &str) -> String {
+    format!("missing field `{name}`; every row needs {REQUIRED}")
+}
+
+/// The ids and the model: strings.
+fn diagnose_names(row: &Map<String, Value>) -> Option<String> {
+    ["request_id", "play_id", "session_id", "model"]
+        .into_iter()
+        .find_map(|name| match row.get(name) {
+            None => Some(missing(name)),
+            Some(Value::String(_)) => None,
+            Some(other) => Some(format!(
+                "{name}: expected a string, found {}",
+                describe(other)
+            )),
+        })
+}
+
+/// The token counts (or their aliases): whole numbers.
+fn diagnose_lengths(row: &Map<String, Value>) -> Option<String> {
+    [
         ("input_length", "input_tokens"),
         ("output_length", "output_tokens"),
-    ] {
+    ]
+    .into_iter()
+    .find_map(|(name, alias)| {
         let Some((name, found)) = row.get_key_value(name).or_else(|| row.get_key_value(alias))
         else {
             return Some(missing(name));
         };
-        if found.as_u64().is_none() {
-            return Some(format!(
+        found.as_u64().is_none().then(|| {
+            format!(
                 "{name}: expected a whole number of tokens, found {}",
                 describe(found)
-            ));
-        }
-    }
+            )
+        })
+    })
+}
+
+/// `hash_ids`: an array of whole numbers.
+fn diagnose_hash_ids(row: &Map<String, Value>) -> Option<String> {
     match row.get("hash_ids") {
-        None => return Some(missing("hash_ids")),
+        None => Some(missing("hash_ids")),
         Some(Value::Array(items)) => {
-            if let Some((i, item)) = items.iter().enumerate().find(|(_, v)| v.as_u64().is_none()) {
-                return Some(format!(
-                    "hash_ids[{i}]: expected a block id, a whole number from 0 to {}, found {}",
-                    u64::MAX,
-                    describe(item)
-                ));
-            }
-        }
-        Some(other) => {
-            return Some(format!(
-                "hash_ids: expected an array of block ids, found {}",
-                describe(other)
+            let (i, item) = items
+                .iter()
+                .enumerate()
+                .find(|(_, v)| v.as_u64().is_none())?;
+            Some(format!(
+                "hash_ids[{i}]: expected a block id, a whole number from 0 to {}, found {}",
+                u64::MAX,
+                describe(item)
             ))
         }
-    }
-    match row.get("not_before_ms") {
-        None => return Some(missing("not_before_ms")),
-        Some(found) if found.is_number() => {}
-        Some(other) => {
-            return Some(format!(
-                "not_before_ms: expected a number of milliseconds from 0, found {}",
-                describe(other)
-            ))
-        }
-    }
-    if let Some(problem) = row.get("dependencies").and_then(diagnose_dependencies) {
-        return Some(problem);
-    }
-    match row.get("priority") {
-        None | Some(Value::Null) => None,
-        Some(found) if found.is_i64() => None,
         Some(other) => Some(format!(
-            "priority: expected a whole number from {} to {}, found {}",
-            i32::MIN,
-            i32::MAX,
+            "hash_ids: expected an array of block ids, found {}",
             describe(other)
         )),
     }

@@ -14,6 +14,8 @@ use super::limits::{
     MAX_BLOCK_TOKENS, MAX_HASH_ID, MAX_LINE_BYTES, MAX_PROMPT_TOKENS, MAX_ROWS, MAX_SCHEDULE_MS,
     MAX_TOKENS, MAX_TRACE_BYTES,
 };
+use super::request::{priority_in_range, Request};
+use super::text::{describe, kind, plain, plain_in, shorten};
 use super::ReplayError;
 
 /// The fields every row needs, as the error for a missing one lists them.
@@ -37,22 +39,6 @@ pub struct Trace {
 pub(super) struct Session {
     pub(super) id: String,
     pub(super) requests: Vec<Request>,
-}
-
-/// What replay needs of one row: no text, no agent name, no figures it does not use.
-#[derive(Debug, Clone)]
-pub(super) struct Request {
-    pub(super) parent: Option<Arc<str>>,
-    pub(super) timestamp: u64,
-    pub(super) delay: u64,
-    pub(super) output_length: u64,
-    pub(super) hash_ids: Box<[u64]>,
-    pub(super) priority: Option<i32>,
-    pub(super) strict_priority: Option<u32>,
-    pub(super) osl: Option<u32>,
-    /// Tokens of the last block, when the trace gives the exact prompt length (agentic traces);
-    /// otherwise every block is whole.
-    pub(super) last_block: Option<usize>,
 }
 
 impl Trace {
@@ -92,116 +78,17 @@ impl Trace {
         check_block_size(default_block).map_err(|message| {
             ReplayError::Options(message.replace("field `block_size`", "--block-size"))
         })?;
-        let mut reader = reader.take(max_bytes.saturating_add(1));
-        let mut builder = Builder::new(default_block, max_rows)?;
-        let mut agentic: Option<agentic::Builder> = None;
-        let mut buf = Vec::new();
-        let mut line = 0usize;
-        let mut header: Option<(usize, usize)> = None; // (line, block size)
-        let mut first = true;
-        loop {
-            buf.clear();
-            let read = (&mut reader)
-                .take(MAX_LINE_BYTES as u64 + 1)
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| ReplayError::Format {
-                    line: line + 1,
-                    message: format!("cannot read the trace: {e}"),
-                })?;
-            if read == 0 {
-                break;
-            }
-            line += 1;
-            if reader.limit() == 0 {
-                return Err(ReplayError::Format {
-                    line,
-                    message: format!(
-                        "the trace is larger than {max_bytes} bytes ({} MiB); split it into \
-                         smaller traces",
-                        max_bytes / (1024 * 1024)
-                    ),
-                });
-            }
-            if buf.last() == Some(&b'\n') {
-                buf.pop();
-            } else if buf.len() > MAX_LINE_BYTES {
-                return Err(ReplayError::Format {
-                    line,
-                    message: format!(
-                        "the line is longer than {} MiB; a trace is JSON lines, one request a line",
-                        MAX_LINE_BYTES / (1024 * 1024)
-                    ),
-                });
-            }
-            if buf.last() == Some(&b'\r') {
-                buf.pop();
-            }
-            let bytes = match buf.strip_prefix(b"\xEF\xBB\xBF") {
-                Some(rest) if line == 1 => rest,
-                _ => &buf[..],
-            };
-            let text = std::str::from_utf8(bytes).map_err(|e| ReplayError::Format {
-                line,
-                message: format!(
-                    "not UTF-8 text (an invalid byte at column {}); a trace is JSON lines in UTF-8",
-                    e.valid_up_to() + 1
-                ),
-            })?;
+        let mut lines = Lines::new(reader, max_bytes);
+        let mut reading = Reading::new(default_block, max_rows)?;
+        while let Some((line, text)) = lines.next()? {
             if text.trim().is_empty() {
                 continue;
             }
-            let at = |message: String| ReplayError::Format { line, message };
-            if std::mem::take(&mut first) {
-                match is_header(text).map_err(at)? {
-                    Some(Header::Lllm) => {
-                        let block = read_header(text).map_err(at)?;
-                        header = Some((line, block));
-                        builder.block_size = block;
-                        continue;
-                    }
-                    Some(Header::Agentic) => {
-                        let block = agentic::read_header(text).map_err(at)?;
-                        header = Some((line, block));
-                        builder.block_size = block;
-                        agentic = Some(agentic::Builder::new(block, builder.ids.clone(), max_rows));
-                        continue;
-                    }
-                    None => {}
-                }
-            }
-            match &mut agentic {
-                Some(graph) => graph.row(text, line).map_err(at)?,
-                None => builder.row(text).map_err(at)?,
-            }
+            reading
+                .line(line, text)
+                .map_err(|message| ReplayError::Format { line, message })?;
         }
-        let requests = agentic.as_ref().map_or(builder.requests, |g| g.requests());
-        match (requests, header) {
-            (0, Some((header_line, _))) => Err(ReplayError::Format {
-                line: header_line,
-                message: "the trace has a header but no rows (no request to replay); record one \
-                          with `lllm run --trace`"
-                    .into(),
-            }),
-            (0, None) => Err(ReplayError::Format {
-                line: 1,
-                message: format!(
-                    "the trace is empty; a trace is JSON lines, starting with {{\"format\": \
-                     \"{TRACE_FORMAT}\", ...}} and one row per request (`lllm run --trace` writes one)"
-                ),
-            }),
-            _ => match agentic {
-                Some(graph) => {
-                    let graph = graph.finish()?;
-                    Ok(Trace {
-                        block_size: builder.block_size,
-                        sessions: Vec::new(),
-                        requests: graph.nodes.len(),
-                        graph: Some(graph),
-                    })
-                }
-                None => Ok(builder.finish()),
-            },
-        }
+        reading.finish()
     }
 
     /// Tokens per block of its `hash_ids`.
@@ -225,6 +112,172 @@ impl Trace {
     /// wait for is done, rather than by session.
     pub fn is_agentic(&self) -> bool {
         self.graph.is_some()
+    }
+}
+
+/// The lines of a trace, each as UTF-8 text with its 1-based number, read within the bounds: at most `max_bytes` in all and [`MAX_LINE_BYTES`] a line.
+struct Lines<R> {
+    reader: std::io::Take<R>,
+    max_bytes: u64,
+    buf: Vec<u8>,
+    line: usize,
+}
+
+impl<R: BufRead> Lines<R> {
+    fn new(reader: R, max_bytes: u64) -> Self {
+        Lines {
+            reader: reader.take(max_bytes.saturating_add(1)),
+            max_bytes,
+            buf: Vec::new(),
+            line: 0,
+        }
+    }
+
+    /// The next line, or `None` at the end.
+    fn next(&mut self) -> Result<Option<(usize, &str)>, ReplayError> {
+        if !self.read_line()? {
+            return Ok(None);
+        }
+        Ok(Some((self.line, self.text()?)))
+    }
+
+    /// Reads the next line into `buf`, without its line end; `false` at the end.
+    fn read_line(&mut self) -> Result<bool, ReplayError> {
+        self.buf.clear();
+        let read = (&mut self.reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| ReplayError::Format {
+                line: self.line + 1,
+                message: format!("cannot read the trace: {e}"),
+            })?;
+        if read == 0 {
+            return Ok(false);
+        }
+        self.line += 1;
+        let at = |message: String| ReplayError::Format {
+            line: self.line,
+            message,
+        };
+        if self.reader.limit() == 0 {
+            return Err(at(format!(
+                "the trace is larger than {} bytes ({} MiB); split it into smaller traces",
+                self.max_bytes,
+                self.max_bytes / (1024 * 1024)
+            )));
+        }
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+        } else if self.buf.len() > MAX_LINE_BYTES {
+            return Err(at(format!(
+                "the line is longer than {} MiB; a trace is JSON lines, one request a line",
+                MAX_LINE_BYTES / (1024 * 1024)
+            )));
+        }
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        Ok(true)
+    }
+
+    /// The line read, as text (a byte-order mark on the first line left out).
+    fn text(&self) -> Result<&str, ReplayError> {
+        let bytes = match self.buf.strip_prefix(b"\xEF\xBB\xBF") {
+            Some(rest) if self.line == 1 => rest,
+            _ => &self.buf[..],
+        };
+        std::str::from_utf8(bytes).map_err(|e| ReplayError::Format {
+            line: self.line,
+            message: format!(
+                "not UTF-8 text (an invalid byte at column {}); a trace is JSON lines in UTF-8",
+                e.valid_up_to() + 1
+            ),
+        })
+    }
+}
+
+/// A trace being read: the header on the first line, if there is one, decides the format of the rows.
+struct Reading {
+    builder: Builder,
+    agentic: Option<agentic::Builder>,
+    /// The header's line and block size.
+    header: Option<(usize, usize)>,
+    first: bool,
+    max_rows: usize,
+}
+
+impl Reading {
+    fn new(default_block: usize, max_rows: usize) -> Result<Reading, ReplayError> {
+        Ok(Reading {
+            builder: Builder::new(default_block, max_rows)?,
+            agentic: None,
+            header: None,
+            first: true,
+            max_rows,
+        })
+    }
+
+    /// Reads line `line`: the header, or a row of the format it says.
+    fn line(&mut self, line: usize, text: &str) -> Result<(), String> {
+        if std::mem::take(&mut self.first) {
+            match is_header(text)? {
+                Some(Header::Lllm) => {
+                    let (block, profile) = read_header(text)?;
+                    self.header = Some((line, block));
+                    self.builder.block_size = block;
+                    self.builder.profile = profile;
+                    return Ok(());
+                }
+                Some(Header::Agentic) => {
+                    let block = agentic::read_header(text)?;
+                    self.header = Some((line, block));
+                    self.builder.block_size = block;
+                    let ids = self.builder.ids.clone();
+                    self.agentic = Some(agentic::Builder::new(block, ids, self.max_rows));
+                    return Ok(());
+                }
+                None => {}
+            }
+        }
+        match &mut self.agentic {
+            Some(graph) => graph.row(text, line),
+            None => self.builder.row(text),
+        }
+    }
+
+    /// The trace, once every line is read; a trace with no row is refused.
+    fn finish(self) -> Result<Trace, ReplayError> {
+        let requests = self
+            .agentic
+            .as_ref()
+            .map_or(self.builder.requests, |g| g.requests());
+        match (requests, self.header) {
+            (0, Some((header_line, _))) => Err(ReplayError::Format {
+                line: header_line,
+                message: "the trace has a header but no rows (no request to replay); record one \
+                          with `lllm run --trace`"
+                    .into(),
+            }),
+            (0, None) => Err(ReplayError::Format {
+                line: 1,
+                message: format!(
+                    "the trace is empty; a trace is JSON lines, starting with {{\"format\": \
+                     \"{TRACE_FORMAT}\", ...}} and one row per request (`lllm run --trace` writes one)"
+                ),
+            }),
+            _ => match self.agentic {
+                Some(graph) => {
+                    let graph = graph.finish()?;
+                    Ok(Trace {
+                        block_size: self.builder.block_size,
+                        sessions: Vec::new(),
+                        requests: graph.nodes.len(),
+                        graph: Some(graph),
+                    })
+                }
+                None => Ok(self.builder.finish()),
+            },
+        }
     }
 }
 
@@ -323,7 +376,8 @@ fn is_header(text: &str) -> Result<Option<Header>, String> {
     }
 }
 
-fn read_header(text: &str) -> Result<usize, String> {
+/// The block size and the profile (when it says) of an `lllm-trace/1` header.
+fn read_header(text: &str) -> Result<(usize, Option<Profile>), String> {
     let header: TraceHeader =
         serde_json::from_str(text).map_err(|e| match serde_json::from_str::<Value>(text) {
             Err(_) => format!("not valid JSON ({})", plain_in(&e, text)),
@@ -341,7 +395,7 @@ fn read_header(text: &str) -> Result<usize, String> {
         ));
     }
     check_block_size(header.block_size)?;
-    Ok(header.block_size)
+    Ok((header.block_size, header.profile))
 }
 
 fn check_block_size(block: usize) -> Result<(), String> {
@@ -358,6 +412,8 @@ fn check_block_size(block: usize) -> Result<(), String> {
 /// Sessions as rows arrive, with each session's schedule so far.
 struct Builder {
     block_size: usize,
+    /// The header's profile: what rows that name none were sent with.
+    profile: Option<Profile>,
     /// Hints that send session ids, to check that each recorded id can go into a header.
     ids: InferenceHints,
     max_rows: usize,
@@ -375,6 +431,7 @@ impl Builder {
             .map_err(|e| ReplayError::Options(e.to_string()))?;
         Ok(Builder {
             block_size,
+            profile: None,
             ids,
             max_rows,
             index: HashMap::new(),
@@ -392,7 +449,8 @@ impl Builder {
                 self.max_rows
             ));
         }
-        let request = check_row(&row, self.block_size, &self.ids)?;
+        let mut request = check_row(&row, self.block_size, &self.ids)?;
+        request.sent_with = row.profile.or(self.profile);
         let session = match self.index.get(&row.session_id) {
             Some(i) => *i,
             None => {
@@ -506,23 +564,9 @@ fn check_row(row: &TraceRow, block: usize, ids: &InferenceHints) -> Result<Reque
             .osl
             .and_then(|o| u32::try_from(o).ok())
             .filter(|o| *o > 0),
+        sent_with: None,
         last_block: None,
     })
-}
-
-/// A recorded priority as the i32 the hints take; `label` names the field in the error.
-pub(super) fn priority_in_range(priority: Option<i64>, label: &str) -> Result<Option<i32>, String> {
-    priority
-        .map(|p| {
-            i32::try_from(p).map_err(|_| {
-                format!(
-                    "{label}: {p} is out of range; use a whole number from {} to {}",
-                    i32::MIN,
-                    i32::MAX
-                )
-            })
-        })
-        .transpose()
 }
 
 fn at_most(field: &str, value: u64, max: u64) -> Result<(), String> {
@@ -554,17 +598,20 @@ enum Expect {
     Integer,
     Flag,
     Ids,
+    Profile,
 }
 
 const HEADER_FIELDS: &[(&str, Expect, bool)] = &[
     ("format", Expect::Text, true),
     ("block_size", Expect::Whole(MAX_BLOCK_TOKENS as u64), true),
     ("blocks", Expect::Text, true),
+    ("profile", Expect::Profile, false),
 ];
 
 const ROW_FIELDS: &[(&str, Expect, bool)] = &[
     ("session_id", Expect::Text, true),
     ("parent_session_id", Expect::Text, false),
+    ("profile", Expect::Profile, false),
     ("agent", Expect::Text, true),
     ("timestamp", Expect::Whole(MAX_SCHEDULE_MS), true),
     ("delay", Expect::Whole(MAX_SCHEDULE_MS), true),
@@ -639,6 +686,19 @@ fn mismatch(found: &Value, expect: Expect) -> Option<String> {
             i32::MAX,
             describe(found)
         )),
+        Expect::Profile => {
+            let known = Profile::ALL
+                .iter()
+                .any(|p| found.as_str() == Some(p.as_str()));
+            (!known).then(|| {
+                let names: Vec<&str> = Profile::ALL.iter().map(|p| p.as_str()).collect();
+                format!(
+                    "expected the profile the hints were sent with, one of {}, found {}",
+                    names.join(", "),
+                    describe(found)
+                )
+            })
+        }
         Expect::Ids => match found.as_array() {
             None => Some(format!(
                 "expected an array of block ids, found {}",
@@ -648,60 +708,5 @@ fn mismatch(found: &Value, expect: Expect) -> Option<String> {
                 whole(item, MAX_HASH_ID).map(|m| format!("item {}: {m}", i + 1))
             }),
         },
-    }
-}
-
-pub(super) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-pub(super) fn describe(value: &Value) -> String {
-    match value {
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => format!("the string \"{}\"", shorten(s)),
-        other => kind(other).to_owned(),
-    }
-}
-
-/// A serde_json message without its "at line 1 column N" (every line is line 1 to it), with the
-/// column kept.
-pub(super) fn plain(error: &serde_json::Error) -> String {
-    let text = error.to_string();
-    let message = match text.rfind(" at line ") {
-        Some(at) => &text[..at],
-        None => &text,
-    };
-    format!("{message}, at column {}", error.column())
-}
-
-/// [`plain`], and the field whose value the error is in, when the line shows one before it: serde
-/// refuses numbers beyond a double (`1e400`) before any field is known.
-pub(super) fn plain_in(error: &serde_json::Error, text: &str) -> String {
-    let before = text
-        .get(..error.column().saturating_sub(1))
-        .unwrap_or_default();
-    let field = before.rfind("\":").and_then(|end| {
-        let start = before[..end].rfind('"')? + 1;
-        let name = &before[start..end];
-        (!name.is_empty() && name.len() <= 64 && !name.contains(['{', '}', ','])).then_some(name)
-    });
-    match field {
-        Some(name) => format!("{}, in field `{name}`", plain(error)),
-        None => plain(error),
-    }
-}
-
-/// At most 64 characters of `text`, for messages.
-pub(super) fn shorten(text: &str) -> String {
-    match text.char_indices().nth(64) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }

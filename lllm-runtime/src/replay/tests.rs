@@ -243,6 +243,38 @@ fn priority_fits_32_bits() {
 }
 
 #[test]
+fn a_recorded_profile_is_one_lllm_knows() {
+    let needles = [
+        "field `profile`",
+        "one of dynamo, vllm, sglang, openai",
+        "\"tgi\"",
+    ];
+    let header = HEADER.replace('}', r#", "profile": "tgi"}"#);
+    assert_refused(
+        &format!("{header}\n{}", row_with("agent", "\"a\"")),
+        1,
+        &needles,
+    );
+    assert_refused(&trace(&[row_with("profile", "\"tgi\"")]), 2, &needles);
+    assert_refused(&trace(&[row_with("profile", "3")]), 2, &["field `profile`"]);
+    let header = HEADER.replace('}', r#", "profile": "vllm"}"#);
+    let read = Trace::parse(
+        &format!("{header}\n{}", row_with("profile", "\"dynamo\"")),
+        64,
+    )
+    .expect("known profiles");
+    assert_eq!(
+        read.sessions[0].requests[0].sent_with,
+        Some(Profile::Dynamo)
+    );
+    let read = Trace::parse(&format!("{header}\n{}", row_with("agent", "\"a\"")), 64)
+        .expect("the header's");
+    assert_eq!(read.sessions[0].requests[0].sent_with, Some(Profile::Vllm));
+    let read = Trace::parse(&trace(&[row_with("agent", "\"a\"")]), 64).expect("none");
+    assert_eq!(read.sessions[0].requests[0].sent_with, None);
+}
+
+#[test]
 fn session_ids_must_fit_a_header() {
     let long = format!("\"{}\"", "s".repeat(257));
     for bad in ["\"\"", "\"a b\"", "\"a\\nb\"", "\"é\"", long.as_str()] {

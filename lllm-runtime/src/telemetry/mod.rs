@@ -119,12 +119,12 @@ pub(crate) fn record_dialog(span: &Span, dialog: DialogId) {
 /// parameters and hints as sent.
 pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32) -> Span {
     let model = lllm_core::strip_provider_prefix(&request.model);
-    let sent = SentHints::of(request);
+    let sent = request.sent_hints();
     let params = &request.model_args.params;
     let number = |key: &str| params.get(key).and_then(serde_json::Value::as_f64);
     let integer = |key: &str| params.get(key).and_then(serde_json::Value::as_i64);
     let max_tokens = integer("max_completion_tokens").or_else(|| integer("max_tokens"));
-    let conversation = conversation_id(request, &sent);
+    let conversation = conversation_id(request, sent);
     let (address, port) = server(request);
     let span = tracing::info_span!(
         target: TARGET,
@@ -157,9 +157,9 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
         server.port = port.map(int),
         lllm.profile = facts.profile.map(Profile::as_str),
         lllm.parent_session.id = sent.parent_session.as_deref(),
-        lllm.priority = sent.priority,
-        lllm.strict_priority = sent.strict_priority.map(int),
-        lllm.osl = sent.osl.map(int),
+        lllm.priority = sent.wire.priority,
+        lllm.strict_priority = sent.wire.strict_priority.map(int),
+        lllm.osl = sent.wire.osl.map(int),
         lllm.retry.attempt = int(attempt),
         lllm.tools = int(request.tools.len()),
         lllm.worker.id = Empty,

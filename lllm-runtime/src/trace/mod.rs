@@ -3,6 +3,7 @@
 //! [`AgenticRow`]), which also records which requests each one waited for.
 
 mod graph;
+mod output;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -11,12 +12,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lllm_core::internal::BlockHasher;
-use lllm_core::{AgenticHeader, AgenticRow, DialogId, Message, Role};
+use lllm_core::{AgenticHeader, AgenticRow, DialogId, Message, Profile, Role};
 use lllm_core::{TraceHeader, TraceRow, TRACE_FORMAT};
 
 use graph::Graph;
+use output::{Line, Output};
 
-use crate::invoker::{ChatRequest, ChatResponse, SentHints};
+use crate::invoker::{ChatRequest, ChatResponse};
 
 /// When one dialog's chain was last answered.
 #[derive(Debug, Default)]
@@ -48,7 +50,7 @@ pub struct TraceRecorder {
     hasher: Mutex<BlockHasher>,
     chains: Mutex<HashMap<String, Chain>>,
     graph: Mutex<Graph>,
-    out: Mutex<Box<dyn Write + Send>>,
+    out: Mutex<Output>,
 }
 
 impl std::fmt::Debug for TraceRecorder {
@@ -74,7 +76,8 @@ struct Prompt {
 
 impl TraceRecorder {
     /// A recorder writing to `out`, cutting prompts into blocks of `block_tokens` tokens (approximated
-    /// by characters). Writes the header line at once.
+    /// by characters). The header line goes first, written with the first row so that it names the
+    /// profile the hints were sent with (or when the recorder is flushed or dropped with no row).
     pub fn new(out: Box<dyn Write + Send>, block_tokens: usize) -> std::io::Result<Self> {
         Self::with_tokenizer(out, block_tokens, None)
     }
@@ -110,7 +113,7 @@ impl TraceRecorder {
     }
 
     fn build(
-        mut out: Box<dyn Write + Send>,
+        out: Box<dyn Write + Send>,
         block_tokens: usize,
         tokenizer: Option<tokenizers::Tokenizer>,
         format: TraceFormat,
@@ -125,15 +128,17 @@ impl TraceRecorder {
             format: TRACE_FORMAT.to_owned(),
             block_size: block_tokens,
             blocks,
+            profile: None,
         };
-        match format {
-            TraceFormat::Lllm => writeln!(out, "{}", serde_json::to_string(&blocks_header)?)?,
-            TraceFormat::RowsOnly => {}
+        let out = match format {
+            TraceFormat::Lllm => Output::new(out, Some(blocks_header)),
+            TraceFormat::RowsOnly => Output::new(out, None),
             TraceFormat::AgenticMooncake => {
-                let header = AgenticHeader::new(block_tokens, play.clone());
-                writeln!(out, "{}", serde_json::to_string(&header)?)?;
+                let mut output = Output::new(out, None);
+                output.write_json(&AgenticHeader::new(block_tokens, play.clone()))?;
+                output
             }
-        }
+        };
         Ok(TraceRecorder {
             started: Instant::now(),
             format,
@@ -230,7 +235,7 @@ impl TraceRecorder {
         )
     }
 
-    /// Writes out what is buffered.
+    /// Writes out what is buffered (and the header, if no row has been written yet).
     pub fn flush(&self) -> std::io::Result<()> {
         self.out.lock().unwrap_or_else(|p| p.into_inner()).flush()
     }
@@ -273,14 +278,15 @@ impl TraceRecorder {
     pub(crate) fn record(&self, answered: Answered<'_>) {
         let line = match self.format {
             TraceFormat::Lllm | TraceFormat::RowsOnly => {
-                serde_json::to_string(&self.row(&answered))
+                Line::Row(self.row(&answered), answered.request.profile)
             }
-            TraceFormat::AgenticMooncake => serde_json::to_string(&self.agentic_row(&answered)),
+            TraceFormat::AgenticMooncake => Line::Agentic(self.agentic_row(&answered)),
         };
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let written = line
-            .map_err(std::io::Error::other)
-            .and_then(|line| writeln!(out, "{line}"));
+        let written = self
+            .out
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .write(line);
         if let Err(error) = written {
             tracing::warn!(%error, "cannot write the trace");
         }
@@ -289,7 +295,7 @@ impl TraceRecorder {
     fn row(&self, answered: &Answered<'_>) -> TraceRow {
         let request = answered.request;
         let chain = request.dialog.map(|d| d.to_string()).unwrap_or_default();
-        let sent_hints = SentHints::of(request);
+        let sent_hints = request.sent_hints();
         let session_id = sent_hints.session.clone().unwrap_or_else(|| chain.clone());
         let parent_session_id = sent_hints
             .parent_session
@@ -304,6 +310,8 @@ impl TraceRecorder {
         TraceRow {
             session_id,
             parent_session_id,
+            // Set when written: only a row sent with another profile than the header's names it.
+            profile: None,
             agent: answered.agent.to_owned(),
             timestamp: millis(answered.sent.saturating_duration_since(self.started)),
             delay: millis(delay),
@@ -316,9 +324,9 @@ impl TraceRecorder {
             lengths_estimated: usage.is_none(),
             cached_tokens: usage.and_then(|u| u.cached_tokens),
             hash_ids: prompt.hash_ids,
-            priority: sent_hints.priority,
-            strict_priority: sent_hints.strict_priority,
-            osl: sent_hints.osl,
+            priority: sent_hints.wire.priority,
+            strict_priority: sent_hints.wire.strict_priority,
+            osl: sent_hints.wire.osl,
             latency_ms: millis(now.saturating_duration_since(answered.sent)),
             ttft_ms: answered
                 .first_piece
@@ -334,7 +342,7 @@ impl TraceRecorder {
         let request = answered.request;
         let now = Instant::now();
         let placed = self.graph().place(request.dialog, answered.sent, now);
-        let sent_hints = SentHints::of(request);
+        let sent_hints = request.sent_hints();
         let messages: Vec<&Message> = request.messages.iter().collect();
         let usage = answered.response.message.usage;
         let prompt = self.prompt(&messages, usage.map(|u| u.prompt_tokens));
@@ -369,7 +377,11 @@ impl TraceRecorder {
             hash_ids,
             not_before_ms,
             dependencies: placed.dependencies,
-            priority: sent_hints.priority,
+            // Dynamo's format means Dynamo's priority: a value sent with another profile is converted.
+            priority: Profile::Dynamo
+                .shape()
+                .reshape(&sent_hints.wire, sent_hints.profile)
+                .priority,
         }
     }
 }
