@@ -164,26 +164,15 @@ impl ReplayReport {
     }
 }
 
-/// Whether `url` can be an API base: an `http` or `https` URL with a host. The error shows the URL
-/// with any user name, password and query redacted.
+/// Whether `url` can be an API base: the one rule of server URLs ([`lllm_core::check_http_url`]).
+/// The error shows the URL with any user name, password and query redacted.
 pub fn check_api_base(url: &str) -> Result<(), ReplayError> {
-    let problem = match reqwest::Url::parse(url) {
-        Err(e) => Some(e.to_string()),
-        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => Some(format!(
-            "the scheme is `{}`, not http or https",
-            parsed.scheme()
-        )),
-        Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => Some("it has no host".into()),
-        Ok(_) => None,
-    };
-    match problem {
-        None => Ok(()),
-        Some(problem) => Err(ReplayError::Options(format!(
-            "--api-base `{}` is not a server URL ({problem}); write it like \
-             http://127.0.0.1:8000/v1",
+    lllm_core::check_http_url(url).map_err(|problem| {
+        ReplayError::Options(format!(
+            "--api-base `{}` {problem}; write it like http://127.0.0.1:8000/v1",
             redact_url(url)
-        ))),
-    }
+        ))
+    })
 }
 
 /// Whether `speed` is a replay speed: a number from [`limits::MIN_SPEED`] to [`limits::MAX_SPEED`].
