@@ -10,7 +10,7 @@ use crate::tactic::TacticError;
 /// A run ended without an answer, or could not start.
 ///
 /// [`is_usage`](Self::is_usage) tells the caller's mistakes (a tactic or a setting that cannot work)
-/// from the run's failures; [`paused`](Self::paused) a run that waits for a confirmation.
+/// from the run's failures; [`is_paused`](Self::is_paused) a run that waits for a confirmation.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
