@@ -96,7 +96,7 @@ pub mod internal {
         deep_merge, find_header, merge_body, merge_headers, merge_under, merged_value,
     };
     pub use crate::secret::{
-        is_secret_header, printable_header_value, redact_url, Secrets, REDACTED,
+        is_secret_header, printable_header_value, redact_url, url_credentials, Secrets, REDACTED,
     };
     pub use crate::tool::{
         object_schema_problem, output_schema_problem, tool_name_problem, DEFAULT_COMMAND_TIMEOUT_S,

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use base64::Engine as _;
+
 /// An API key or other credential. `Debug` and `Display` print `[redacted]`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -75,6 +77,52 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// The credentials `url` carries, in every form lllm or its HTTP client may put into a text: the
+/// password as written and percent-decoded, the `user:password` pair, and the `Basic <base64>`
+/// value of the `Authorization` header an HTTP client sends for it (and the base64 alone); for a
+/// user name without a password (`https://TOKEN@host`), the name is the credential. Also the
+/// values of query parameters named like credentials (`?api_key=…`). Lenient, as [`redact_url`]
+/// is: a URL that does not parse still gives up its user info, since it may be quoted in the
+/// error that says so.
+pub fn url_credentials(url: &str) -> Vec<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let (authority, after) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let mut values = Vec::new();
+    if let Some((userinfo, _host)) = authority.rsplit_once('@').filter(|(u, _)| !u.is_empty()) {
+        let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+        let credential = if password.is_empty() { user } else { password };
+        values.push(credential.to_owned());
+        values.push(percent_decoded(credential));
+        let pair = format!("{}:{}", percent_decoded(user), percent_decoded(password));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&pair);
+        values.push(format!("Basic {encoded}"));
+        values.push(encoded);
+        values.push(pair);
+        values.push(userinfo.to_owned());
+    }
+    let query = after.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split_once('#').map_or(query, |(q, _)| q);
+    for pair in query.split('&') {
+        if let Some((name, value)) = pair.split_once('=') {
+            if is_secret_header(&percent_decoded(name)) {
+                values.push(value.to_owned());
+                values.push(percent_decoded(&value.replace('+', " ")));
+            }
+        }
+    }
+    values.retain(|v| !v.trim().is_empty() && v.as_str() != ":");
+    values.sort();
+    values.dedup();
+    values
+}
+
+/// `text` with its `%XX` escapes decoded (lossily: what is not UTF-8 is replaced).
+fn percent_decoded(text: &str) -> String {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
 /// Secrets shorter than this are not searched for in texts: replacing every "ab" in a message would
 /// garble it, and so short a credential protects nothing.
 const MIN_SECRET_CHARS: usize = 4;
@@ -86,7 +134,7 @@ pub struct Secrets(Vec<String>);
 impl Secrets {
     /// The values of every credential header (`authorization`, and any name that mentions a key,
     /// token, secret, password or auth), the token of an `authorization` value without its scheme,
-    /// and the password and credential-looking query values (`?api_key=…`) of `url`.
+    /// and the credentials of `url` in every form ([`url_credentials`]).
     pub fn of_request(headers: &[(String, String)], url: &str) -> Self {
         let mut values = Vec::new();
         for (name, value) in headers {
@@ -98,14 +146,7 @@ impl Secrets {
                 values.push(token.trim().to_owned());
             }
         }
-        if let Ok(url) = url::Url::parse(url) {
-            values.extend(url.password().map(str::to_owned));
-            values.extend(
-                url.query_pairs()
-                    .filter(|(name, _)| is_secret_header(name))
-                    .map(|(_, v)| v.into_owned()),
-            );
-        }
+        values.extend(url_credentials(url));
         Self::from_values(values)
     }
 
@@ -200,6 +241,42 @@ mod tests {
         assert_eq!(
             redact_url("http://127.0.0.1:8000/v1"),
             "http://127.0.0.1:8000/v1"
+        );
+    }
+
+    #[test]
+    fn url_credentials_come_in_every_form_a_client_derives() {
+        // reqwest sends `Basic base64(user:password)` with both parts percent-decoded.
+        let found = url_credentials("http://ann:p%40ss-word@127.0.0.1:8/mcp?api_key=q-123&page=2");
+        for expected in [
+            "p%40ss-word",
+            "p@ss-word",
+            "ann:p@ss-word",
+            "ann:p%40ss-word",
+            "YW5uOnBAc3Mtd29yZA==",
+            "Basic YW5uOnBAc3Mtd29yZA==",
+            "q-123",
+        ] {
+            assert!(
+                found.iter().any(|v| v == expected),
+                "{expected} in {found:?}"
+            );
+        }
+        assert!(!found.iter().any(|v| v == "2" || v == "ann"), "{found:?}");
+        // A token as the user name; a URL that does not parse.
+        let token = url_credentials("https://ghp_token123@example.invalid/x");
+        assert!(token.iter().any(|v| v == "ghp_token123"), "{token:?}");
+        assert!(
+            token.iter().any(|v| v == "Z2hwX3Rva2VuMTIzOg=="),
+            "{token:?}"
+        );
+        let broken = url_credentials("http://u:hunter2pass@exa mple.com:4318");
+        assert!(broken.iter().any(|v| v == "hunter2pass"), "{broken:?}");
+        assert!(url_credentials("http://127.0.0.1:8000/v1?x=1").is_empty());
+        let secrets = Secrets::of_request(&[], "http://ann:p%40ss-word@h/v1");
+        assert_eq!(
+            secrets.redact("who is Basic YW5uOnBAc3Mtd29yZA==? p@ss-word"),
+            "who is [redacted]? [redacted]"
         );
     }
 
