@@ -6,15 +6,19 @@
 //! Spans leave through a bounded queue on a thread of their own, so a slow or unreachable collector
 //! never holds up the run: it gets one warning, and spans that do not fit the queue are dropped. What
 //! is queued is sent before lllm exits (also when the run failed, and on a signal), waiting at most
-//! [`FLUSH_WAIT`].
+//! [`FLUSH_WAIT`]; a collector that has not taken them by then gets the same one warning.
+//!
+//! No redirect is followed over HTTP: one would take the spans and the `OTEL_EXPORTER_OTLP_HEADERS`
+//! values to another host. The endpoints' own credentials (`http://user:password@host`) are
+//! secrets like those header values: never printed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
-use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData,
 };
@@ -31,6 +35,8 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub(crate) struct Export {
     provider: SdkTracerProvider,
+    /// Whether the one warning about undelivered spans was given (shared with [`Warned`]).
+    warned: Arc<AtomicBool>,
 }
 
 /// Export is asked for, but cannot be set up.
@@ -76,7 +82,9 @@ impl Export {
                 remember_header_values(&headers);
             }
         }
-        let exporter = Warned::new(exporter()?);
+        check_endpoints()?;
+        let warned = Arc::new(AtomicBool::new(false));
+        let exporter = Warned::new(exporter()?, warned.clone());
         let batch = BatchConfigBuilder::default()
             .with_max_queue_size(MAX_QUEUED_SPANS)
             .build();
@@ -88,7 +96,7 @@ impl Export {
             .with_resource(resource())
             .build();
         let tracer = provider.tracer("lllm");
-        Ok((Export { provider }, tracer))
+        Ok((Export { provider, warned }, tracer))
     }
 
     /// Sends what is queued and stops, waiting at most [`FLUSH_WAIT`]: a collector that does not
@@ -105,9 +113,13 @@ impl Export {
         if flushing.is_err() {
             return;
         }
+        let late = format!("it did not take them within {} s", FLUSH_WAIT.as_secs());
         match finished.recv_timeout(FLUSH_WAIT + Duration::from_millis(200)) {
-            Ok(Ok(())) | Err(_) => {}
-            Ok(Err(e)) => tracing::debug!("the last spans were not all sent: {e}"),
+            // Shut down already: this is the second call (a signal came during the first).
+            Ok(Ok(()) | Err(OTelSdkError::AlreadyShutdown)) => {}
+            // A failed export has warned already; what is left is a collector that is too slow
+            // (the processor's error wraps its timeout).
+            Ok(Err(_)) | Err(_) => warn_once(&self.warned, &late),
         }
     }
 }
@@ -123,9 +135,10 @@ fn exporter() -> Result<Exporter, SetupError> {
                 Protocol::HttpBinary
             })
             .with_timeout(EXPORT_TIMEOUT)
+            .with_http_client(no_redirect_client()?)
             .build()
             .map(Exporter::Http)
-            .map_err(|e| SetupError(format!("cannot set up OpenTelemetry export: {e}"))),
+            .map_err(|e| SetupError(format!("cannot set up OpenTelemetry export: {}", without_endpoints(&e.to_string())))),
         "grpc" => {
             // tonic needs a Tokio runtime; the export thread has none, so the exporter brings one.
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -139,7 +152,7 @@ fn exporter() -> Result<Exporter, SetupError> {
                     .with_timeout(EXPORT_TIMEOUT)
                     .build()
             }
-            .map_err(|e| SetupError(format!("cannot set up OpenTelemetry export over gRPC: {e}")))?;
+            .map_err(|e| SetupError(format!("cannot set up OpenTelemetry export over gRPC: {}", without_endpoints(&e.to_string()))))?;
             Ok(Exporter::Grpc(exporter, Arc::new(runtime)))
         }
         other => Err(SetupError(format!(
@@ -191,6 +204,76 @@ pub(crate) fn with_outer_trace(plan: lllm_runtime::RunPlan) -> lllm_runtime::Run
     }
 }
 
+/// Says once that spans cannot be delivered, and why; the run goes on either way.
+fn warn_once(warned: &AtomicBool, why: &str) {
+    if !warned.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "cannot send spans to the OpenTelemetry collector ({why}); the run goes on without them"
+        );
+    }
+}
+
+/// The endpoint variables, whose values name the collector.
+const ENDPOINT_VARIABLES: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+];
+
+/// Remembers the endpoints' credentials as secrets, and refuses an endpoint that is not an
+/// http(s) URL with a message that quotes it without them (nor its query).
+fn check_endpoints() -> Result<(), SetupError> {
+    for name in ENDPOINT_VARIABLES {
+        let Ok(value) = std::env::var(name) else {
+            continue;
+        };
+        crate::redact::remember_url(&value);
+        let value = value.trim();
+        if value.is_empty() {
+            continue;
+        }
+        if let Err(e) = lllm_runtime::internal::check_http_url(value) {
+            return Err(SetupError(format!(
+                "{name} ({}) {e}",
+                lllm_runtime::internal::redact_url(value)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `message` with every endpoint it quotes shown as [`redact_url`](lllm_runtime::internal::redact_url)
+/// shows it: the exporter's own errors quote the value whole.
+fn without_endpoints(message: &str) -> String {
+    ENDPOINT_VARIABLES
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .filter(|value| !value.is_empty())
+        .fold(message.to_owned(), |message, value| {
+            message.replace(&value, &lllm_runtime::internal::redact_url(&value))
+        })
+}
+
+/// The HTTP exporter's client: it follows no redirect (a redirect answer is a failed export) and
+/// gives up after [`EXPORT_TIMEOUT`]. Built on a thread of its own, as the exporter builds its
+/// default one: a blocking client may not be made inside an async runtime.
+fn no_redirect_client() -> Result<reqwest::blocking::Client, SetupError> {
+    let failed = |e: &dyn std::fmt::Display| {
+        SetupError(format!(
+            "cannot set up OpenTelemetry export: no HTTP client: {e}"
+        ))
+    };
+    std::thread::spawn(|| {
+        reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(EXPORT_TIMEOUT)
+            .connect_timeout(EXPORT_TIMEOUT)
+            .build()
+    })
+    .join()
+    .map_err(|_| failed(&"its set-up panicked"))?
+    .map_err(|e| failed(&e))
+}
+
 /// The exporters lllm can use.
 #[derive(Debug)]
 enum Exporter {
@@ -202,15 +285,12 @@ enum Exporter {
 #[derive(Debug)]
 struct Warned {
     inner: Exporter,
-    warned: AtomicBool,
+    warned: Arc<AtomicBool>,
 }
 
 impl Warned {
-    fn new(inner: Exporter) -> Self {
-        Warned {
-            inner,
-            warned: AtomicBool::new(false),
-        }
+    fn new(inner: Exporter, warned: Arc<AtomicBool>) -> Self {
+        Warned { inner, warned }
     }
 
     fn exporter(&self) -> &SpanExporter {
@@ -227,9 +307,7 @@ impl opentelemetry_sdk::trace::SpanExporter for Warned {
             Exporter::Grpc(exporter, runtime) => runtime.block_on(exporter.export(batch)),
         };
         if let Err(e) = &outcome {
-            if !self.warned.swap(true, Ordering::Relaxed) {
-                tracing::warn!("cannot send spans to the OpenTelemetry collector ({e}); the run goes on without them");
-            }
+            warn_once(&self.warned, &e.to_string());
         }
         outcome
     }

@@ -26,6 +26,14 @@ pub(crate) fn remember(secret: &str) {
         .add([secret.to_owned()]);
 }
 
+/// Remembers the credentials written into `url`, in every form an HTTP client derives from them
+/// (see [`url_credentials`](lllm_runtime::internal::url_credentials)).
+pub(crate) fn remember_url(url: &str) {
+    for value in lllm_runtime::internal::url_credentials(url) {
+        remember(&value);
+    }
+}
+
 /// Remembers the key from the environment that requests fall back to.
 pub(crate) fn remember_environment() {
     if let Ok(key) = std::env::var("OPENAI_API_KEY") {

@@ -130,7 +130,8 @@ pub use trace::{TokenizerError, TraceFormat, TraceRecorder};
 /// a stable API.
 #[doc(hidden)]
 pub mod internal {
-    pub use lllm_core::internal::Secrets;
+    pub use lllm_core::check_http_url;
+    pub use lllm_core::internal::{redact_url, url_credentials, Secrets};
 }
 
 /// The Rust examples of the README and the guides, compiled and run by `cargo test` so that they

@@ -2,6 +2,8 @@
 //! endless or dripping bodies, HTML, wrong types, echoes credentials back, asks for absurd waits, or
 //! streams without end. Every case: exit 1 with a clear message, no panic, bounded time and memory,
 //! and neither the API key nor the `X-Api-Key` header value ever shown.
+//!
+//! Hostile OpenTelemetry collectors too (see [`collector`]): the run is not theirs to spoil.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -207,4 +209,101 @@ async fn a_gzip_body_is_neither_inflated_nor_printed() {
     let (outcome, _) = run_against(reply, false, 5).await;
     outcome.assert_clean(1, &["(4106 bytes of binary data, not shown)"]);
     assert!(!outcome.stderr.contains('\u{fffd}'), "{}", outcome.stderr);
+}
+
+/// Hostile OpenTelemetry collectors: one that redirects to another host, one that never takes the
+/// connection, one that takes it and never answers. The run succeeds all the same, with one
+/// warning that its spans were not delivered, and no `OTEL_EXPORTER_OTLP_HEADERS` value leaves
+/// for another host or reaches the terminal.
+mod collector {
+    use lllm_runtime::testing::StubServer;
+
+    use super::*;
+
+    const HEADER_SECRET: &str = "otlp-tenant-3b7c0d91";
+
+    /// `lllm run` of a one-turn tactic against a stub model server, exporting its spans to
+    /// `endpoint` over OTLP/HTTP with two credential headers.
+    async fn run_exporting(endpoint: &str) -> Outcome {
+        let server = StubServer::start().await.expect("stub server");
+        let dir = TempDir::new("otlp");
+        let file = dir.write(
+            "t.yaml",
+            format!(
+                "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{}\"}}\n    system_prompt: s\n",
+                server.base_url()
+            ),
+        );
+        let headers = format!("x-tenant={HEADER_SECRET},authorization=Bearer {HEADER_SECRET}-b");
+        let mut run = lllm(&["run", arg(&file), "--input", "x"])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+            .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+            .env("OTEL_EXPORTER_OTLP_HEADERS", &headers);
+        for inherited in [
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "OTEL_SDK_DISABLED",
+            "OTEL_TRACES_EXPORTER",
+        ] {
+            run.command().env_remove(inherited);
+        }
+        let outcome = run.run().await;
+        outcome
+            .assert_clean(0, &["cannot send spans to the OpenTelemetry collector"])
+            .assert_never_shows(HEADER_SECRET);
+        assert_eq!(
+            outcome.stderr.matches("cannot send spans").count(),
+            1,
+            "one warning: {}",
+            outcome.stderr
+        );
+        assert_eq!(outcome.stdout_text().trim(), "stub answer to: x");
+        outcome
+    }
+
+    /// Telemetry follows no redirect, as model calls do not: 301 and 302 would resend the headers,
+    /// 307 and 308 the spans too. The redirect is a failed export.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_redirect_to_another_host_takes_it_neither_spans_nor_headers() {
+        let elsewhere = start(HostileReply::json("{}")).await;
+        for status in [301, 302, 307, 308] {
+            let location = format!("http://{}/v1/traces", elsewhere.addr());
+            let collector = start(HostileReply::redirect(status, &location)).await;
+            let outcome = run_exporting(&format!("http://{}", collector.addr())).await;
+            assert!(
+                outcome.stderr.contains(&format!("status code: {status}")),
+                "{}",
+                outcome.stderr
+            );
+            assert!(collector.connections() >= 1, "the collector was asked");
+            let followed: Vec<String> = elsewhere
+                .received()
+                .iter()
+                .map(|r| String::from_utf8_lossy(r).into_owned())
+                .collect();
+            assert!(followed.is_empty(), "{status} was followed: {followed:?}");
+        }
+    }
+
+    /// A collector that never takes the connection (listening, never accepting), or takes it and
+    /// never answers: the spans wait at most the flush time at exit, and that is said once.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_collector_that_never_answers_gets_one_warning() {
+        let unaccepting = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let silent = start(HostileReply::Silent).await;
+        for address in [unaccepting.local_addr().expect("address"), silent.addr()] {
+            let outcome = run_exporting(&format!("http://{address}")).await;
+            assert!(
+                outcome.stderr.contains("did not take them within 3 s"),
+                "{}",
+                outcome.stderr
+            );
+            assert!(
+                outcome.elapsed < Duration::from_secs(15),
+                "{:?}",
+                outcome.elapsed
+            );
+        }
+    }
 }
