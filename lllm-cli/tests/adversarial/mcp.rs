@@ -623,7 +623,7 @@ mod secrets {
     }
 
     /// The hostile server over streamable HTTP on 127.0.0.1, in `mode`; its URL.
-    async fn http_server(mode: &str) -> (tokio::process::Child, String) {
+    pub(super) async fn http_server(mode: &str) -> (tokio::process::Child, String) {
         use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(python())
             .arg(hostile_server())
@@ -689,6 +689,134 @@ mod secrets {
         assert!(
             !answer.contains(TOKEN),
             "the model is not told either: {answer}"
+        );
+    }
+
+    /// Credentials in an HTTP server's `url:` reach it as `Authorization: Basic <base64>`. Quoted
+    /// back, in a listing's error or a call's, they are shown in no form, as a `headers:` value
+    /// is not, and the model is not told them either.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn credentials_in_the_url_quoted_back_are_never_shown() {
+        const PASSWORD: &str = "mcp-pass-9d2a51";
+        let forms = [
+            PASSWORD,
+            "mcp-user:mcp-pass-9d2a51",
+            "bWNwLXVzZXI6bWNwLXBhc3MtOWQyYTUx",
+        ];
+        let with_credentials =
+            |url: &str| url.replace("http://", "http://mcp-user:mcp-pass-9d2a51@");
+        let dir = TempDir::new("mcp-secret-url");
+        let (_listing, url) = http_server("list-echo").await;
+        let file = dir.write(
+            "t.yaml",
+            tactic(
+                "http://127.0.0.1:9/v1",
+                &format!("{{url: \"{}\"}}", with_credentials(&url)),
+                "[h]",
+            ),
+        );
+        let listing = lllm(&["tools", arg(&file)]).run().await;
+        listing.assert_clean(1, &["MCP server `h` did not start", "who is [redacted]?"]);
+        for form in forms {
+            listing.assert_never_shows(form);
+        }
+
+        let (_serving, url) = http_server("serve").await;
+        let (outcome, requests) = run(
+            &dir,
+            &format!("{{url: \"{}\"}}", with_credentials(&url)),
+            &[&[("c1", "t", r#"{"how": "secret"}"#)]],
+            |l| l,
+        )
+        .await;
+        outcome.assert_clean(0, &[]);
+        let answer = &tool_messages(&requests[1])[0];
+        assert!(
+            answer.starts_with("error: the server refused the call: your token [redacted]"),
+            "{answer}"
+        );
+        for form in forms {
+            outcome.assert_never_shows(form);
+            assert!(!answer.contains(form), "the model is told {form}: {answer}");
+        }
+    }
+}
+
+/// MCP over HTTP, failing: what failed is said in words, as for a server run as a program, never
+/// with the SDK's internal type names (`rmcp::transport::worker::WorkerTransport<…>`).
+mod http {
+    use lllm_runtime::testing::{HostileReply, HostileServer};
+
+    use super::*;
+
+    /// Asserts that stderr names none of the SDK's types.
+    #[track_caller]
+    fn assert_no_type_names(text: &str) {
+        for internal in ["rmcp::", "Transport [", "WorkerTransport", "reqwest::"] {
+            assert!(!text.contains(internal), "`{internal}` in: {text}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_server_that_cannot_be_used_is_described_in_words() {
+        let reply = |status, kind, body: &str| {
+            HostileReply::http(status, &[("content-type", kind)], body.to_owned())
+        };
+        let missing = HostileServer::start(reply(404, "text/plain", "no such page"))
+            .await
+            .expect("server");
+        let page = HostileServer::start(reply(200, "text/html", "<html>welcome</html>"))
+            .await
+            .expect("server");
+        let moved = HostileServer::start(HostileReply::redirect(307, "http://127.0.0.1:9/mcp"))
+            .await
+            .expect("server");
+        let cases = [
+            (
+                "http://127.0.0.1:9/mcp".to_owned(),
+                "the MCP handshake failed: cannot connect to the server: Connection refused",
+            ),
+            (
+                format!("http://{}/mcp", missing.addr()),
+                "the MCP handshake failed: the server answered HTTP 404 Not Found: no such page",
+            ),
+            (
+                format!("http://{}/mcp", page.addr()),
+                "the MCP handshake failed: the server answered with content type `text/html`, neither JSON nor an event stream",
+            ),
+            (
+                format!("http://{}/mcp", moved.addr()),
+                "the MCP handshake failed: the server answered HTTP 307 Temporary Redirect, a redirect; redirects are not followed",
+            ),
+        ];
+        let dir = TempDir::new("mcp-http-words");
+        for (url, expected) in cases {
+            let outcome = list(&dir, &format!("{{url: \"{url}\"}}"), "[h]").await;
+            outcome.assert_clean(1, &["MCP server `h` did not start", expected]);
+            assert_no_type_names(&outcome.stderr);
+        }
+        assert_eq!(moved.connections(), 1, "the redirect was not followed");
+    }
+
+    /// A call answered with an HTTP error instead of a JSON-RPC message: an error result in words.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_call_answered_with_an_http_error_is_described_in_words() {
+        let dir = TempDir::new("mcp-http-call");
+        let (_serving, url) = secrets::http_server("serve").await;
+        let (outcome, requests) = run(
+            &dir,
+            &format!("{{url: \"{url}\"}}"),
+            &[&[("c1", "t", r#"{"how": "http-error"}"#)]],
+            |l| l,
+        )
+        .await;
+        outcome.assert_clean(0, &[]);
+        assert_no_type_names(&outcome.stderr);
+        let answer = &tool_messages(&requests[1])[0];
+        assert_no_type_names(answer);
+        assert_eq!(
+            answer,
+            "error: the MCP server `h` could not be reached (the server answered HTTP 502); the call may be tried again later"
         );
     }
 }

@@ -9,7 +9,8 @@ offers), ignores notifications, answers `ping`, and then misbehaves as its mode 
                                                 # first line on stdout is "port N"
 
 Over HTTP the modes are `list-echo` (a JSON-RPC error for tools/list that quotes the Authorization
-header) and `serve`; POSTs are answered with JSON, and GET (the server's own stream) with 405.
+header) and `serve`; POSTs are answered with JSON, and GET (the server's own stream) with 405. A
+call with `how` = `http-error` is answered with HTTP 502 and no JSON-RPC message.
 
 Listing modes (the `tools/list` answer):
     endless-pages     every page has a nextCursor
@@ -353,6 +354,8 @@ def http(mode):
                 return self.reply(200, message(id, {"tools": [ECHO, HOSTILE]}))
             if method == "tools/call":
                 how = ((params or {}).get("arguments") or {}).get("how")
+                if how == "http-error":
+                    return self.reply(502, b"bad gateway")
                 answer = call(how, id, auth) if how != "never" else None
                 if answer is None:
                     return self.reply(200, message(id, error={"code": -32603, "message": "no"}))

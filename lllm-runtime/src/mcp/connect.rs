@@ -15,6 +15,7 @@ use super::child::ServerProcess;
 use super::lines::{BoundedLines, MAX_MESSAGE_BYTES, OVERSIZED};
 use super::printable;
 use super::transport::Transport;
+use super::transport_error::{handshake_problem, transport_problem};
 
 /// Most pages of a tool listing read: a server that always returns a next cursor must not keep the
 /// run waiting.
@@ -71,7 +72,7 @@ pub(crate) async fn connect(
                 AsyncRwTransport::new_client(BoundedLines::new(pipes.stdout), pipes.stdin)
                     .with_max_line_length(MAX_MESSAGE_BYTES + 1);
             client_config().serve(transport).await.map_err(|e| Failed {
-                problem: format!("the MCP handshake failed: {}", printable(&e.to_string())),
+                problem: format!("the MCP handshake failed: {}", handshake_problem(&e)),
                 process: process_slot.take(),
                 answered: answered_handshake(&e),
             })?
@@ -92,7 +93,7 @@ pub(crate) async fn connect(
             config.max_sse_event_size = MAX_MESSAGE_BYTES;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             client_config().serve(transport).await.map_err(|e| Failed {
-                problem: format!("the MCP handshake failed: {}", printable(&e.to_string())),
+                problem: format!("the MCP handshake failed: {}", handshake_problem(&e)),
                 process: None,
                 answered: false,
             })?
@@ -186,6 +187,8 @@ pub(crate) fn describe(error: &ServiceError) -> String {
         ServiceError::UnexpectedResponse => {
             "the server's answer does not have the shape the request asks for".to_owned()
         }
+        ServiceError::TransportSend(error) => transport_problem(error),
+        ServiceError::TransportClosed => "the connection to the server is closed".to_owned(),
         other => printable(&other.to_string()),
     }
 }

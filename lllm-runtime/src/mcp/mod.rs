@@ -18,6 +18,7 @@ mod servers;
 mod state;
 mod tool;
 mod transport;
+mod transport_error;
 
 pub use error::McpError;
 pub use server::{McpServer, McpServerBuilder};
