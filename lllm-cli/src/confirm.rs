@@ -84,7 +84,7 @@ fn question(request: &ConfirmRequest<'_>) -> String {
     if shown.len() < arguments.len() {
         shown.push_str("\n  … (cut)");
     }
-    let shown = crate::redact::redact(&shown).replace('\n', "\n  ");
+    let shown = crate::screen::visible(&crate::redact::redact(&shown)).replace('\n', "\n  ");
     format!(
         "\nlllm: agent `{}` wants to call `{}` ({}) with:\n  {shown}\n",
         request.agent, request.tool, request.source

@@ -49,6 +49,34 @@ pub(crate) fn first_agent_structured(tactic: &PreparedTactic) -> bool {
         .is_some_and(|a| a.output_schema().is_some())
 }
 
+/// `text` with every character that is invisible or acts on the terminal shown escaped
+/// (`\u{202e}`), so that a person sees what a tool gets (and, asked to confirm a call, what they
+/// approve): marks that reorder text (a right-to-left override turns `exe.txt` around), control
+/// characters (serde_json escapes those below U+0020 only), and characters that show nothing
+/// (zero-width spaces, tags).
+pub(crate) fn visible(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (c.is_control() && c != '\n') || invisible(c) {
+            shown.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
+}
+
+/// The characters that reorder text or show nothing: the bidirectional controls, zero-width and
+/// other blank format characters, the Hangul fillers, and the tag and variation-selector planes
+/// (which can carry text no one sees).
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{E0000}'..='\u{E0FFF}')
+}
+
 #[allow(clippy::print_stderr)]
 pub(crate) fn note(text: &str) {
     eprintln!("{text}");
@@ -161,14 +189,29 @@ fn show_streamed(
                 *open = false;
             }
             if shown.show_tools {
-                eprintln!("· {}({})", call.name, call.arguments);
+                eprintln!("· {}({})", visible(&call.name), visible(&call.arguments));
             }
         }
         RunEvent::ToolResult {
             is_error: true,
             content,
             ..
-        } if shown.show_tools => eprintln!("  {content}"),
+        } if shown.show_tools => eprintln!("  {}", visible(content)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::visible;
+
+    #[test]
+    fn invisible_and_reordering_characters_are_shown_escaped() {
+        assert_eq!(
+            visible(
+                "invoice\u{202e}fdp.exe \u{2066}a\u{2069} \u{200b}\u{7f}\u{9b}\u{e0041} é 👍\n"
+            ),
+            "invoice\\u{202e}fdp.exe \\u{2066}a\\u{2069} \\u{200b}\\u{7f}\\u{9b}\\u{e0041} é 👍\n"
+        );
     }
 }

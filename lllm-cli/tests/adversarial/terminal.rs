@@ -1,6 +1,7 @@
 //! The terminal and standard streams: output that cannot be written is a failure (exit 1, said on
-//! stderr), a closed stdout stops a streamed answer, standard input is bounded, and colour appears
-//! only on a terminal without `NO_COLOR`.
+//! stderr), a closed stdout stops a streamed answer, standard input is bounded, colour appears
+//! only on a terminal without `NO_COLOR`, and the confirmation question shows what a call's
+//! arguments hold, invisible characters included.
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -171,4 +172,102 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
         .run_blocking();
     piped.assert_clean(0, &["DEBUG"]);
     assert!(!piped.stderr.contains('\u{1b}'), "{}", piped.stderr);
+}
+
+/// A model asks for a call that needs confirmation, with arguments that hide what they are: a
+/// right-to-left override that turns `exe.txt` around, the other bidirectional controls, zero-width
+/// and tag characters, C1 controls. The person asked at the terminal sees each of them escaped,
+/// none raw; they answer no, and the tool does not run.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_confirmation_question_shows_invisible_characters_escaped() {
+    let hidden = [
+        '\u{202e}',
+        '\u{202a}',
+        '\u{202b}',
+        '\u{202c}',
+        '\u{202d}',
+        '\u{2066}',
+        '\u{2067}',
+        '\u{2068}',
+        '\u{2069}',
+        '\u{200e}',
+        '\u{200f}',
+        '\u{061c}',
+        '\u{200b}',
+        '\u{feff}',
+        '\u{e0041}',
+        '\u{7f}',
+        '\u{85}',
+        '\u{9b}',
+    ];
+    let text: String = std::iter::once("invoice".to_owned())
+        .chain(hidden.iter().map(|c| format!("{c}x")))
+        .collect();
+    let arguments = serde_json::json!({ "text": text }).to_string();
+    let server = lllm_runtime::testing::StubServer::start()
+        .await
+        .expect("server");
+    server.push(lllm_runtime::testing::StubReply::tool_calls(&[(
+        "c1", "shout", &arguments,
+    )]));
+    server.push(lllm_runtime::testing::StubReply::text("done"));
+    let dir = TempDir::new("confirm-bidi");
+    let ran = dir.path("ran");
+    let file = dir.write(
+        "t.yaml",
+        format!(
+            "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{}\"}}\n    system_prompt: s\n    tools:\n      - {{name: shout, description: Says it, parameters: {{type: object, properties: {{text: {{type: string}}}}}}, command: [touch, \"{}\"], confirm: true}}\n",
+            server.base_url(),
+            arg(&ran)
+        ),
+    );
+    let args = format!("run {} --input go", arg(&file));
+    let shown = tokio::task::spawn_blocking(move || answered_at_a_terminal(&args, "n\n"))
+        .await
+        .expect("script");
+    assert!(shown.contains("wants to call `shout`"), "{shown:?}");
+    for c in hidden {
+        let escaped = format!("\\u{{{:x}}}", u32::from(c));
+        assert!(shown.contains(&escaped), "{escaped} not in {shown:?}");
+        assert!(!shown.contains(c), "{c:?} shown raw: {shown:?}");
+    }
+    assert!(!ran.exists(), "declined, the tool did not run");
+}
+
+/// Runs `lllm` under a pseudo-terminal (`script`), typing `answer`; what the terminal showed.
+/// Killed past the suite's time limit.
+fn answered_at_a_terminal(lllm_args: &str, answer: &str) -> String {
+    let mut child = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("{} {lllm_args}", env!("CARGO_BIN_EXE_lllm")),
+            "/dev/null",
+        ])
+        .env_remove("LLLM_LOG")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script (util-linux) runs");
+    // Typed ahead: the terminal keeps it until lllm reads its answer. Standard input stays open
+    // until the end, so that `script` does not pass an end of input on.
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::io::Write::write_all(&mut stdin, answer.as_bytes()).expect("typed");
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut shown = Vec::new();
+        std::io::Read::read_to_end(&mut { stdout }, &mut shown).ok();
+        shown
+    });
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > super::support::DEFAULT_TIME_LIMIT {
+            child.kill().ok();
+            panic!("it hung at the terminal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin);
+    String::from_utf8_lossy(&reader.join().expect("reader")).into_owned()
 }
