@@ -189,14 +189,15 @@ fn show_streamed(
                 *open = false;
             }
             if shown.show_tools {
-                eprintln!("· {}({})", visible(&call.name), visible(&call.arguments));
+                let line = format!("· {}({})", visible(&call.name), visible(&call.arguments));
+                eprintln!("{}", crate::redact::redact(&line));
             }
         }
         RunEvent::ToolResult {
             is_error: true,
             content,
             ..
-        } if shown.show_tools => eprintln!("  {}", visible(content)),
+        } if shown.show_tools => eprintln!("  {}", crate::redact::redact(&visible(content))),
         _ => {}
     }
 }

@@ -371,8 +371,11 @@ async fn a_pause_in_one_branch_lets_another_branch_finish_its_running_tool() {
     server.push(
         StubReply::tool_calls(&[("w1", "slow", r#"{"line": "slow"}"#)]).for_message("slow work"),
     );
+    // The asking branch pauses once the slow tool is surely running: that tool must then finish.
     server.push(
-        StubReply::tool_calls(&[("a1", "ask", r#"{"line": "asked"}"#)]).for_message("ask first"),
+        StubReply::tool_calls(&[("a1", "ask", r#"{"line": "asked"}"#)])
+            .for_message("ask first")
+            .delay(Duration::from_millis(300)),
     );
     let engine = engine();
     let tactic = engine
