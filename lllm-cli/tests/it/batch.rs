@@ -2,7 +2,7 @@
 //! re-runs that send nothing, failures recorded without stopping the others, and a re-run after
 //! SIGKILL that finishes only what was missing.
 
-#[path = "adversarial/support.rs"]
+#[path = "../adversarial/support.rs"]
 mod support;
 
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! Durable runs end to end: `lllm run --journal`, `lllm resume`, confirmations that wait (exit 3),
 //! limits, torn journals, changed tactics, and runs killed with SIGKILL at random points.
 
-#[path = "adversarial/support.rs"]
+#[path = "../adversarial/support.rs"]
 mod support;
 
 use std::collections::HashMap;

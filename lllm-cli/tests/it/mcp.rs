@@ -6,7 +6,7 @@
 //! `LLLM_MCP_TIME`, `LLLM_MCP_PYTHON` and `LLLM_REQUIRE_MCP=1`. Without those variables each test says
 //! so and passes without checking, unless `LLLM_REQUIRE_MCP=1`, which makes them fail.
 
-#[path = "adversarial/support.rs"]
+#[path = "../adversarial/support.rs"]
 mod support;
 
 use std::collections::HashSet;
