@@ -66,18 +66,19 @@ pub fn report(figures: &Path, processes: Option<&Path>) -> Result<Vec<Section>, 
     Ok(vec![section(&read_json(figures)?, processes.as_ref())])
 }
 
-/// The section `otel`.
-pub fn section(f: &Figures, processes: Option<&Processes>) -> Section {
+/// The table's rows: one per subscriber.
+fn rows(f: &Figures) -> Vec<Vec<String>> {
     let (l, e, d) = (&f.legs, &f.export, &f.dead);
     let leg = |leg: &Leg| format!("{:.1} / {:.1} ms", leg.median_ms, leg.p90_ms);
-    let rows = vec![
+    let dash = || "–".to_owned();
+    vec![
         vec![
             "no subscriber".to_owned(),
             leg(&l.none),
-            "–".into(),
-            "–".into(),
-            "–".into(),
-            "–".into(),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
         ],
         vec![
             "exporting to a collector on 127.0.0.1".to_owned(),
@@ -101,13 +102,29 @@ pub fn section(f: &Figures, processes: Option<&Processes>) -> Section {
                 d.added_us_per_request_median, d.added_us_per_request_p90
             ),
             "0".into(),
-            "–".into(),
+            dash(),
             format!(
                 "{:.0} ms (fails after the exporter's 3 retries)",
                 d.flush_median_ms
             ),
         ],
-    ];
+    ]
+}
+
+/// The sentence on whole `lllm run` processes.
+fn processes_sentence(w: &Processes) -> String {
+    format!(
+        " Whole `lllm run` processes (one request each, against `stub_server`; {} of each, \
+         alternating): {:.1} ms without export, {:.1} ms exporting to a collector process on \
+         127.0.0.1 (+{:.1} ms run by run: setting up the exporter and the flush at exit), {:.0} \
+         ms exporting to 127.0.0.1:9.",
+        w.runs, w.none_median_ms, w.export_median_ms, w.added_median_ms, w.dead_median_ms
+    )
+}
+
+/// The section `otel`.
+pub fn section(f: &Figures, processes: Option<&Processes>) -> Section {
+    let rows = rows(f);
     let header = [
         "subscriber",
         "run of 100 requests, median / p90",
@@ -141,16 +158,10 @@ pub fn section(f: &Figures, processes: Option<&Processes>) -> Section {
         if processes.is_some() { " --e2e" } else { "" },
         f.repetitions,
         table(&header, &rows),
-        e.overhead_paired_median_pct,
+        f.export.overhead_paired_median_pct,
     );
     if let Some(w) = processes {
-        body.push_str(&format!(
-            " Whole `lllm run` processes (one request each, against `stub_server`; {} of each, \
-             alternating): {:.1} ms without export, {:.1} ms exporting to a collector process on \
-             127.0.0.1 (+{:.1} ms run by run: setting up the exporter and the flush at exit), {:.0} \
-             ms exporting to 127.0.0.1:9.",
-            w.runs, w.none_median_ms, w.export_median_ms, w.added_median_ms, w.dead_median_ms
-        ));
+        body.push_str(&processes_sentence(w));
     }
     Section {
         name: "otel",
