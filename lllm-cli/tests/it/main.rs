@@ -8,3 +8,7 @@ mod cli;
 mod journal;
 mod mcp;
 mod observability;
+
+/// The adversarial suite's bounded runner and fixtures, which `batch`, `journal` and `mcp` use too.
+#[path = "../adversarial/support.rs"]
+mod support;
