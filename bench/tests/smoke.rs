@@ -151,7 +151,9 @@ fn mcp_overhead_figures_go_into_benchmarks_md() {
     let dir = TempDir::new("mcp");
     let figures = dir.0.join("figures.json");
     run_into(
-        Command::new(env!("CARGO_BIN_EXE_mcp_overhead")).args(["1", "43", "--", &server, "stdio"]),
+        // 100 calls: one block of each side (the calls are counted in blocks of 100).
+        Command::new(env!("CARGO_BIN_EXE_mcp_overhead"))
+            .args(["100", "43", "--", &server, "stdio"]),
         &figures,
     );
     let section = report_writes(&dir.0, "mcp", "mcp", &[&figures]);
