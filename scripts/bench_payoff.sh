@@ -11,16 +11,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/servers/common.sh
-cargo build --release --quiet -p lllm-bench --bin payoff
+. scripts/bench/common.sh
+case ${1:-} in
+  "") ;;
+  --write) bench_write_flag --write ;;
+  *) echo "usage: scripts/bench_payoff.sh [--write]" >&2; exit 2 ;;
+esac
+cargo build --release --quiet -p lllm-bench --bin payoff --bin report
 results=$(mktemp)
 trap 'scripts/servers/dynamo.sh down; rm -f "$results"' EXIT
+workers=${PAYOFF_WORKERS:-4}
 for leg in family own none; do
   front="--router-session-affinity-ttl-secs 300"
   [ "$leg" = none ] && front=""
   say "leg $leg: restarting Dynamo"
-  url=$(DYNAMO_WORKERS=1 MOCK_ARGS="--speedup-ratio 1 --num-workers ${PAYOFF_WORKERS:-4} --num-gpu-blocks-override 2048" \
+  url=$(DYNAMO_WORKERS=1 MOCK_ARGS="--speedup-ratio 1 --num-workers $workers --num-gpu-blocks-override 2048" \
         FRONT_ARGS="$front" scripts/servers/dynamo.sh up)
   LLLM_DYNAMO_URL=$url LLLM_DYNAMO_LOG=$(scripts/servers/dynamo.sh log) LLLM_PAYOFF_LEG=$leg \
-    "${CARGO_TARGET_DIR:-target}"/release/payoff >>"$results"
+    "$bin"/payoff >>"$results"
 done
-python3 scripts/payoff_table.py "$results" "${1:-}"
+report payoff "$results" "$workers"

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, lints, docs, then the whole test suite with no Dynamo running
-# (unit tests, wire tests against a local recording HTTP server, the CLI end to end, MCP servers from
-# npm and PyPI installed into a cache here), then what lllm adds to an MCP tool call and what a journal
-# adds to a 100-turn run, then the
-# integration suite against a real NVIDIA Dynamo router (started here on 127.0.0.1; installed from PyPI
-# into a cache on first use, about a minute), then the payoff benchmark and the trace replay on Dynamo.
-# The benchmarks print their figures. Needs the Rust toolchain, Python 3 with pip, and nothing from the
-# system's package manager (Node.js for the MCP reference server comes from PyPI when the machine has
-# none). LLLM_SKIP_DYNAMO=1 leaves Dynamo out (its tests then say so and pass without checking).
-# The last line printed is "N passed, M failed", the sum of every cargo test run here; the exit status is
-# non-zero if any step failed.
+# The project's test command, and nothing but tests (scripts/bench.sh runs the benchmarks): formatting,
+# lints and docs, then every test suite: unit tests, wire tests against a local recording HTTP server,
+# the CLI end to end, the adversarial suite, the MCP client against real MCP servers (from npm and
+# PyPI), OpenTelemetry export to Arize Phoenix, Dynamo's offline simulator replaying agentic traces,
+# a smoke run of the benchmark binaries, and the integration suite against a real NVIDIA Dynamo router
+# (started here on 127.0.0.1). The servers are installed into a cache (LLLM_CACHE_DIR, default
+# ~/.cache/lllm) in the background while the code compiles. Needs the Rust toolchain, Python 3 with
+# pip, and nothing from the system's package manager (Node.js for the MCP reference server comes from
+# PyPI when the machine has none). Uses cargo-nextest when it is installed (every test in a process of
+# its own, all binaries' tests in parallel), else `cargo test`.
+# LLLM_SKIP_DYNAMO=1 leaves Dynamo out (its tests then say so and pass without checking).
+# Each step's time is printed when the script ends; the last line printed is "N passed, M failed", the
+# sum of every test run here; the exit status is non-zero if any step failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,34 +20,90 @@ unset LLLM_DYNAMO_URL LLLM_DYNAMO_LOG LLLM_REQUIRE_DYNAMO
 unset LLLM_MCP_EVERYTHING LLLM_MCP_TIME LLLM_MCP_PYTHON LLLM_REQUIRE_MCP
 unset LLLM_PHOENIX_URL LLLM_REQUIRE_PHOENIX LLLM_DYNAMO_PYTHON LLLM_REQUIRE_DYNAMO_REPLAY
 skip_dynamo=${LLLM_SKIP_DYNAMO:-0}
-results=$(mktemp)   # the output of every cargo test, for the summary line
+results=$(mktemp)   # the output of every test run, for the summary line
+work=$(mktemp -d)   # the background installs' output
 failed=()           # the steps that failed
 current=""          # the step running now (named in the report if `set -e` stops the script there)
+timings=()          # "SECONDS  STEP" of every finished step
+step_started=$SECONDS
 
-step() { current=$*; printf '\n== %s\n' "$*" >&2; }
+# step NAME: ends the step running now (its time goes to $timings) and starts NAME.
+step() {
+  end_step
+  current=$*
+  step_started=$SECONDS
+  printf '\n== %s (at %d s)\n' "$*" "$SECONDS" >&2
+}
+end_step() {
+  [ -n "$current" ] && timings+=("$(printf '%5d s  %s' $((SECONDS - step_started)) "$current")")
+  current=""
+}
 
-# run_tests NAME COMMAND...: a cargo test step; its output also goes to $results. A failure is recorded
-# and the script goes on, so that the summary covers every suite.
+# The test runner: nextest when installed (a fresh machine of this project's kind has it), else cargo
+# test. Both run every test even when one fails.
+if cargo nextest --version >/dev/null 2>&1; then
+  runner=(cargo nextest run --workspace --all-features --locked --no-fail-fast)
+  build_tests=(cargo nextest run --workspace --all-features --locked --no-run)
+  # The Dynamo integration suite: lllm-runtime's module `dynamo`.
+  dynamo_suite=("${runner[@]}" -E 'package(lllm-runtime) & test(/^dynamo::/)')
+else
+  runner=(cargo test --workspace --all-features --locked --no-fail-fast)
+  build_tests=(cargo test --workspace --all-features --locked --no-run)
+  # `--workspace --test it` keeps the features resolved as for the run above, so nothing is rebuilt;
+  # the filter leaves lllm-runtime's module `dynamo` (the other crates' `it` binaries run no test).
+  dynamo_suite=("${runner[@]}" --test it -- dynamo::)
+fi
+
+# run_tests NAME COMMAND...: a test step; its output also goes to $results. A failure is recorded and
+# the script goes on, so that the summary covers every suite.
 run_tests() {
   local name=$1; shift
   step "$name"
-  "$@" | tee -a "$results" || failed+=("$name")
+  "$@" 2>&1 | tee -a "$results" || failed+=("$name")
 }
 
-# On every exit (success, a failed step, an interrupt): stop Dynamo, then report. The summary line is the
-# last thing printed.
+# background NAME COMMAND...: runs COMMAND in the background, its stdout into $work/NAME.out and its
+# stderr (progress) into $work/NAME.err; `await NAME` waits for it and prints its stderr.
+declare -A pids
+background() {
+  local name=$1; shift
+  "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  pids[$name]=$!
+}
+await() {
+  local status=0
+  wait "${pids[$1]}" || status=$?
+  unset "pids[$1]"
+  cat "$work/$1.err" >&2
+  return "$status"
+}
+
+# On every exit (success, a failed step, an interrupt): stop the servers, then report. The summary line
+# is the last thing printed.
 finish() {
   local status=$?
   trap - EXIT
-  [ "$skip_dynamo" = 1 ] || scripts/servers/dynamo.sh down || failed+=("stopping Dynamo")
-  scripts/servers/phoenix.sh down || failed+=("stopping Phoenix")
-  [ -n "${phoenix_out:-}" ] && rm -f "$phoenix_out"
+  # `set -e` stopped the script in a step that had not recorded its failure yet.
   [ "$status" -ne 0 ] && [ -n "$current" ] && ! printf '%s\n' "${failed[@]}" | grep -qxF "$current" &&
     failed+=("$current")
-  local f
+  end_step
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ "$skip_dynamo" = 1 ] || scripts/servers/dynamo.sh down || failed+=("stopping Dynamo")
+  scripts/servers/phoenix.sh down || failed+=("stopping Phoenix")
+  rm -rf "$work"
+  printf '\nstep times:\n' >&2
+  local t f
+  for t in "${timings[@]}"; do printf '%s\n' "$t" >&2; done
+  printf '%5d s  in all\n' "$SECONDS" >&2
   for f in "${failed[@]}"; do printf 'lllm: FAILED: %s\n' "$f" >&2; done
+  # cargo test ends each binary with "test result: ok. N passed; M failed; ..."; nextest ends with
+  # "Summary [ 1.2s] N tests run: N passed, M failed, K skipped" (a timed-out test counts as failed).
   awk '{ gsub(/\033\[[0-9;]*m/, "") }
        /^test result: / { for (i = 2; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i - 1); if ($i ~ /^failed;?$/) n += $(i - 1) } }
+       /^ *Summary \[/ { for (i = 2; i <= NF; i++) { if ($i ~ /^passed,?$/) p += $(i - 1); if ($i ~ /^failed,?$/) n += $(i - 1)
+                                                     if ($i == "timed" && $(i + 1) ~ /^out,?$/) n += $(i - 1) } }
        END { printf "%d passed, %d failed\n", p, n }' "$results"
   rm -f "$results"
   if [ "$status" -eq 0 ] && [ ${#failed[@]} -gt 0 ]; then status=1; fi
@@ -55,11 +113,12 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Arize Phoenix, the OpenTelemetry backend the observability suite exports to, starts in the background
-# (installed from PyPI on first use, about 2 minutes; then about 20 s) while the code is checked.
-phoenix_out=$(mktemp)
-scripts/servers/phoenix.sh up >"$phoenix_out" &
-phoenix_pid=$!
+# The servers install from PyPI and npm while the code compiles: Arize Phoenix (the OpenTelemetry
+# backend, about 2 minutes and 850 MB the first time, then it starts in about 20 s), the MCP test
+# servers (about 20 s the first time) and NVIDIA Dynamo (about a minute the first time).
+background phoenix scripts/servers/phoenix.sh up
+background mcp scripts/servers/mcp.sh install
+[ "$skip_dynamo" = 1 ] || background dynamo scripts/servers/dynamo.sh install
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -70,11 +129,13 @@ cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 step "cargo doc (broken links and missing docs are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked --quiet
 
-# The MCP servers the MCP suite talks to, from npm and PyPI into the cache (about 20 s the first time):
-# with LLLM_REQUIRE_MCP=1 a missing server fails that suite instead of skipping it.
-step "installing the MCP test servers (server-everything, mcp-server-time, the Python MCP SDK)"
-if mcp_env=$(scripts/servers/mcp.sh install); then
-  eval "$mcp_env"
+step "building the tests"
+"${build_tests[@]}"
+
+# With LLLM_REQUIRE_MCP=1 a missing MCP server fails that suite instead of skipping it.
+step "waiting for the MCP test servers (server-everything, mcp-server-time, the Python MCP SDK)"
+if await mcp; then
+  eval "$(cat "$work/mcp.out")"
   export LLLM_MCP_EVERYTHING LLLM_MCP_TIME LLLM_MCP_PYTHON
 else
   failed+=("installing the MCP test servers")
@@ -82,8 +143,8 @@ fi
 export LLLM_REQUIRE_MCP=1
 
 step "waiting for Arize Phoenix (OpenTelemetry backend)"
-if wait "$phoenix_pid"; then
-  LLLM_PHOENIX_URL=$(cat "$phoenix_out")
+if await phoenix; then
+  LLLM_PHOENIX_URL=$(cat "$work/phoenix.out")
   export LLLM_PHOENIX_URL
 else
   failed+=("starting Phoenix")
@@ -92,8 +153,9 @@ export LLLM_REQUIRE_PHOENIX=1
 
 # Dynamo's offline simulator replays the agentic trace of a fork tree (no server needed).
 if [ "$skip_dynamo" != 1 ]; then
-  step "installing NVIDIA Dynamo (its offline simulator replays agentic traces)"
-  if LLLM_DYNAMO_PYTHON=$(scripts/servers/dynamo.sh install); then
+  step "waiting for NVIDIA Dynamo's installation (its offline simulator replays agentic traces)"
+  if await dynamo; then
+    LLLM_DYNAMO_PYTHON=$(cat "$work/dynamo.out")
     export LLLM_DYNAMO_PYTHON LLLM_REQUIRE_DYNAMO_REPLAY=1
   else
     failed+=("installing Dynamo")
@@ -101,16 +163,15 @@ if [ "$skip_dynamo" != 1 ]; then
 fi
 
 # No Dynamo yet: the Dynamo tests skip themselves here and run below, against a running one.
-run_tests "cargo test --workspace" cargo test --workspace --all-features --locked
+run_tests "the tests (unit, wire, CLI, adversarial, MCP, Phoenix, benchmark smoke runs)" "${runner[@]}"
 
-step "what lllm adds to an MCP tool call (about a minute)"
-scripts/bench_mcp.sh || failed+=("the MCP benchmark")
+# nextest runs no doctests (cargo test ran them above).
+if [ "${runner[1]}" = nextest ]; then
+  run_tests "the doctests" cargo test --workspace --all-features --locked --doc
+fi
 
-step "what a journal adds to a 100-turn run (about 20 seconds)"
-LLLM_JOURNAL_REPETITIONS=${LLLM_JOURNAL_REPETITIONS:-31} scripts/bench_journal.sh || failed+=("the journal benchmark")
-
-step "what OpenTelemetry export adds to a 100-turn run (about 10 seconds)"
-LLLM_OTEL_REPETITIONS=${LLLM_OTEL_REPETITIONS:-31} scripts/bench_otel.sh || failed+=("the OpenTelemetry export benchmark")
+step "stopping Arize Phoenix"
+scripts/servers/phoenix.sh down || failed+=("stopping Phoenix")
 
 if [ "$skip_dynamo" != 1 ]; then
   step "starting NVIDIA Dynamo for the integration suite (KV router with session affinity)"
@@ -124,23 +185,8 @@ if [ "$skip_dynamo" != 1 ]; then
     failed+=("starting Dynamo")
   fi
   # LLLM_REQUIRE_DYNAMO=1: a missing or unreachable Dynamo fails the suite instead of skipping it.
-  # `--workspace --test dynamo` runs only lllm-runtime's tests/dynamo.rs, with the features resolved as
-  # for the run above, so nothing is rebuilt (`-p lllm-runtime` alone would resolve clap, log and
-  # tracing-core with fewer features and recompile much of the dependency graph).
-  run_tests "the Dynamo integration suite" \
-    env LLLM_REQUIRE_DYNAMO=1 cargo test --workspace --all-features --locked --test dynamo
+  run_tests "the Dynamo integration suite" env LLLM_REQUIRE_DYNAMO=1 "${dynamo_suite[@]}"
   step "stopping Dynamo"
   scripts/servers/dynamo.sh down || failed+=("stopping Dynamo")
-  unset LLLM_DYNAMO_URL LLLM_DYNAMO_LOG
-
-  if [ ${#failed[@]} -eq 0 ]; then
-    step "the payoff of session hints on Dynamo (3 legs, about 3 minutes)"
-    scripts/bench_payoff.sh || failed+=("the payoff benchmark")
-
-    step "a recorded trace replayed on Dynamo, with and without session identity (about 3 minutes)"
-    scripts/bench_replay.sh || failed+=("the trace replay")
-  else
-    printf 'lllm: the benchmarks on Dynamo are left out because a step failed\n' >&2
-  fi
 fi
-current=""
+end_step

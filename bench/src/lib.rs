@@ -1,4 +1,9 @@
-//! What the benchmark binaries of `lllm-bench` share: synthetic prompt text and percentiles.
+//! What the benchmark binaries of `lllm-bench` share: synthetic prompt text, percentiles, the
+//! sections of BENCHMARKS.md made from their figures ([`report`]) and the one splicer that puts a
+//! section in place ([`splice`]).
+
+pub mod report;
+pub mod splice;
 
 /// Words the simulated engine's tokenizer knows: about one token each.
 const WORDS: &[&str] = &[

@@ -1,9 +1,6 @@
 //! Durable runs end to end: `lllm run --journal`, `lllm resume`, confirmations that wait (exit 3),
 //! limits, torn journals, changed tactics, and runs killed with SIGKILL at random points.
 
-#[path = "adversarial/support.rs"]
-mod support;
-
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -12,7 +9,7 @@ use std::time::Duration;
 use lllm_runtime::testing::{StubReply, StubServer};
 use serde_json::{json, Value};
 
-use support::{arg, lllm, tool_messages, Outcome, TempDir};
+use crate::support::{arg, lllm, tool_messages, Outcome, TempDir};
 
 /// A steps tactic: `worker` appends lines to `effects.txt` with a tool (asking first when `confirm`),
 /// then `reviewer` reviews the work.

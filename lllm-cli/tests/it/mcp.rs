@@ -6,9 +6,6 @@
 //! `LLLM_MCP_TIME`, `LLLM_MCP_PYTHON` and `LLLM_REQUIRE_MCP=1`. Without those variables each test says
 //! so and passes without checking, unless `LLLM_REQUIRE_MCP=1`, which makes them fail.
 
-#[path = "adversarial/support.rs"]
-mod support;
-
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,7 +13,9 @@ use std::time::Duration;
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use serde_json::Value;
 
-use support::{arg, lllm, marked_processes, running, tool_messages, unique_mark, Outcome, TempDir};
+use crate::support::{
+    arg, lllm, marked_processes, running, tool_messages, unique_mark, Outcome, TempDir,
+};
 
 /// The installed servers.
 struct Servers {

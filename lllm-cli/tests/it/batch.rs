@@ -2,16 +2,13 @@
 //! re-runs that send nothing, failures recorded without stopping the others, and a re-run after
 //! SIGKILL that finishes only what was missing.
 
-#[path = "adversarial/support.rs"]
-mod support;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
 use lllm_runtime::testing::{StubReply, StubServer};
 use serde_json::Value;
 
-use support::{arg, lllm, TempDir};
+use crate::support::{arg, lllm, TempDir};
 
 fn chat(api_base: &str) -> String {
     format!(

@@ -4,7 +4,7 @@
 //!
 //! Normal runs spend a few seconds. `LLLM_FUZZ_SECONDS=N` runs for N seconds and prints the number
 //! of cases on stderr:
-//! `LLLM_FUZZ_SECONDS=600 cargo test --release -p lllm-core --test fuzz_loader -- --nocapture`.
+//! `LLLM_FUZZ_SECONDS=600 cargo test --release -p lllm-core --test it -- fuzz_loader:: --nocapture`.
 
 #![allow(clippy::print_stderr, clippy::unwrap_used)]
 

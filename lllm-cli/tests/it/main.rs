@@ -1,0 +1,14 @@
+//! lllm-cli's end-to-end tests, one module per former `tests/*.rs` file, in one test binary: one
+//! link instead of five (linking many debug binaries was a large share of the test command's time).
+//! The adversarial suite stays a binary of its own (`tests/adversarial/`). Run one module with
+//! `cargo test -p lllm-cli --test it -- mcp::`.
+
+mod batch;
+mod cli;
+mod journal;
+mod mcp;
+mod observability;
+
+/// The adversarial suite's bounded runner and fixtures, which `batch`, `journal` and `mcp` use too.
+#[path = "../adversarial/support.rs"]
+mod support;

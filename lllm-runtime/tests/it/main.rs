@@ -1,0 +1,19 @@
+//! lllm-runtime's integration tests, one module per former `tests/*.rs` file, in one test binary:
+//! one link instead of thirteen (linking many debug binaries was a large share of the test
+//! command's time). Run one module with `cargo test -p lllm-runtime --all-features --test it --
+//! dynamo::` (a filter on the module's name).
+
+mod agent_loop;
+mod confirm;
+mod dynamo;
+mod engine;
+mod fuzz_response;
+mod halt;
+mod hostile_server;
+mod journal_api;
+mod mcp_api;
+mod priority_auto;
+mod replay_agentic;
+mod tactics;
+mod trace;
+mod wire;
