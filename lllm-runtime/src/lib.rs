@@ -70,6 +70,7 @@ mod tactic;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tokenizer;
 mod tools;
 mod trace;
 
@@ -103,11 +104,12 @@ pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
     TacticRegistry, Team, TeamBuilder, ITEM_ID_PLACEHOLDER,
 };
+pub use tokenizer::{Tokenizer, TokenizerError};
 pub use tools::{
     contain_tool_processes, kill_tool_processes, tool_fn, ApproveAll, CommandTool, Confirm,
     ConfirmRequest, Decision, DeclineAll, Tool, ToolError, ToolOutput, ToolsError,
 };
-pub use trace::{TokenizerError, TraceFormat, TraceRecorder};
+pub use trace::{TraceFormat, TraceRecorder};
 
 /// The Rust examples of the README and the guides, compiled and run by `cargo test` so that they
 /// cannot drift from the API.
