@@ -2,7 +2,8 @@
 //! own `Client`) sending the conversation `lllm run` sends in the `floor` benchmark: a system
 //! prompt, then `turn {i}: say something short` and the answer, turn after turn, each request
 //! carrying the whole conversation so far with `max_tokens: 16`. Prints the last answer.
-//! `bare_client <api_base> <turns>`.
+//! `bare_client <api_base> <turns> [multi|current]`: on Tokio's multi-threaded runtime (what
+//! `#[tokio::main]` gives, the default) or its current-thread one.
 //!
 //! The request is async-openai's typed one, kept from turn to turn (nothing is copied); the answer is
 //! read into a lenient type of its own (`create_byot`), as lllm reads answers.
@@ -36,12 +37,26 @@ struct Reply {
     content: Option<String>,
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: bare_client <api_base> <turns>";
+    let usage = "usage: bare_client <api_base> <turns> [multi|current]";
     let api_base = args.next().ok_or(usage)?;
     let turns: usize = args.next().ok_or(usage)?.parse()?;
+    let mut runtime = match args.next().as_deref() {
+        None | Some("multi") => tokio::runtime::Builder::new_multi_thread(),
+        Some("current") => tokio::runtime::Builder::new_current_thread(),
+        Some(_) => return Err(usage.into()),
+    };
+    let last = runtime
+        .enable_all()
+        .build()?
+        .block_on(talk(api_base, turns))?;
+    println!("{last}");
+    Ok(())
+}
+
+/// Sends the conversation, `turns` turns; the last answer.
+async fn talk(api_base: String, turns: usize) -> Result<String, Box<dyn std::error::Error>> {
     let client = Client::with_config(OpenAIConfig::new().with_api_base(api_base));
     // `max_tokens` is what lllm sends for `model_args.max_tokens` (async-openai marks it deprecated
     // in favour of `max_completion_tokens`, which local servers do not all take).
@@ -72,6 +87,5 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ChatCompletionRequestAssistantMessage::from(last.as_str()),
             ));
     }
-    println!("{last}");
-    Ok(())
+    Ok(last)
 }

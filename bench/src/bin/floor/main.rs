@@ -5,8 +5,9 @@
 //! minus a one-turn run, over TURNS − 1), the peak RSS of the TURNS-turn run and the size of the
 //! binaries, as a markdown table of medians with their spread. It never asserts timings.
 //!
-//! `floor [--repeats N] [--turns N] [--lllm PATH]`; `scripts/bench_floor.sh` builds the release
-//! binaries and runs it. `bare_client`, `rusage` and (by default) `lllm` are taken from the folder
+//! `floor [--repeats N] [--turns N] [--lllm PATH] [--floor-runtime multi|current]`;
+//! `scripts/bench_floor.sh` builds the release binaries and runs it. The floor runs on Tokio's
+//! multi-threaded runtime (`#[tokio::main]`, as `lllm run` does) unless told `current`. `bare_client`, `rusage` and (by default) `lllm` are taken from the folder
 //! of this binary.
 #![allow(clippy::print_stdout)]
 
@@ -29,6 +30,8 @@ struct Settings {
     turns: usize,
     lllm: PathBuf,
     bin_dir: PathBuf,
+    /// The bare client's Tokio runtime: `multi` or `current`.
+    floor_runtime: String,
 }
 
 /// The two clients compared.
@@ -72,9 +75,11 @@ async fn main() -> Result<(), Error> {
     );
     println!();
     println!(
-        "{} repeats, legs alternating; median (min–max). Request bodies of the two legs: {same_body}. \
+        "{} repeats, legs alternating; median (min–max); the floor on Tokio's `{}` runtime. \
+         Request bodies of the two legs: {same_body}. \
          Load average (1, 5, 15 min) before: {load_before}; after: {}.",
         stand.settings.repeats,
+        stand.settings.floor_runtime,
         load_average()
     );
     Ok(())
@@ -140,7 +145,8 @@ async fn run_leg(stand: &Stand, leg: Leg, turns: usize) -> Result<(Run, Value), 
         Leg::Bare => command
             .arg(stand.settings.bin_dir.join("bare_client"))
             .arg(&api_base)
-            .arg(turns.to_string()),
+            .arg(turns.to_string())
+            .arg(&stand.settings.floor_runtime),
     };
     // Nothing from the environment may change what either side does (export, logging, servers).
     for (name, _) in std::env::vars_os() {
@@ -244,6 +250,7 @@ fn settings() -> Result<Settings, Error> {
         turns: 100,
         lllm: bin_dir.join("lllm"),
         bin_dir,
+        floor_runtime: "multi".to_owned(),
     };
     let mut args = std::env::args_os().skip(1);
     while let Some(flag) = args.next() {
@@ -252,9 +259,12 @@ fn settings() -> Result<Settings, Error> {
             Some("--repeats") => settings.repeats = parse(value()?)?,
             Some("--turns") => settings.turns = parse(value()?)?,
             Some("--lllm") => settings.lllm = PathBuf::from(value()?),
+            Some("--floor-runtime") => {
+                settings.floor_runtime = value()?.to_string_lossy().into_owned();
+            }
             _ => {
                 return Err(format!(
-                    "usage: floor [--repeats N] [--turns N] [--lllm PATH]; not {flag:?}"
+                    "usage: floor [--repeats N] [--turns N] [--lllm PATH] [--floor-runtime multi|current]; not {flag:?}"
                 )
                 .into())
             }
