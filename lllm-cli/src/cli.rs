@@ -70,7 +70,7 @@ pub(crate) struct RunArgs {
     #[arg(long, requires = "trace", conflicts_with = "trace_format")]
     pub(crate) trace_rows_only: bool,
     /// Cut trace blocks with this Hugging Face tokenizer (`tokenizer.json`) instead of approximating
-    /// tokens by characters.
+    /// tokens by characters (in a build with the `tokenizer` feature).
     #[arg(long, value_name = "FILE", requires = "trace")]
     pub(crate) tokenizer: Option<std::path::PathBuf>,
     /// Print the answer as it arrives (the default when stdout is a terminal).

@@ -1,7 +1,7 @@
 //! OpenTelemetry export, configured by the standard `OTEL_*` variables: on when
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set, over
-//! `http/protobuf` (the default), `http/json` or `grpc` (`OTEL_EXPORTER_OTLP_PROTOCOL`), with
-//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` as usual.
+//! `http/protobuf` (the default), `http/json` or, in a build with the `otlp-grpc` feature, `grpc`
+//! (`OTEL_EXPORTER_OTLP_PROTOCOL`), with `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` as usual.
 //!
 //! Spans leave through a bounded queue on a thread of their own, so a slow or unreachable collector
 //! never holds up the run: it gets one warning, and spans that do not fit the queue are dropped. What
@@ -84,7 +84,7 @@ impl Export {
         }
         check_endpoints()?;
         let warned = Arc::new(AtomicBool::new(false));
-        let exporter = Warned::new(exporter()?, warned.clone());
+        let exporter = Warned::new(exporter(&protocol())?, warned.clone());
         let batch = BatchConfigBuilder::default()
             .with_max_queue_size(MAX_QUEUED_SPANS)
             .build();
@@ -124,9 +124,9 @@ impl Export {
     }
 }
 
-/// The exporter for the protocol asked for.
-fn exporter() -> Result<Exporter, SetupError> {
-    match protocol().as_str() {
+/// The exporter for `protocol`.
+fn exporter(protocol: &str) -> Result<Exporter, SetupError> {
+    match protocol {
         protocol @ ("http/protobuf" | "http/json") => SpanExporter::builder()
             .with_http()
             .with_protocol(if protocol == "http/json" {
@@ -139,6 +139,7 @@ fn exporter() -> Result<Exporter, SetupError> {
             .build()
             .map(Exporter::Http)
             .map_err(|e| SetupError(format!("cannot set up OpenTelemetry export: {}", without_endpoints(&e.to_string())))),
+        #[cfg(feature = "otlp-grpc")]
         "grpc" => {
             // tonic needs a Tokio runtime; the export thread has none, so the exporter brings one.
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -155,6 +156,10 @@ fn exporter() -> Result<Exporter, SetupError> {
             .map_err(|e| SetupError(format!("cannot set up OpenTelemetry export over gRPC: {}", without_endpoints(&e.to_string()))))?;
             Ok(Exporter::Grpc(exporter, Arc::new(runtime)))
         }
+        #[cfg(not(feature = "otlp-grpc"))]
+        "grpc" => Err(SetupError(
+            "OTEL_EXPORTER_OTLP_PROTOCOL is `grpc`, but this build of lllm exports over `http/protobuf` and `http/json` only (build it with the `otlp-grpc` feature for gRPC)".to_owned(),
+        )),
         other => Err(SetupError(format!(
             "OTEL_EXPORTER_OTLP_PROTOCOL is `{other}`; lllm exports over `http/protobuf` (the default), `http/json` or `grpc`"
         ))),
@@ -278,6 +283,7 @@ fn no_redirect_client() -> Result<reqwest::blocking::Client, SetupError> {
 #[derive(Debug)]
 enum Exporter {
     Http(SpanExporter),
+    #[cfg(feature = "otlp-grpc")]
     Grpc(SpanExporter, Arc<tokio::runtime::Runtime>),
 }
 
@@ -295,7 +301,9 @@ impl Warned {
 
     fn exporter(&self) -> &SpanExporter {
         match &self.inner {
-            Exporter::Http(e) | Exporter::Grpc(e, _) => e,
+            Exporter::Http(e) => e,
+            #[cfg(feature = "otlp-grpc")]
+            Exporter::Grpc(e, _) => e,
         }
     }
 }
@@ -304,6 +312,7 @@ impl opentelemetry_sdk::trace::SpanExporter for Warned {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let outcome = match &self.inner {
             Exporter::Http(exporter) => exporter.export(batch).await,
+            #[cfg(feature = "otlp-grpc")]
             Exporter::Grpc(exporter, runtime) => runtime.block_on(exporter.export(batch)),
         };
         if let Err(e) = &outcome {
@@ -322,7 +331,33 @@ impl opentelemetry_sdk::trace::SpanExporter for Warned {
 
     fn set_resource(&mut self, resource: &Resource) {
         match &mut self.inner {
-            Exporter::Http(e) | Exporter::Grpc(e, _) => e.set_resource(resource),
+            Exporter::Http(e) => e.set_resource(resource),
+            #[cfg(feature = "otlp-grpc")]
+            Exporter::Grpc(e, _) => e.set_resource(resource),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_export_comes_with_its_feature() {
+        #[cfg(feature = "otlp-grpc")]
+        assert!(matches!(exporter("grpc"), Ok(Exporter::Grpc(..))));
+        #[cfg(not(feature = "otlp-grpc"))]
+        {
+            let refused = exporter("grpc").err().map(|e| e.to_string());
+            assert!(
+                refused
+                    .as_deref()
+                    .is_some_and(|e| e.contains("`otlp-grpc` feature")),
+                "{refused:?}"
+            );
+        }
+        assert!(matches!(exporter("http/json"), Ok(Exporter::Http(_))));
+        let other = exporter("carrier-pigeon").err().map(|e| e.to_string());
+        assert!(other.is_some_and(|e| e.contains("carrier-pigeon")));
     }
 }

@@ -247,8 +247,35 @@ impl Prompt {
         &self.template
     }
 
+    /// The template's text when it has no `{{`, `{%` or `{#`: then it renders to itself (trailing
+    /// newline kept, as [`environment`] sets), with no variable, no work and no error but its
+    /// length, and compiling it (a third of a turn's CPU besides the request in a tactic of plain
+    /// steps) is skipped.
+    fn literal(&self) -> Option<&str> {
+        let text: &str = &self.template;
+        let tag = text
+            .as_bytes()
+            .windows(2)
+            .any(|pair| matches!(pair, [b'{', b'{' | b'%' | b'#']));
+        (!tag).then_some(text)
+    }
+
+    /// A literal's render: itself, unless it is longer than [`MAX_RENDERED_BYTES`].
+    fn render_literal(&self, text: &str) -> Result<String, PromptError> {
+        if text.len() > MAX_RENDERED_BYTES {
+            return Err(PromptError::TooLong {
+                name: self.name.clone(),
+                limit: MAX_RENDERED_BYTES,
+            });
+        }
+        Ok(text.to_owned())
+    }
+
     /// Checks that the template parses.
     pub fn validate(&self) -> Result<(), PromptError> {
+        if self.literal().is_some() {
+            return Ok(());
+        }
         let env = environment(UndefinedBehavior::Strict);
         env.template_from_str(&self.template)
             .map(|_| ())
@@ -259,6 +286,9 @@ impl Prompt {
     /// names it. Rendering stops after [`DEFAULT_RENDER_FUEL`] instructions, [`MAX_RENDER_RECURSION`]
     /// levels of nesting or [`MAX_RENDERED_BYTES`] of output.
     pub fn render(&self, vars: &PromptVars) -> Result<String, PromptError> {
+        if let Some(text) = self.literal() {
+            return self.render_literal(text);
+        }
         let env = environment(UndefinedBehavior::Strict);
         let template = env
             .template_from_str(&self.template)
@@ -307,6 +337,9 @@ impl Prompt {
     /// too deeply or writes too much. Other failures (a filter given an empty value, say) are left to
     /// the render with the real values.
     pub fn check_bounds(&self, vars: &PromptVars) -> Result<(), PromptError> {
+        if let Some(text) = self.literal() {
+            return self.render_literal(text).map(drop);
+        }
         let env = environment(UndefinedBehavior::Chainable);
         let Ok(template) = env.template_from_str(&self.template) else {
             return Ok(()); // `validate` reports it
@@ -493,6 +526,41 @@ mod tests {
             prompt.render(&PromptVars::new()).ok().as_deref(),
             Some("01")
         );
+    }
+
+    #[test]
+    fn text_without_tags_renders_as_minijinja_renders_it() {
+        for text in [
+            "You are a concise assistant.",
+            "ends with a newline\n",
+            "two newlines\r\n\r\n",
+            "braces { } }} %} #} { { {\t% and a lone {",
+            "ünïcode — ✓ {",
+            "",
+        ] {
+            let prompt = Prompt::inline(text);
+            assert!(prompt.literal().is_some(), "{text:?}");
+            let by_minijinja = environment(UndefinedBehavior::Strict)
+                .render_str(text, ())
+                .expect("renders");
+            assert_eq!(prompt.render(&PromptVars::new()).ok(), Some(by_minijinja));
+            assert!(prompt.validate().is_ok());
+            assert!(prompt.check_bounds(&PromptVars::new()).is_ok());
+        }
+        for tagged in ["{{ x }}", "a {% if 1 %}b{% endif %}", "{# note #}", "{{"] {
+            assert!(Prompt::inline(tagged).literal().is_none(), "{tagged}");
+        }
+    }
+
+    #[test]
+    fn a_literal_longer_than_the_bound_is_too_long() {
+        let prompt = Prompt::inline("x".repeat(MAX_RENDERED_BYTES + 1));
+        let err = prompt.render(&PromptVars::new()).expect_err("too long");
+        assert!(matches!(err, PromptError::TooLong { .. }), "{err}");
+        let err = prompt
+            .check_bounds(&PromptVars::new())
+            .expect_err("too long");
+        assert!(matches!(err, PromptError::TooLong { .. }), "{err}");
     }
 
     #[test]

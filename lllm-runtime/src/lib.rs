@@ -77,6 +77,7 @@ mod tactic;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tokenizer;
 mod tools;
 mod trace;
 
@@ -119,12 +120,12 @@ pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
     TacticRegistry, Team, TeamBuilder, ITEM_ID_PLACEHOLDER,
 };
-pub use tokenizers::Tokenizer;
+pub use tokenizer::{Tokenizer, TokenizerError};
 pub use tools::{
     contain_tool_processes, kill_tool_processes, tool_fn, ApproveAll, CommandTool, Confirm,
     ConfirmRequest, Decision, Decisions, DeclineAll, Tool, ToolError, ToolOutput, ToolsError,
 };
-pub use trace::{TokenizerError, TraceFormat, TraceRecorder};
+pub use trace::{TraceFormat, TraceRecorder};
 
 /// Helpers the `lllm` command shares with the runtime (redaction of secrets in what it prints); not
 /// a stable API.

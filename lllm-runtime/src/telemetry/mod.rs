@@ -112,20 +112,26 @@ pub(crate) fn agent_span(facts: &AgentFacts, alias: &str) -> Span {
 
 /// Records the dialog a respond works on, once its snapshot is taken.
 pub(crate) fn record_dialog(span: &Span, dialog: DialogId) {
-    span.record("lllm.dialog.id", dialog.to_string());
+    if !span.is_disabled() {
+        span.record("lllm.dialog.id", dialog.to_string());
+    }
 }
 
 /// The span of one attempt of a model call: `chat {model}`, kind CLIENT, with the request's
 /// parameters and hints as sent.
 pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32) -> Span {
     let model = lllm_core::strip_provider_prefix(&request.model);
-    let sent = request.sent_hints();
+    // What is read off the request is worked out only for a span someone records: the macro
+    // evaluates its fields only then, and most runs export no span. The hints as sent are read once
+    // per request (cached on it) and shared with the trace.
+    let sent = || request.sent_hints();
+    let session = std::cell::OnceCell::new();
+    let conversation = || session.get_or_init(|| conversation_id(request, sent()));
+    let endpoint = std::cell::OnceCell::new();
+    let address = || endpoint.get_or_init(|| server(request));
     let params = &request.model_args.params;
     let number = |key: &str| params.get(key).and_then(serde_json::Value::as_f64);
     let integer = |key: &str| params.get(key).and_then(serde_json::Value::as_i64);
-    let max_tokens = integer("max_completion_tokens").or_else(|| integer("max_tokens"));
-    let conversation = conversation_id(request, sent);
-    let (address, port) = server(request);
     let span = tracing::info_span!(
         target: TARGET,
         "chat",
@@ -137,14 +143,14 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
         gen_ai.provider.name = facts.provider(),
         gen_ai.agent.name = facts.agent.as_str(),
         gen_ai.request.model = model,
-        gen_ai.request.max_tokens = max_tokens,
+        gen_ai.request.max_tokens = integer("max_completion_tokens").or_else(|| integer("max_tokens")),
         gen_ai.request.temperature = number("temperature"),
         gen_ai.request.top_p = number("top_p"),
         gen_ai.request.frequency_penalty = number("frequency_penalty"),
         gen_ai.request.presence_penalty = number("presence_penalty"),
         gen_ai.request.seed = integer("seed"),
         gen_ai.request.stop_sequences = params.get("stop").map(|v| v.to_string()),
-        gen_ai.conversation.id = conversation.as_str(),
+        gen_ai.conversation.id = conversation().as_str(),
         gen_ai.response.id = Empty,
         gen_ai.response.model = Empty,
         gen_ai.response.finish_reasons = Empty,
@@ -153,13 +159,13 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
         gen_ai.usage.cache_read.input_tokens = Empty,
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
-        server.address = address,
-        server.port = port.map(int),
+        server.address = address().0.as_deref(),
+        server.port = address().1.map(int),
         lllm.profile = facts.profile.map(Profile::as_str),
-        lllm.parent_session.id = sent.parent_session.as_deref(),
-        lllm.priority = sent.wire.priority,
-        lllm.strict_priority = sent.wire.strict_priority.map(int),
-        lllm.osl = sent.wire.osl.map(int),
+        lllm.parent_session.id = sent().parent_session.as_deref(),
+        lllm.priority = sent().wire.priority,
+        lllm.strict_priority = sent().wire.strict_priority.map(int),
+        lllm.osl = sent().wire.osl.map(int),
         lllm.retry.attempt = int(attempt),
         lllm.tools = int(request.tools.len()),
         lllm.worker.id = Empty,
@@ -173,15 +179,20 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
     }
     // The enclosing respond learns its conversation from its first request.
     let parent = Span::current();
-    parent.record("gen_ai.conversation.id", conversation.as_str());
-    if let Some(session) = &sent.parent_session {
-        parent.record("lllm.parent_session.id", session.as_str());
+    if !parent.is_disabled() {
+        parent.record("gen_ai.conversation.id", conversation().as_str());
+        if let Some(session) = &sent().parent_session {
+            parent.record("lllm.parent_session.id", session.as_str());
+        }
     }
     span
 }
 
 /// Records an answer on its `chat` span.
 pub(crate) fn record_response(span: &Span, response: &ChatResponse) {
+    if span.is_disabled() {
+        return;
+    }
     let message = &response.message;
     if let Some(id) = &response.id {
         span.record("gen_ai.response.id", id.as_str());

@@ -6,7 +6,7 @@ mod graph;
 mod output;
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ use graph::Graph;
 use output::{Line, Output};
 
 use crate::invoker::{ChatRequest, ChatResponse};
+use crate::tokenizer::{Tokenizer, TokenizerError};
 
 /// When one dialog's chain was last answered.
 #[derive(Debug, Default)]
@@ -46,7 +47,7 @@ pub struct TraceRecorder {
     /// The run's id in agentic traces (`play_id`, the header's digest).
     play: String,
     block_tokens: usize,
-    tokenizer: Option<tokenizers::Tokenizer>,
+    tokenizer: Option<Tokenizer>,
     hasher: Mutex<BlockHasher>,
     chains: Mutex<HashMap<String, Chain>>,
     graph: Mutex<Graph>,
@@ -87,7 +88,7 @@ impl TraceRecorder {
     pub fn with_tokenizer(
         out: Box<dyn Write + Send>,
         block_tokens: usize,
-        tokenizer: Option<tokenizers::Tokenizer>,
+        tokenizer: Option<Tokenizer>,
     ) -> std::io::Result<Self> {
         Self::build(out, block_tokens, tokenizer, TraceFormat::Lllm)
     }
@@ -96,7 +97,7 @@ impl TraceRecorder {
     pub fn with_format(
         out: Box<dyn Write + Send>,
         block_tokens: usize,
-        tokenizer: Option<tokenizers::Tokenizer>,
+        tokenizer: Option<Tokenizer>,
         format: TraceFormat,
     ) -> std::io::Result<Self> {
         Self::build(out, block_tokens, tokenizer, format)
@@ -107,7 +108,7 @@ impl TraceRecorder {
     pub fn rows_only(
         out: Box<dyn Write + Send>,
         block_tokens: usize,
-        tokenizer: Option<tokenizers::Tokenizer>,
+        tokenizer: Option<Tokenizer>,
     ) -> std::io::Result<Self> {
         Self::build(out, block_tokens, tokenizer, TraceFormat::RowsOnly)
     }
@@ -115,7 +116,7 @@ impl TraceRecorder {
     fn build(
         out: Box<dyn Write + Send>,
         block_tokens: usize,
-        tokenizer: Option<tokenizers::Tokenizer>,
+        tokenizer: Option<Tokenizer>,
         format: TraceFormat,
     ) -> std::io::Result<Self> {
         let block_tokens = block_tokens.max(1);
@@ -177,7 +178,7 @@ impl TraceRecorder {
     pub fn to_file(
         path: &Path,
         block_tokens: usize,
-        tokenizer: Option<tokenizers::Tokenizer>,
+        tokenizer: Option<Tokenizer>,
         format: TraceFormat,
     ) -> std::io::Result<Self> {
         let file = std::fs::File::create(path)?;
@@ -185,46 +186,19 @@ impl TraceRecorder {
         Self::build(out, block_tokens, tokenizer, format)
     }
 
-    /// Loads a Hugging Face `tokenizer.json`.
+    /// Loads a Hugging Face `tokenizer.json` (with the `tokenizer` feature; without it, an error
+    /// that says so).
     ///
     /// Only a regular file of at most 256 MiB is read (real ones are a few MiB), so that a wrong path
     /// (a device, a FIFO) fails at once instead of reading for ever.
-    pub fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, TokenizerError> {
-        let fail = |source: tokenizers::Error| TokenizerError {
-            path: path.to_owned(),
-            source,
-        };
-        let metadata = std::fs::metadata(path).map_err(|e| fail(e.into()))?;
-        if !metadata.is_file() {
-            return Err(fail("it is not a regular file".into()));
-        }
-        if metadata.len() > MAX_TOKENIZER_BYTES {
-            return Err(fail(
-                format!(
-                    "it is larger than {} MiB",
-                    MAX_TOKENIZER_BYTES / (1024 * 1024)
-                )
-                .into(),
-            ));
-        }
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|file| file.take(MAX_TOKENIZER_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(|e| fail(e.into()))?;
-        if bytes.len() as u64 > MAX_TOKENIZER_BYTES {
-            return Err(fail("it grew past the size limit while read".into()));
-        }
-        tokenizers::Tokenizer::from_bytes(bytes).map_err(fail)
+    pub fn load_tokenizer(path: &Path) -> Result<Tokenizer, TokenizerError> {
+        crate::tokenizer::load(path)
     }
 
     /// The token ids of a conversation, when a tokenizer is set.
     fn tokens(&self, messages: &[&Message]) -> Option<Vec<u32>> {
         let tokenizer = self.tokenizer.as_ref()?;
-        let text = lllm_core::internal::serialise(messages);
-        tokenizer
-            .encode(text, false)
-            .ok()
-            .map(|encoding| encoding.get_ids().to_vec())
+        crate::tokenizer::ids(tokenizer, lllm_core::internal::serialise(messages))
     }
 
     /// Tokens of `messages`: counted with the tokenizer, else estimated.
@@ -384,20 +358,6 @@ impl TraceRecorder {
                 .priority,
         }
     }
-}
-
-/// Largest tokenizer file read.
-const MAX_TOKENIZER_BYTES: u64 = 256 * 1024 * 1024;
-
-/// A tokenizer file cannot be loaded.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot load the tokenizer {}", path.display())]
-pub struct TokenizerError {
-    /// The file.
-    pub path: std::path::PathBuf,
-    /// Why.
-    #[source]
-    pub source: tokenizers::Error,
 }
 
 fn millis(d: Duration) -> u64 {
