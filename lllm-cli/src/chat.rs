@@ -36,7 +36,11 @@ pub(crate) async fn chat(
     );
     let mut failures = 0usize;
     let mut last_answer = None;
-    while let Some(text) = read_turn()? {
+    // The line is read off the runtime's thread: the MCP servers' connections go on meanwhile.
+    while let Some(text) = tokio::task::spawn_blocking(read_turn)
+        .await
+        .map_err(|e| failed(anyhow!("cannot read standard input: {e}")))??
+    {
         match screen.watch(session.turn(&text)).await {
             Ok(answer) => {
                 show_answer(&answer, shown)?;

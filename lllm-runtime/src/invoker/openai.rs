@@ -8,7 +8,7 @@ use reqwest::header::HeaderMap;
 use super::error::Secrets;
 use super::service::{is_event_stream, read_limited, send, ResponseLimits};
 use super::stream::SseAnswer;
-use super::wire::parse_completion;
+use super::wire::{parse_completion, Outgoing};
 use super::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, PreparedRequest, ServerDefaults,
     DEFAULT_TIMEOUT,
@@ -76,26 +76,24 @@ impl OpenAiInvoker {
     async fn exchange<T>(
         &self,
         request: &ChatRequest,
-        prepared: PreparedRequest,
+        stream: bool,
         read: impl AsyncFnOnce(reqwest::Response, &Secrets, &str) -> Result<T, InvokeError>,
     ) -> Result<T, InvokeError> {
-        let secrets = Secrets::of_request(&prepared.headers, &prepared.url);
+        let outgoing = Outgoing::build(request, &self.defaults, stream)?;
+        let secrets = Secrets::of_request(&outgoing.headers, &outgoing.url);
         let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
         let attempt = async {
-            let headers = header_map(&prepared.headers)?;
-            let body = serde_json::to_vec(&prepared.body).map_err(|e| InvokeError::Request {
-                problem: e.to_string(),
-            })?;
+            let headers = header_map(&outgoing.headers)?;
             let response = send(
                 &self.http,
-                &prepared.url,
+                &outgoing.url,
                 headers,
-                body,
+                outgoing.body,
                 &self.limits,
                 &secrets,
             )
             .await?;
-            read(response, &secrets, &prepared.url).await
+            read(response, &secrets, &outgoing.url).await
         };
         tokio::time::timeout(limit, attempt)
             .await
@@ -107,9 +105,8 @@ impl OpenAiInvoker {
 #[async_trait]
 impl Invoker for OpenAiInvoker {
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
-        let prepared = self.prepare(request)?;
         let max = self.limits.max_answer_bytes;
-        self.exchange(request, prepared, async |response, secrets, url| {
+        self.exchange(request, false, async |response, secrets, url| {
             let body = read_limited(response, max, url).await?;
             parse_completion(&body, secrets)
         })
@@ -121,9 +118,8 @@ impl Invoker for OpenAiInvoker {
         request: &ChatRequest,
         on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
     ) -> Result<ChatResponse, InvokeError> {
-        let prepared = PreparedRequest::build_streaming(request, &self.defaults)?;
         let limits = self.limits;
-        self.exchange(request, prepared, async |mut response, secrets, url| {
+        self.exchange(request, true, async |mut response, secrets, url| {
             if !is_event_stream(&response) {
                 // A server that ignores `stream: true` answers with one body.
                 let body = read_limited(response, limits.max_answer_bytes, url).await?;
