@@ -604,7 +604,8 @@ mod tests {
         let mut extra = Map::new();
         extra.insert("nvext".into(), json!({"extra_fields": ["worker_id"]}));
         let mut sent = request(ModelArgs::new().max_tokens(9).extra_body(extra), fields);
-        sent.messages.push(Message::assistant("an answer with \"quotes\" and ünïcode"));
+        sent.messages
+            .push(Message::assistant("an answer with \"quotes\" and ünïcode"));
         sent.tool_choice = Some(json!("none"));
         for stream in [false, true] {
             let prepared = PreparedRequest::build_with(&sent, &ServerDefaults::none(), stream)
