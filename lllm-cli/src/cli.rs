@@ -34,6 +34,34 @@ pub(crate) enum Command {
     /// Replay a trace written by `lllm run --trace` against a server, with synthetic prompts of the same
     /// structure, the recorded timing and forks, and the chosen profile's hints.
     Replay(ReplayArgs),
+    /// Serve tactics as models over HTTP: OpenAI's Chat Completions and Responses, and runs
+    /// (`/v1/runs`) that pause for approvals. The caller's conversation id (Codex's `thread-id`,
+    /// Claude Code's `x-claude-code-session-id`, ...) becomes the downstream session.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The tactic files; each is a model named after its file (a `tactic.yaml` after its folder).
+    #[arg(required = true)]
+    pub(crate) tactics: Vec<PathBuf>,
+    /// The address to listen on. A non-loopback address needs a key.
+    #[arg(long, default_value = "127.0.0.1:8642", value_name = "ADDR:PORT")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// The key every request must carry as `Authorization: Bearer KEY`; prefer the LLLM_SERVE_KEY
+    /// variable (a command line is visible to other users of the machine).
+    #[arg(long, value_name = "KEY")]
+    pub(crate) api_key: Option<String>,
+    /// Where the runs' journals and records live (default: `serve/` under the cache directory,
+    /// LLLM_CACHE_DIR or ~/.cache/lllm).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) state: Option<PathBuf>,
+    /// Runs at once; past it, requests get 429 with Retry-After.
+    #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_MAX_RUNS, value_name = "N")]
+    pub(crate) max_runs: usize,
+    /// The largest request body, in bytes; past it, 413.
+    #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
+    pub(crate) max_body: usize,
 }
 
 #[derive(Debug, Args)]

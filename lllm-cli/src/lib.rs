@@ -25,6 +25,7 @@ mod replay;
 mod resume;
 mod run;
 mod screen;
+mod serve;
 mod show;
 mod signals;
 mod tools;
@@ -61,6 +62,7 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         Command::Tools(args) => contained(|| tools::tools(&args, &registry)),
         Command::Schema => check::schema(),
         Command::Replay(args) => replay::replay(&args),
+        Command::Serve(args) => contained(|| serve::serve(args, &registry)),
     };
     signals::yield_to_a_stop();
     if let Some(export) = export {

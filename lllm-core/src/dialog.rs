@@ -216,6 +216,27 @@ pub struct Dialog {
     #[serde(default, skip_serializing_if = "is_zero")]
     forked_at: usize,
     messages: MessageLog,
+    /// The names its requests carry instead of the ids, when a caller named the conversation.
+    #[serde(default, skip_serializing_if = "SessionNames::is_empty")]
+    names: SessionNames,
+}
+
+/// Session names a dialog's requests carry instead of its ids (a caller's conversation id, given to
+/// a root dialog and inherited by its forks as their parent's and root's name).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct SessionNames {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    own: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    root: Option<Arc<str>>,
+}
+
+impl SessionNames {
+    fn is_empty(&self) -> bool {
+        self.own.is_none() && self.parent.is_none() && self.root.is_none()
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -232,6 +253,7 @@ impl Dialog {
             root_id: id,
             forked_at: 0,
             messages: MessageLog::new(),
+            names: SessionNames::default(),
         }
     }
 
@@ -250,6 +272,52 @@ impl Dialog {
         }
         self.id = id;
         self
+    }
+
+    /// The same dialog with `name` as the session id its requests carry instead of its id (and, for
+    /// a root dialog, its family's): how a served tactic's dialog keeps its caller's conversation
+    /// id, so that a router pins every request of the conversation to one worker. Forks name it as
+    /// their parent and root. `name` should be safe in a header (see
+    /// [`safe_session_id`](crate::safe_session_id)); an unsafe one fails the request.
+    pub fn with_session(mut self, name: impl Into<String>) -> Self {
+        let name: Arc<str> = Arc::from(name.into());
+        if self.parent_id.is_none() {
+            self.names.root = Some(name.clone());
+        }
+        self.names.own = Some(name);
+        self
+    }
+
+    /// The session id this dialog's requests carry: its name when it has one, else its id.
+    pub fn session(&self) -> String {
+        self.names
+            .own
+            .as_deref()
+            .map_or_else(|| self.id.to_string(), str::to_owned)
+    }
+
+    /// The same dialog naming `name` as its parent's session: a root dialog that answers for a
+    /// caller's conversation forked from another one (a harness's subagent).
+    pub fn with_parent_session(mut self, name: impl Into<String>) -> Self {
+        self.names.parent = Some(Arc::from(name.into()));
+        self
+    }
+
+    /// The session id of the dialog this one was forked from, as that dialog's requests carry it
+    /// (or the parent session a caller named).
+    pub fn parent_session(&self) -> Option<String> {
+        match &self.names.parent {
+            Some(name) => Some(name.to_string()),
+            None => self.parent_id.map(|id| id.to_string()),
+        }
+    }
+
+    /// The session id of this dialog's family root, as the root's requests carry it.
+    pub fn root_session(&self) -> String {
+        self.names
+            .root
+            .as_deref()
+            .map_or_else(|| self.root_id.to_string(), str::to_owned)
     }
 
     /// This dialog's id. It never changes.
@@ -297,6 +365,11 @@ impl Dialog {
             root_id: self.root_id,
             forked_at: self.messages.len(),
             messages: self.messages.share(),
+            names: SessionNames {
+                own: None,
+                parent: self.names.own.clone(),
+                root: self.names.root.clone(),
+            },
         }
     }
 
@@ -310,6 +383,7 @@ impl Dialog {
             root_id: self.root_id,
             forked_at: self.forked_at,
             messages: self.messages.share(),
+            names: self.names.clone(),
         }
     }
 

@@ -65,9 +65,9 @@ pub use files::{
     not_regular, read_regular, ReadProblem, DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR,
 };
 pub use hints::{
-    AutoFields, BodyPath, Demand, ForkSession, HintField, HintValues, HintsError, InferenceHints,
-    InferenceHintsBuilder, Priority, PrioritySign, Profile, RequestFields, RunClass, SessionIds,
-    WireHints, WireShape, MAX_WEIGHT,
+    safe_session_id, AutoFields, BodyPath, Demand, ForkSession, HintField, HintValues, HintsError,
+    InferenceHints, InferenceHintsBuilder, Priority, PrioritySign, Profile, RequestFields,
+    RunClass, SessionIds, WireHints, WireShape, MAX_CALLER_SESSION_BYTES, MAX_WEIGHT,
 };
 pub use limits::{Limit, LimitError, RunLimits};
 pub use mcp::{

@@ -63,6 +63,7 @@
 
 mod agent;
 mod budget;
+mod conversation;
 mod engine;
 mod events;
 mod halt;
@@ -73,6 +74,8 @@ mod mcp;
 mod pause;
 mod replay;
 mod retry;
+#[cfg(feature = "serve")]
+pub mod serve;
 mod tactic;
 pub mod telemetry;
 #[cfg(feature = "testing")]
@@ -86,6 +89,7 @@ pub use agent::{
     RespondStructured, StreamEvent,
 };
 pub use budget::RunBudget;
+pub use conversation::Conversation;
 pub use engine::{
     plan_resume, read_items, tactic_name, AgentSummary, BatchError, BatchItem, BatchOutput,
     BatchPlan, BatchProgress, BatchReport, ChatSession, Engine, Host, ItemOutcome, JournalPlan,

@@ -84,6 +84,9 @@ fn run_start() -> RunStart {
         input: Some("bench input".into()),
         vars: serde_json::Map::new(),
         limits: Vec::new(),
+        session: None,
+        parent_session: None,
+        seed: Vec::new(),
     }
 }
 

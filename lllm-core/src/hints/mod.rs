@@ -7,6 +7,7 @@
 //! and converts values recorded under one profile into another's.
 
 mod auto;
+mod caller;
 mod profile;
 mod shape;
 mod wire;
@@ -15,6 +16,7 @@ mod wire;
 mod tests;
 
 pub use auto::{AutoFields, Demand, Priority, RunClass, MAX_WEIGHT};
+pub use caller::{safe_session_id, MAX_CALLER_SESSION_BYTES};
 pub use profile::{ForkSession, HintField, Profile};
 pub use shape::{BodyPath, HintValues, PrioritySign, WireHints, WireShape};
 pub use wire::{RequestFields, SessionIds};

@@ -7,7 +7,7 @@ use super::{
     check_session_id, Demand, ForkSession, HintField, HintsError, InferenceHints, Priority,
     WireHints,
 };
-use crate::dialog::{Dialog, DialogId};
+use crate::dialog::Dialog;
 use crate::model_args::ModelArgs;
 
 /// Headers and body fields for one request.
@@ -162,8 +162,7 @@ impl InferenceHints {
         demand: &Demand,
     ) -> Result<RequestFields, HintsError> {
         let (id, parent) = self.identity(dialog);
-        let parent = parent.map(|p| p.to_string());
-        self.request_fields_for(Some(&id.to_string()), parent.as_deref(), model_args, demand)
+        self.request_fields_for(Some(&id), parent.as_deref(), model_args, demand)
     }
 
     /// The `priority` (as sent, after the profile's transformation) and `strict_priority` of a
@@ -212,15 +211,12 @@ impl InferenceHints {
         dialog: &Dialog,
     ) -> Result<RequestFields, HintsError> {
         let (id, parent) = self.identity(dialog);
-        let mut fields = self.final_request_fields(&id.to_string())?;
+        let mut fields = self.final_request_fields(&id)?;
         let shape = self.profile.shape();
         if let Some(parent) = parent {
             fields.headers.insert(
                 1,
-                (
-                    shape.parent_header().to_owned(),
-                    self.prefixed(&parent.to_string())?,
-                ),
+                (shape.parent_header().to_owned(), self.prefixed(&parent)?),
             );
         }
         let salt = WireHints {
@@ -231,11 +227,12 @@ impl InferenceHints {
         Ok(fields)
     }
 
-    /// The ids a dialog's requests carry: its own and its parent's, or with `family` its root's alone.
-    fn identity(&self, dialog: &Dialog) -> (DialogId, Option<DialogId>) {
+    /// The session ids a dialog's requests carry (before the prefix): its own and its parent's, or
+    /// with `family` its root's alone. A dialog named after a caller's conversation carries names.
+    fn identity(&self, dialog: &Dialog) -> (String, Option<String>) {
         match self.fork_session {
-            ForkSession::Own => (dialog.id(), dialog.parent_id()),
-            ForkSession::Family => (dialog.root_id(), None),
+            ForkSession::Own => (dialog.session(), dialog.parent_session()),
+            ForkSession::Family => (dialog.root_session(), None),
         }
     }
 

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
 use crate::budget::RunBudget;
+use crate::conversation::Conversation;
 use crate::events::RunObserver;
 use crate::invoker::Invoker;
 use crate::journal::Journal;
@@ -43,6 +44,7 @@ pub struct AgentBuilder {
     max_answer_retries: Option<u32>,
     trace: Option<Arc<TraceRecorder>>,
     observer: Option<RunObserver>,
+    conversation: Option<Arc<Conversation>>,
     pause: Option<Arc<Pause>>,
     /// What the tactic loader already checked and has not been replaced since: checked once, not
     /// again here.
@@ -190,6 +192,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The agent answers in a caller's conversation: its root dialogs are named after it (see
+    /// [`Conversation`]), shared with the run's other agents.
+    pub fn conversation(mut self, conversation: Arc<Conversation>) -> Self {
+        self.conversation = Some(conversation);
+        self
+    }
+
     /// Shares the run's pause with the other agents of the run.
     pub(crate) fn pause(mut self, pause: Arc<Pause>) -> Self {
         self.pause = Some(pause);
@@ -282,6 +291,7 @@ impl AgentBuilder {
             toolbox,
             journal: self.journal,
             observer: self.observer,
+            conversation: self.conversation,
             output_schema,
             max_tool_rounds: self
                 .max_tool_rounds

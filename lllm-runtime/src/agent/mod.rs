@@ -63,6 +63,8 @@ pub struct Agent {
     trace: Option<Arc<crate::trace::TraceRecorder>>,
     /// Sees the run's tool calls and results, and its answers' text when a respond streams.
     observer: Option<RunObserver>,
+    /// The caller's conversation the run answers, which names its root dialogs.
+    conversation: Option<Arc<crate::Conversation>>,
     output_schema: Option<OutputSchema>,
     max_tool_rounds: u32,
     max_answer_retries: u32,
@@ -159,7 +161,18 @@ impl Agent {
             .system_prompt
             .render(vars)
             .map_err(|e| self.error(Some(alias), AgentErrorKind::Prompt(e)))?;
-        self.insert(alias, Dialog::with_system(system))
+        let mut dialog = Dialog::with_system(system);
+        if let Some(conversation) = &self.conversation {
+            let claim = conversation.claim(&self.name, alias);
+            dialog = dialog.with_session(claim.session);
+            if let Some(parent) = claim.parent {
+                dialog = dialog.with_parent_session(parent);
+            }
+            for message in claim.seed {
+                dialog.push(message.clone());
+            }
+        }
+        self.insert(alias, dialog)
     }
 
     fn insert(&self, alias: &str, dialog: Dialog) -> Result<DialogId, AgentError> {

@@ -69,6 +69,12 @@ pub enum RunError {
     /// The run was cancelled before it answered.
     #[error("the run was cancelled")]
     Cancelled,
+    /// The plan continues dialogs of an agent the tactic does not have.
+    #[error("the run continues dialogs of agent `{agent}`, which the tactic does not have (was the tactic file changed?)")]
+    UnknownAgent {
+        /// The agent named.
+        agent: String,
+    },
 }
 
 impl From<AgentError> for RunError {
@@ -85,7 +91,8 @@ impl RunError {
             | RunError::TacticChanged { .. }
             | RunError::Config(_)
             | RunError::Limit { .. }
-            | RunError::JournalOpen(_) => true,
+            | RunError::JournalOpen(_)
+            | RunError::UnknownAgent { .. } => true,
             RunError::Journal(_) => false,
             RunError::Mcp(e) => e.is_config(),
             RunError::Tactic(e) => e.is_usage(),

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use super::{Engine, PreparedTactic, RunError, RunOutput, RunPlan};
 use crate::events::{RunEvent, RunObserver, RunStatus};
-use crate::journal::PendingCall;
+use crate::journal::{Journal, PendingCall};
 
 /// Events a handle keeps for late subscribers; older ones are dropped (a subscriber that asks for
 /// them gets what is left).
@@ -30,7 +30,6 @@ pub struct StreamedEvent {
 #[derive(Debug, Clone)]
 pub struct RunHandle {
     shared: Arc<Shared>,
-    task: Arc<tokio::task::AbortHandle>,
 }
 
 #[derive(Debug)]
@@ -38,6 +37,19 @@ struct Shared {
     log: Mutex<Log>,
     /// The number of the last event, and whether the run ended.
     latest: watch::Sender<(u64, bool)>,
+    /// Set to ask the run to stop.
+    cancel: watch::Sender<bool>,
+    /// Set once the run's task is gone (ended, or dropped with the runtime).
+    gone: watch::Sender<bool>,
+}
+
+/// Tells the handle the run's task is gone when dropped, however the task ends.
+struct Gone(Arc<Shared>);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.0.gone.send_replace(true);
+    }
 }
 
 #[derive(Debug)]
@@ -60,6 +72,8 @@ impl Engine {
                 outcome: None,
             }),
             latest: watch::channel((0, false)).0,
+            cancel: watch::channel(false).0,
+            gone: watch::channel(false).0,
         });
         let watcher = shared.clone();
         let outer = plan.observer.clone();
@@ -71,15 +85,33 @@ impl Engine {
         }));
         let engine = self.clone();
         let runner = shared.clone();
-        let task = tokio::spawn(async move {
+        let gone = Gone(shared.clone());
+        let mut cancel = shared.cancel.subscribe();
+        let journal = plan.journal_path();
+        tokio::spawn(async move {
+            let _gone = gone;
             runner.push(RunEvent::Status(RunStatus::Running));
-            let outcome = engine.run(&tactic, plan).await;
+            let outcome = tokio::select! {
+                outcome = engine.run(&tactic, plan) => Some(outcome),
+                _ = cancel.wait_for(|asked| *asked) => None,
+            };
+            // A cancelled run's future is dropped by now: its requests are closed and its tools'
+            // process groups killed, and it let go of its journal, which records the cancel.
+            let outcome = outcome.unwrap_or_else(|| {
+                // A run cancelled before its journal was created has none to write to.
+                if let Some(path) = journal.filter(|path| path.exists()) {
+                    if let Err(error) = Journal::record_cancel(&path) {
+                        tracing::warn!(
+                            "the journal does not record the cancel: {}",
+                            lllm_core::full_message(&error)
+                        );
+                    }
+                }
+                Err(RunError::Cancelled)
+            });
             runner.end(outcome);
         });
-        RunHandle {
-            shared,
-            task: Arc::new(task.abort_handle()),
-        }
+        RunHandle { shared }
     }
 }
 
@@ -156,6 +188,11 @@ impl RunHandle {
         }
     }
 
+    /// The number of the run's latest event (0 before the first).
+    pub fn last_event_id(&self) -> u64 {
+        self.shared.latest.borrow().0
+    }
+
     /// The calls that wait for a confirmation, when the run paused.
     pub fn pending(&self) -> Vec<PendingCall> {
         match self.outcome().as_deref() {
@@ -164,12 +201,14 @@ impl RunHandle {
         }
     }
 
-    /// Stops the run: its requests and tool calls are dropped (a tool's processes are killed), its
-    /// dialogs stay as they were before the interrupted step, and its status becomes `cancelled`.
-    /// A run that already ended is left as it is.
-    pub fn cancel(&self) {
-        self.task.abort();
-        self.shared.end(Err(RunError::Cancelled));
+    /// Stops the run and returns once it stopped: its requests are closed, its tool calls dropped
+    /// (a command tool's process group killed), its journal records the cancel, and only then its
+    /// status becomes `cancelled`. A run that already ended is left as it is.
+    pub async fn cancel(&self) {
+        self.shared.cancel.send_replace(true);
+        let mut gone = self.shared.gone.subscribe();
+        // The sender lives in `shared`, which this handle holds: the wait ends when the task does.
+        let _ = gone.wait_for(|gone| *gone).await;
     }
 
     /// The run's events after the `after`-th (0: from the first still kept), then each new one as it

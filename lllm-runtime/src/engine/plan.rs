@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lllm_core::{PromptVars, RunClass, RunLimits};
+use lllm_core::{DialogTree, PromptVars, RunClass, RunLimits};
 
 use super::RunError;
+use crate::conversation::Conversation;
 use crate::events::RunObserver;
 use crate::invoker::Invoker;
 use crate::journal::Journal;
@@ -41,6 +42,8 @@ pub struct RunPlan {
     pub(crate) observer: Option<RunObserver>,
     pub(crate) stream: bool,
     pub(crate) traceparent: Option<(String, Option<String>)>,
+    pub(crate) conversation: Option<Arc<Conversation>>,
+    pub(crate) dialogs: Vec<(String, DialogTree)>,
 }
 
 impl RunPlan {
@@ -132,9 +135,34 @@ impl RunPlan {
         self
     }
 
+    /// The run answers in a caller's conversation: its id names the run's dialogs' sessions and
+    /// its earlier messages start the first dialog (see [`Conversation`]). Journaled, so that a
+    /// resume names them the same.
+    pub fn conversation(mut self, conversation: Conversation) -> Self {
+        self.conversation = Some(Arc::new(conversation));
+        self
+    }
+
+    /// Continues an earlier run's dialogs: each agent named starts with that tree (its dialogs,
+    /// their ids, session names and messages) instead of none, so that its next request extends
+    /// the earlier one's prefix. Not journaled: a journaled run starts from its journal.
+    pub fn dialogs(mut self, trees: Vec<(String, DialogTree)>) -> Self {
+        self.dialogs = trees;
+        self
+    }
+
     /// The run's input, if any.
     pub fn input_text(&self) -> Option<&str> {
         self.input.as_deref()
+    }
+
+    /// The file of the run's journal, when it has one.
+    pub fn journal_path(&self) -> Option<PathBuf> {
+        match &self.journal {
+            JournalPlan::None => None,
+            JournalPlan::Create(path) => Some(path.clone()),
+            JournalPlan::Resume(journal) => Some(journal.path().to_owned()),
+        }
     }
 
     /// The journal plan.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use lllm_core::{load_tactic, TacticSpec};
 
 use super::{JournalPlan, RunError, RunPlan};
+use crate::conversation::Conversation;
 use crate::journal::{content_hash, Journal};
 
 /// What a journal holds for a resume.
@@ -47,6 +48,13 @@ pub fn plan_resume(path: &Path, force: bool, limits: Vec<String>) -> Result<Resu
         .maybe_input(start.input.clone())
         .vars(start.vars.clone().into_iter().collect())
         .journal(JournalPlan::Resume(Arc::new(journal)));
+    if let Some(session) = start.session {
+        plan = plan.conversation(
+            Conversation::new(session)
+                .parent(start.parent_session)
+                .seed(start.seed),
+        );
+    }
     // The run's own settings first, then the resume's (which win).
     for setting in start.limits.into_iter().chain(limits) {
         plan = plan.limit(setting);

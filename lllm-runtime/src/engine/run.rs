@@ -47,6 +47,18 @@ impl Engine {
             preflight(tactic.spec(), &vars)?;
         }
         let team = self.team(tactic, &plan)?;
+        for (name, tree) in &plan.dialogs {
+            let agent = team.agent(name).ok_or_else(|| RunError::UnknownAgent {
+                agent: name.clone(),
+            })?;
+            agent.restore(tree.clone())?;
+        }
+        if !plan.dialogs.is_empty() {
+            if let Some(conversation) = &plan.conversation {
+                // Its first dialog was opened by the run continued.
+                conversation.mark_claimed();
+            }
+        }
         let answer = tactic
             .tactic()
             .run(&team, &vars)
@@ -85,6 +97,9 @@ impl Engine {
         }
         if let Some(observer) = &plan.observer {
             team = team.observer(observer.clone());
+        }
+        if let Some(conversation) = &plan.conversation {
+            team = team.conversation(conversation.clone());
         }
         Ok(team.build()?)
     }
@@ -131,6 +146,16 @@ fn open_journal(tactic: &PreparedTactic, plan: &RunPlan) -> Result<Option<Arc<Jo
             _ => serde_json::Map::new(),
         },
         limits: plan.limits.clone(),
+        session: plan.conversation.as_ref().map(|c| c.id().to_owned()),
+        parent_session: plan
+            .conversation
+            .as_ref()
+            .and_then(|c| c.parent_id().map(str::to_owned)),
+        seed: plan
+            .conversation
+            .as_ref()
+            .map(|c| c.seed_messages().to_vec())
+            .unwrap_or_default(),
     };
     let journal = Journal::create(path, start).map_err(RunError::JournalOpen)?;
     journal.redact(secrets);

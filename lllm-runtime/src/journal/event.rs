@@ -59,4 +59,6 @@ pub(super) enum Event {
     Saved { name: String, value: String },
     /// The run ended with this output.
     End { output: String },
+    /// The run was cancelled here (a resume may continue it).
+    Cancelled,
 }

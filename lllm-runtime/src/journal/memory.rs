@@ -39,13 +39,17 @@ pub(super) struct Memory {
     pub(super) asked: HashMap<DialogId, u32>,
     /// Answers taken from the journal instead of the server.
     pub(super) replayed: u64,
+    /// Whether the run was cancelled and not resumed since.
+    pub(super) cancelled: bool,
 }
 
 impl Memory {
     /// What an event of a journal read back says about the run.
     pub(super) fn remember(&mut self, event: Event) {
         match event {
-            Event::Start { .. } | Event::Resumed | Event::Saved { .. } => {}
+            Event::Start { .. } | Event::Saved { .. } => {}
+            Event::Resumed => self.cancelled = false,
+            Event::Cancelled => self.cancelled = true,
             Event::Pending {
                 dialog,
                 call,

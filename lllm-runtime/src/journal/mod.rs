@@ -55,6 +55,16 @@ pub struct RunStart {
     /// applies again before its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<String>,
+    /// The caller's conversation id the run answered under (`lllm serve`), which names its dialogs'
+    /// sessions again on a resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The parent conversation the caller named, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+    /// The caller's earlier messages the run's first dialog started with, after its system prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seed: Vec<lllm_core::Message>,
 }
 
 /// Why a journal cannot be used.
@@ -180,6 +190,26 @@ impl Journal {
             resume_marker: Mutex::new(Some(!ends_cleanly)),
             secrets: Mutex::default(),
         })
+    }
+
+    /// Records in the journal in `path` that its run was cancelled, once the run let go of it (a
+    /// journal in use by a run is [`JournalError::Busy`]). A resume may still continue the run.
+    pub fn record_cancel(path: impl Into<PathBuf>) -> Result<(), JournalError> {
+        let journal = Self::resume(path)?;
+        let torn = journal
+            .resume_marker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if torn == Some(true) {
+            journal.write_raw(b"\n")?;
+        }
+        journal.write_line(&Event::Cancelled)
+    }
+
+    /// Whether the run was cancelled, and not resumed since.
+    pub fn was_cancelled(&self) -> bool {
+        self.memory().cancelled
     }
 
     /// From now on, every line written leaves out these credentials (`[redacted]` in their place),

@@ -9,6 +9,9 @@ fn start() -> RunStart {
         input: Some("hi".into()),
         vars: serde_json::Map::new(),
         limits: Vec::new(),
+        session: None,
+        parent_session: None,
+        seed: Vec::new(),
     }
 }
 

@@ -225,6 +225,11 @@ impl StepsTactic {
             respond = respond.message(render(template, &receive_at(turn), &vars)?);
         }
         if let Some(parent) = &turn.fork_from {
+            // A run that continues an earlier one's dialogs (a served conversation) forks again
+            // from the parent as it is now: the earlier fork is replaced.
+            if agent.has_dialog(&turn.dialog) {
+                agent.close(&turn.dialog)?;
+            }
             agent.fork(parent, &turn.dialog)?;
         } else if !agent.has_dialog(&turn.dialog) {
             agent.open_with(&turn.dialog, &vars)?;

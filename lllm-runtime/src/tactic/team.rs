@@ -7,6 +7,7 @@ use lllm_core::{RunClass, TacticSpec, Usage};
 
 use crate::agent::{AgentBuilder, AgentError, AgentErrorKind};
 use crate::budget::RunBudget;
+use crate::conversation::Conversation;
 use crate::events::{RunEvent, RunObserver, StepOutcome};
 use crate::invoker::Invoker;
 use crate::journal::Journal;
@@ -131,6 +132,7 @@ impl Team {
             run_class: RunClass::default(),
             observer: None,
             stream: false,
+            conversation: None,
         }
     }
 
@@ -210,6 +212,7 @@ pub struct TeamBuilder<'a> {
     run_class: RunClass,
     observer: Option<RunObserver>,
     stream: bool,
+    conversation: Option<Arc<Conversation>>,
 }
 
 /// What a session prefix may contain to name the batch item its dialogs answer.
@@ -283,6 +286,13 @@ impl<'a> TeamBuilder<'a> {
         self
     }
 
+    /// The team answers in a caller's conversation, which names its root dialogs' sessions (see
+    /// [`Conversation`]).
+    pub fn conversation(mut self, conversation: Arc<Conversation>) -> Self {
+        self.conversation = Some(conversation);
+        self
+    }
+
     /// Builds every agent.
     pub fn build(self) -> Result<Team, AgentError> {
         let budget = self
@@ -330,6 +340,9 @@ impl<'a> TeamBuilder<'a> {
                 }
                 if let Some(observer) = &self.observer {
                     builder = builder.observer(observer.clone());
+                }
+                if let Some(conversation) = &self.conversation {
+                    builder = builder.conversation(conversation.clone());
                 }
                 builder
                     .pause(pause.clone())

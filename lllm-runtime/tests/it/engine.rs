@@ -184,7 +184,7 @@ async fn cancel_kills_a_running_command_tool_and_ends_cancelled() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    handle.cancel();
+    handle.cancel().await;
     assert_eq!(handle.status(), RunStatus::Cancelled);
     assert!(matches!(
         handle.wait().await.as_ref(),

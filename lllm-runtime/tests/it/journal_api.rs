@@ -24,6 +24,9 @@ async fn a_resumed_team_answers_from_the_journal_with_the_same_dialogs() {
         input: Some("plan a trip".into()),
         vars: serde_json::Map::new(),
         limits: Vec::new(),
+        session: None,
+        parent_session: None,
+        seed: Vec::new(),
     };
 
     let invoker = Arc::new(

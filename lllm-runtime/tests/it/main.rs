@@ -14,6 +14,7 @@ mod journal_api;
 mod mcp_api;
 mod priority_auto;
 mod replay_agentic;
+mod serve;
 mod tactics;
 mod trace;
 mod wire;

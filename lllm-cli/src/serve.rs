@@ -1,0 +1,103 @@
+//! `lllm serve`: the tactics as models over HTTP, until a signal stops the process.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use lllm_runtime::serve::Served;
+use lllm_runtime::{load_tactic, tactic_name, Engine, Host, TacticRegistry};
+
+use crate::cli::ServeArgs;
+use crate::execute::announce_servers;
+use crate::exit::{failed, run_failure, usage, Failure};
+
+/// The environment variable holding the serve key when `--api-key` is not given.
+pub(crate) const KEY_VAR: &str = "LLLM_SERVE_KEY";
+
+/// Serves `args.tactics` on `args.listen`.
+#[allow(clippy::print_stderr)]
+pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Failure> {
+    let key = serve_key(&args)?;
+    let mut specs = Vec::new();
+    for path in &args.tactics {
+        let spec = load_tactic(path).map_err(usage)?;
+        crate::redact::remember_tactic(&spec);
+        specs.push((tactic_name(path), spec));
+    }
+    let state = args.state.clone().unwrap_or_else(default_state_dir);
+    let host = Host::multi_thread()
+        .map_err(|e| failed(anyhow::Error::new(e).context("cannot start the async runtime")))?;
+    host.block_on(async {
+        let engine = Engine::new(registry.clone());
+        let mut builder = Served::builder(engine.clone())
+            .state_dir(&state)
+            .max_runs(args.max_runs)
+            .max_body_bytes(args.max_body);
+        if let Some(key) = key {
+            builder = builder.api_key(key);
+        }
+        let mut prepared = Vec::new();
+        for (name, spec) in specs {
+            announce_servers(&spec);
+            let tactic = engine.prepare(spec).await.map_err(run_failure)?;
+            prepared.push(tactic.clone());
+            builder = builder.tactic(name, tactic);
+        }
+        let served = builder.build().map_err(usage)?;
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| failed(anyhow!(e).context(format!("cannot listen on {}", args.listen))))?;
+        let address = listener.local_addr().map_err(|e| failed(anyhow!(e)))?;
+        eprintln!(
+            "lllm: serving {} on http://{address}/v1 (runs kept in {})",
+            served.models().join(", "),
+            state.display()
+        );
+        // A signal ends the process (see `signals`): runs waiting for an approval are in their
+        // journals already; a run cut mid-way is reported failed by the next server, resumable.
+        let outcome = served.serve(listener, std::future::pending()).await;
+        for tactic in prepared {
+            tactic.shutdown().await;
+        }
+        outcome.map_err(|e| failed(anyhow!(e)))
+    })
+}
+
+/// The key, from `--api-key` or the environment; required off loopback.
+fn serve_key(args: &ServeArgs) -> Result<Option<String>, Failure> {
+    let key = args
+        .api_key
+        .clone()
+        .or_else(|| std::env::var(KEY_VAR).ok())
+        .filter(|k| !k.is_empty());
+    if let Some(key) = &key {
+        crate::redact::remember(key);
+        if !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(usage(anyhow!(
+                "the serve key must be visible ASCII characters (no spaces): it is sent as `Authorization: Bearer KEY`"
+            )));
+        }
+    }
+    if key.is_none() && !is_loopback(&args.listen) {
+        return Err(usage(anyhow!(
+            "--listen {}: not a loopback address; serving beyond this machine needs a key: --api-key KEY or {KEY_VAR}",
+            args.listen
+        )));
+    }
+    Ok(key)
+}
+
+fn is_loopback(address: &SocketAddr) -> bool {
+    address.ip().is_loopback()
+}
+
+/// `serve/` under lllm's cache directory (`LLLM_CACHE_DIR`, else `$XDG_CACHE_HOME/lllm`, else
+/// `~/.cache/lllm`).
+fn default_state_dir() -> PathBuf {
+    let cache = std::env::var_os("LLLM_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("lllm")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/lllm")))
+        .unwrap_or_else(|| PathBuf::from(".lllm"));
+    cache.join("serve")
+}

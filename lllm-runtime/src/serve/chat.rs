@@ -1,0 +1,177 @@
+//! `POST /v1/chat/completions`: a tactic answers as a chat model, streamed as
+//! `chat.completion.chunk` events ending in `data: [DONE]`, or not.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use lllm_core::Usage;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::input::{parse_body, turn, WireMessage};
+use super::run_stream::{json_event, read_body, Ask, LiveRun, Step};
+use super::session::CallerSession;
+use super::ServeState;
+
+/// The fields of a Chat Completions request lllm reads; the others are accepted and not used (the
+/// tactic's agents carry their own model settings).
+#[derive(Debug, Deserialize)]
+struct ChatRequest {
+    model: String,
+    messages: Vec<WireMessage>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+/// Answers a chat completion with a run of the model's tactic.
+pub(crate) async fn complete(
+    State(state): State<Arc<ServeState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let request: ChatRequest = parse_body(&read_body(&state, body).await?)?;
+    let model = state.model(&request.model)?;
+    let stream = request.stream.unwrap_or(false);
+    let ask = Ask {
+        turn: turn(&request.messages, "messages")?,
+        session: CallerSession::from_headers(&headers),
+        dialogs: Vec::new(),
+        stream,
+    };
+    let mut live = LiveRun::start(&state, model, ask).await?;
+    let chunk = Chunk {
+        id: format!("chatcmpl-{}", lllm_core::DialogId::new()),
+        created: now(),
+        model: live.model.clone(),
+    };
+    if stream {
+        let usage = request
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false);
+        return Ok(live.sse(chunk.renderer(usage)));
+    }
+    let outcome = live.wait().await;
+    match outcome.as_ref() {
+        Ok(output) => Ok((
+            live.headers(),
+            Json(chunk.completion(&output.answer, &output.usage)),
+        )
+            .into_response()),
+        Err(error) => Err(live.failure(error)),
+    }
+}
+
+/// What every chunk of one completion repeats.
+struct Chunk {
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Chunk {
+    fn completion(&self, answer: &str, usage: &Usage) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": answer},
+                "logprobs": null,
+                "finish_reason": "stop",
+            }],
+            "usage": usage_json(usage),
+        })
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Event {
+        json_event(
+            None,
+            &json!({
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+            }),
+        )
+    }
+
+    /// The events of a streamed completion: the role first, each piece of text, the whole answer
+    /// at the end when the tactic streamed none (a tactic of steps answers at its end), the finish,
+    /// the usage when asked for, `[DONE]`; or an error event.
+    fn renderer(self, with_usage: bool) -> impl FnMut(Step<'_>) -> Vec<Event> + Send + 'static {
+        let mut started = false;
+        let mut streamed = false;
+        move |step| {
+            let mut out = Vec::new();
+            if !started {
+                started = true;
+                out.push(self.chunk(json!({"role": "assistant", "content": ""}), None));
+            }
+            match step {
+                Step::Text(text) => {
+                    streamed = true;
+                    out.push(self.chunk(json!({ "content": text }), None));
+                }
+                Step::Answered(output) => {
+                    if !streamed && !output.answer.is_empty() {
+                        out.push(self.chunk(json!({ "content": output.answer }), None));
+                    }
+                    out.push(self.chunk(json!({}), Some("stop")));
+                    if with_usage {
+                        out.push(json_event(
+                            None,
+                            &json!({
+                                "id": self.id,
+                                "object": "chat.completion.chunk",
+                                "created": self.created,
+                                "model": self.model,
+                                "choices": [],
+                                "usage": usage_json(&output.usage),
+                            }),
+                        ));
+                    }
+                    out.push(Event::default().data("[DONE]"));
+                }
+                Step::Failed(failure) => {
+                    out.push(json_event(None, &json!({ "error": failure.body() })));
+                }
+            }
+            out
+        }
+    }
+}
+
+/// Usage in Chat Completions' shape.
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens(),
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens.unwrap_or(0)},
+    })
+}
+
+/// Seconds since the epoch.
+pub(crate) fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,119 @@
+//! Errors of the HTTP surface, in OpenAI's shape: `{"error": {"type", "message", "code", "param"}}`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answered before the first byte of a response.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    code: Option<&'static str>,
+    message: String,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            kind,
+            code: None,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The request cannot be served as it is (400).
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
+    }
+
+    /// Nothing of that name (404).
+    pub(crate) fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "invalid_request_error", message).code(code)
+    }
+
+    /// No key, or the wrong one (401).
+    pub(crate) fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "a valid API key is required: send `Authorization: Bearer KEY` with the key `lllm serve` was started with",
+        )
+        .code("invalid_api_key")
+    }
+
+    /// The request conflicts with what the server holds (409).
+    pub(crate) fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "invalid_request_error", message).code("conflict")
+    }
+
+    /// Too many runs at once (429, with `Retry-After`).
+    pub(crate) fn busy(limit: usize) -> Self {
+        let mut error = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            format!("{limit} runs are running already (the server's --max-runs); retry later"),
+        )
+        .code("too_many_runs");
+        error.retry_after = Some(1);
+        error
+    }
+
+    /// The body is larger than the server takes (413).
+    pub(crate) fn too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!("the request body is larger than {limit} bytes (the server's --max-body)"),
+        )
+        .code("body_too_large")
+    }
+
+    /// The server failed (500); `message` must hold no secret.
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)
+    }
+
+    /// The run failed before its response started (502: the failure is downstream or the tactic's).
+    pub(crate) fn run_failed(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_GATEWAY, "server_error", message).code("run_failed")
+    }
+
+    /// Sets the machine-readable code.
+    pub(crate) fn code(mut self, code: &'static str) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    /// The status.
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The `error` object, as the body and stream error events carry it.
+    pub(crate) fn body(&self) -> serde_json::Value {
+        json!({
+            "type": self.kind,
+            "message": self.message,
+            "code": self.code,
+            "param": null,
+        })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response =
+            (self.status, axum::Json(json!({ "error": self.body() }))).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}

@@ -1,0 +1,315 @@
+//! `lllm serve`: tactics as models over HTTP (feature `serve`).
+//!
+//! Each tactic is a model. `POST /v1/chat/completions` and `POST /v1/responses` speak OpenAI's
+//! APIs, streamed or not; `/v1/runs` starts, watches, cancels and approves journaled runs. The
+//! caller's conversation id (the first of [`SESSION_HEADERS`]) becomes the session of the run's
+//! first dialog on every request of the conversation, so a KV-aware router keeps the conversation,
+//! and every fork the tactic makes for it, on the worker that holds its prefix. See `docs/serve.md`.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use lllm_runtime::serve::Served;
+//! use lllm_runtime::{load_tactic, tactic_name, Engine, TacticRegistry};
+//!
+//! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+//! let path = std::path::Path::new("reviewer.yaml");
+//! let engine = Engine::new(TacticRegistry::new());
+//! let tactic = Arc::new(engine.prepare(load_tactic(path)?).await?);
+//! let served = Served::builder(engine)
+//!     .tactic(tactic_name(path), tactic)
+//!     .state_dir("/var/lib/lllm")
+//!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8642").await?;
+//! served.serve(listener, std::future::pending()).await?;
+//! # Ok(()) }
+//! ```
+
+mod admission;
+mod auth;
+mod chat;
+mod error;
+mod input;
+mod listener;
+mod models;
+mod responses;
+mod run_stream;
+mod runs;
+mod session;
+mod store;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+
+pub use input::CLIENT_SYSTEM_VAR;
+pub use session::{ECHO_HEADER, PARENT_SESSION_HEADERS, SESSION_HEADERS};
+
+use crate::engine::{Engine, PreparedTactic};
+use admission::Admission;
+use auth::ServeKey;
+use responses::ResponseStore;
+use store::RunStore;
+
+/// Runs at once by default.
+pub const DEFAULT_MAX_RUNS: usize = 64;
+/// The largest request body taken by default.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// Connections served at once by default; more wait to be accepted.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// How long a client may take to send a request's headers, and its body.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why the server cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Two tactics would be the same model.
+    #[error("two tactics are both the model `{model}`: rename one file (a model is named after its file, or its folder for `tactic.yaml`)")]
+    DuplicateModel {
+        /// The model id.
+        model: String,
+    },
+    /// No tactic to serve.
+    #[error("no tactic to serve: name at least one tactic file")]
+    NoTactics,
+    /// The state directory cannot be used.
+    #[error("the state directory {}: {source}", path.display())]
+    State {
+        /// The directory or file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Accepting connections failed.
+    #[error("the listener failed: {0}")]
+    Listen(#[source] std::io::Error),
+}
+
+/// One model: a prepared tactic under its id.
+#[derive(Debug)]
+pub(crate) struct Model {
+    pub(crate) id: String,
+    pub(crate) tactic: Arc<PreparedTactic>,
+    pub(crate) created: u64,
+}
+
+/// What every route shares.
+#[derive(Debug)]
+pub(crate) struct ServeState {
+    pub(crate) engine: Engine,
+    pub(crate) models: Vec<Model>,
+    pub(crate) admission: Arc<Admission>,
+    pub(crate) responses: ResponseStore,
+    pub(crate) runs: RunStore,
+    pub(crate) max_body: usize,
+    pub(crate) read_timeout: Duration,
+}
+
+impl ServeState {
+    /// The model `id`, or a 404 naming the served ones.
+    pub(crate) fn model(&self, id: &str) -> Result<&Model, error::ApiError> {
+        self.models.iter().find(|m| m.id == id).ok_or_else(|| {
+            let known: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+            error::ApiError::not_found(
+                "model_not_found",
+                format!(
+                    "no model `{}` here: this server serves {}",
+                    shorten(id),
+                    known.join(", ")
+                ),
+            )
+        })
+    }
+}
+
+/// At most 100 characters of `text`, control characters escaped, for an error message.
+pub(crate) fn shorten(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(100)
+        .flat_map(char::escape_debug)
+        .collect();
+    if text.chars().nth(100).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// Served tactics: build with [`Served::builder`], then [`serve`](Self::serve) on a listener or
+/// mount [`router`](Self::router) in an axum application.
+#[derive(Debug, Clone)]
+pub struct Served {
+    state: Arc<ServeState>,
+    key: Option<ServeKey>,
+    max_connections: usize,
+}
+
+/// Builds [`Served`]. Setters never fail; [`build`](Self::build) checks.
+#[derive(Debug)]
+pub struct ServedBuilder {
+    engine: Engine,
+    tactics: Vec<(String, Arc<PreparedTactic>)>,
+    key: Option<String>,
+    state_dir: Option<PathBuf>,
+    max_runs: usize,
+    max_body: usize,
+    max_connections: usize,
+    read_timeout: Duration,
+}
+
+impl Served {
+    /// A builder serving tactics run by `engine`.
+    pub fn builder(engine: Engine) -> ServedBuilder {
+        ServedBuilder {
+            engine,
+            tactics: Vec::new(),
+            key: None,
+            state_dir: None,
+            max_runs: DEFAULT_MAX_RUNS,
+            max_body: DEFAULT_MAX_BODY_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+        }
+    }
+
+    /// The model ids, in the order the tactics were added.
+    pub fn models(&self) -> Vec<String> {
+        self.state.models.iter().map(|m| m.id.clone()).collect()
+    }
+
+    /// The routes, with the key check when a key is set.
+    pub fn router(&self) -> Router {
+        let routes = Router::new()
+            .route("/v1/models", get(models::list))
+            .route("/v1/models/{id}", get(models::one))
+            .route("/v1/chat/completions", post(chat::complete))
+            .route("/v1/responses", post(responses::respond))
+            .route("/v1/runs", post(runs::create))
+            .route("/v1/runs/{id}", get(runs::get))
+            .route("/v1/runs/{id}/events", get(runs::events))
+            .route("/v1/runs/{id}/cancel", post(runs::cancel))
+            .route("/v1/runs/{id}/approval", post(runs::approve))
+            .fallback(models::no_route)
+            .with_state(self.state.clone())
+            // The handlers read bodies themselves, within the limit and the read timeout.
+            .layer(DefaultBodyLimit::disable());
+        match &self.key {
+            Some(key) => routes.layer(axum::middleware::from_fn_with_state(
+                key.clone(),
+                auth::require_key,
+            )),
+            None => routes,
+        }
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then waits for the connections in flight.
+    /// A client gets [`DEFAULT_READ_TIMEOUT`] to send its headers; at most `max_connections` are
+    /// served at once.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), ServeError> {
+        listener::serve(
+            listener,
+            self.router(),
+            listener::Limits {
+                connections: self.max_connections,
+                read_timeout: self.state.read_timeout,
+            },
+            shutdown,
+        )
+        .await
+    }
+
+    /// Cancels every run in flight (each records its cancel in its journal).
+    pub async fn cancel_all(&self) {
+        self.state.runs.cancel_all().await;
+    }
+}
+
+impl ServedBuilder {
+    /// Serves `tactic` as the model `id` (see [`tactic_name`](crate::tactic_name)).
+    pub fn tactic(mut self, id: impl Into<String>, tactic: Arc<PreparedTactic>) -> Self {
+        self.tactics.push((id.into(), tactic));
+        self
+    }
+
+    /// Requires `Authorization: Bearer KEY` on every route.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Where runs' journals and records live (default: none; `lllm serve` always sets one).
+    /// Without it, `/v1/runs` keeps runs in memory only, unjournaled.
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Runs at once (default [`DEFAULT_MAX_RUNS`]); past it, 429 with `Retry-After`.
+    pub fn max_runs(mut self, runs: usize) -> Self {
+        self.max_runs = runs.max(1);
+        self
+    }
+
+    /// The largest request body (default [`DEFAULT_MAX_BODY_BYTES`]); past it, 413.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// Connections served at once (default [`DEFAULT_MAX_CONNECTIONS`]).
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How long a client may take to send its headers, and its body (default
+    /// [`DEFAULT_READ_TIMEOUT`]).
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Checks the models and opens the state directory, reading the runs an earlier server left.
+    pub fn build(self) -> Result<Served, ServeError> {
+        if self.tactics.is_empty() {
+            return Err(ServeError::NoTactics);
+        }
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut models: Vec<Model> = Vec::new();
+        for (id, tactic) in self.tactics {
+            if models.iter().any(|m| m.id == id) {
+                return Err(ServeError::DuplicateModel { model: id });
+            }
+            models.push(Model {
+                id,
+                tactic,
+                created,
+            });
+        }
+        let runs = RunStore::open(self.state_dir)?;
+        Ok(Served {
+            state: Arc::new(ServeState {
+                engine: self.engine,
+                models,
+                admission: Admission::new(self.max_runs),
+                responses: ResponseStore::default(),
+                runs,
+                max_body: self.max_body,
+                read_timeout: self.read_timeout,
+            }),
+            key: self.key.as_deref().map(ServeKey::new),
+            max_connections: self.max_connections,
+        })
+    }
+}

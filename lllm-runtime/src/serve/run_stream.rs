@@ -1,0 +1,246 @@
+//! A run answering one HTTP request (a chat completion or a response): admitted, started, waited
+//! for or streamed, and cancelled when the client goes away before it ended.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::admission::Ticket;
+use super::error::ApiError;
+use super::input::{Turn, CLIENT_SYSTEM_VAR};
+use super::session::{CallerSession, ECHO_HEADER};
+use super::{Model, ServeState};
+use crate::engine::{RunError, RunHandle, RunOutput, RunPlan};
+use crate::events::RunEvent;
+use crate::Conversation;
+use lllm_core::DialogTree;
+
+/// What a finished run left, as a renderer sees it.
+pub(crate) type Outcome = Arc<Result<RunOutput, RunError>>;
+
+/// A piece of a streamed run, for a renderer to turn into events.
+#[derive(Debug)]
+pub(crate) enum Step<'a> {
+    /// Answer text as it arrived.
+    Text(&'a str),
+    /// The run answered.
+    Answered(&'a RunOutput),
+    /// The run failed (or was cancelled).
+    Failed(&'a Failure),
+}
+
+/// Why a run has no answer, as a client may read it: its message holds no secret.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    pub(crate) message: String,
+    /// Whether the request (the tactic, its input) is at fault, not the run.
+    pub(crate) usage: bool,
+}
+
+impl Failure {
+    /// `error`, its message without `secrets`.
+    pub(crate) fn of(secrets: &crate::internal::Secrets, error: &RunError) -> Self {
+        Failure {
+            message: secrets.redact(&lllm_core::full_message(error)),
+            usage: error.is_usage(),
+        }
+    }
+
+    /// The `error` object a stream carries.
+    pub(crate) fn body(&self) -> Value {
+        let kind = if self.usage {
+            "invalid_request_error"
+        } else {
+            "server_error"
+        };
+        let mut body = Map::new();
+        body.insert("type".into(), kind.into());
+        body.insert("message".into(), self.message.clone().into());
+        body.insert("code".into(), "run_failed".into());
+        Value::Object(body)
+    }
+}
+
+/// A started run, its conversation's turn held until it ends. Dropped before it ended (the client
+/// went away), it cancels the run.
+#[derive(Debug)]
+pub(crate) struct LiveRun {
+    pub(crate) handle: RunHandle,
+    ticket: Option<Ticket>,
+    pub(crate) session: CallerSession,
+    pub(crate) model: String,
+    secrets: crate::internal::Secrets,
+}
+
+/// What a request asks of a model: its turn, its conversation, and dialogs to continue.
+#[derive(Debug)]
+pub(crate) struct Ask {
+    pub(crate) turn: Turn,
+    pub(crate) session: CallerSession,
+    pub(crate) dialogs: Vec<(String, DialogTree)>,
+    pub(crate) stream: bool,
+}
+
+/// Reads a request body within the server's size limit and read timeout.
+pub(crate) async fn read_body(state: &ServeState, body: Body) -> Result<Vec<u8>, ApiError> {
+    let read = axum::body::to_bytes(body, state.max_body);
+    match tokio::time::timeout(state.read_timeout, read).await {
+        Err(_) => Err(ApiError::invalid(format!(
+            "the request body did not arrive within {} s",
+            state.read_timeout.as_secs()
+        ))
+        .code("body_timeout")),
+        Ok(Err(error)) if lllm_core::full_message(&error).contains("length limit") => {
+            Err(ApiError::too_large(state.max_body))
+        }
+        Ok(Err(_)) => Err(ApiError::invalid("the request body could not be read")),
+        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
+    }
+}
+
+impl LiveRun {
+    /// Admits and starts `ask` on `model`.
+    pub(crate) async fn start(
+        state: &ServeState,
+        model: &Model,
+        ask: Ask,
+    ) -> Result<LiveRun, ApiError> {
+        let ticket = state.admission.admit(&ask.session.id).await?;
+        let mut vars = lllm_core::PromptVars::new();
+        vars.insert(
+            CLIENT_SYSTEM_VAR.into(),
+            Value::from(ask.turn.client_system),
+        );
+        let conversation = Conversation::new(ask.session.id.clone())
+            .parent(ask.session.parent.clone())
+            .seed(ask.turn.seed);
+        let plan = RunPlan::new()
+            .input(ask.turn.input)
+            .vars(vars)
+            .conversation(conversation)
+            .dialogs(ask.dialogs)
+            .stream(ask.stream);
+        let handle = state.engine.start(model.tactic.clone(), plan);
+        Ok(LiveRun {
+            handle,
+            ticket: Some(ticket),
+            session: ask.session,
+            model: model.id.clone(),
+            secrets: model.tactic.secrets().clone(),
+        })
+    }
+
+    /// Waits for the run's end.
+    pub(crate) async fn wait(&mut self) -> Outcome {
+        let outcome = self.handle.wait().await;
+        self.ticket.take();
+        outcome
+    }
+
+    /// The failure of a run as an error before the first byte, its message without secrets.
+    pub(crate) fn failure(&self, error: &RunError) -> ApiError {
+        failure(&self.secrets, error)
+    }
+
+    /// The session header of the response.
+    pub(crate) fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Ok(value) = HeaderValue::from_str(&self.session.id) {
+            headers.insert(ECHO_HEADER, value);
+        }
+        headers
+    }
+
+    /// The run as server-sent events: `render` turns each step into events; the stream ends after
+    /// the events of the run's end. A client that goes away cancels the run.
+    pub(crate) fn sse(
+        self,
+        mut render: impl FnMut(Step<'_>) -> Vec<Event> + Send + 'static,
+    ) -> Response {
+        let headers = self.headers();
+        let (sender, receiver) = mpsc::channel::<Event>(64);
+        tokio::spawn(async move {
+            let mut live = self;
+            let mut events = Box::pin(live.handle.events(0));
+            loop {
+                let next = tokio::select! {
+                    next = events.next() => next,
+                    () = sender.closed() => return live.cancel().await,
+                };
+                let Some(event) = next else { break };
+                if let RunEvent::Text { text, .. } = &event.event {
+                    for out in render(Step::Text(text)) {
+                        if sender.send(out).await.is_err() {
+                            return live.cancel().await;
+                        }
+                    }
+                }
+            }
+            let outcome = live.handle.wait().await;
+            live.ticket.take();
+            let ended = match outcome.as_ref() {
+                Ok(output) => render(Step::Answered(output)),
+                Err(error) => render(Step::Failed(&Failure::of(&live.secrets, error))),
+            };
+            for out in ended {
+                if sender.send(out).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let stream = receiver_stream(receiver);
+        (headers, Sse::new(stream).keep_alive(KeepAlive::default())).into_response()
+    }
+
+    async fn cancel(mut self) {
+        self.handle.cancel().await;
+        self.ticket.take();
+    }
+}
+
+impl Drop for LiveRun {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            // Dropped before it ended: the client went away. The turn is held until the run stopped.
+            let handle = self.handle.clone();
+            tokio::spawn(async move {
+                handle.cancel().await;
+                drop(ticket);
+            });
+        }
+    }
+}
+
+fn receiver_stream(
+    receiver: mpsc::Receiver<Event>,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send {
+    futures::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|event| (Ok(event), receiver))
+    })
+}
+
+/// A run's failure as an error before the first byte.
+pub(crate) fn failure(secrets: &crate::internal::Secrets, error: &RunError) -> ApiError {
+    let failure = Failure::of(secrets, error);
+    if failure.usage {
+        ApiError::invalid(failure.message).code("invalid_run")
+    } else {
+        ApiError::run_failed(failure.message)
+    }
+}
+
+/// One SSE event of JSON data, named or not.
+pub(crate) fn json_event(name: Option<&str>, data: &Value) -> Event {
+    let event = Event::default().data(data.to_string());
+    match name {
+        Some(name) => event.event(name),
+        None => event,
+    }
+}

@@ -1,0 +1,430 @@
+//! `/v1/runs`: runs started, watched, cancelled and approved over HTTP. A run whose tool needs a
+//! confirmation waits in `requires_action` with its pending calls; an approval continues it from
+//! its journal, so nothing answered is sent again and no finished tool runs twice.
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::error::ApiError;
+use super::input::{parse_body, CLIENT_SYSTEM_VAR};
+use super::run_stream::{json_event, read_body, Failure};
+use super::session::{CallerSession, ECHO_HEADER};
+use super::store::{is_run_id, status_of, RunMeta, RunRecord, RunState, Stopped};
+use super::{Model, ServeState};
+use crate::engine::{plan_resume, JournalPlan, Resumable, RunHandle, RunPlan, StreamedEvent};
+use crate::events::{RunEvent, RunStatus};
+use crate::tools::{Decision, Decisions};
+use crate::Conversation;
+
+/// The longest `Idempotency-Key` taken.
+const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateRun {
+    model: String,
+    #[serde(default)]
+    input: Option<String>,
+    #[serde(default)]
+    vars: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Approval {
+    decision: Verdict,
+    #[serde(default)]
+    calls: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Verdict {
+    Approve,
+    Reject,
+}
+
+/// `POST /v1/runs`.
+pub(crate) async fn create(
+    State(state): State<Arc<ServeState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(&state, body).await?;
+    let key = idempotency_key(&headers)?;
+    let digest = hex(&Sha256::digest(&bytes));
+    if let Some(key) = &key {
+        if let Some(record) = state.runs.by_key(key) {
+            return match record.meta().idempotency {
+                Some((_, same)) if same == digest => Ok(view(&state, &record).into_response()),
+                _ => Err(ApiError::conflict(
+                    "this Idempotency-Key was used for a run with a different body",
+                )),
+            };
+        }
+    }
+    let request: CreateRun = parse_body(&bytes)?;
+    let model = state.model(&request.model)?;
+    let session = CallerSession::from_headers(&headers);
+    let ticket = state.admission.admit(&session.id).await?;
+    let id = format!(
+        "run_{}",
+        lllm_core::DialogId::new().to_string().replace('-', "")
+    );
+    let mut vars: lllm_core::PromptVars = request.vars.unwrap_or_default().into_iter().collect();
+    vars.entry(CLIENT_SYSTEM_VAR.into())
+        .or_insert_with(|| "".into());
+    let mut plan = RunPlan::new()
+        .maybe_input(request.input)
+        .vars(vars)
+        .conversation(Conversation::new(session.id.clone()).parent(session.parent.clone()))
+        // Every call that needs a confirmation pauses the run (declined without a journal).
+        .confirm(Arc::new(Decisions::new()));
+    if let Some(journal) = state.runs.journal_for(&id) {
+        plan = plan.journal(JournalPlan::Create(journal));
+    }
+    let meta = RunMeta {
+        id,
+        model: model.id.clone(),
+        created: super::chat::now(),
+        session: session.id.clone(),
+        idempotency: key.map(|k| (k, digest)),
+        status: None,
+        error: None,
+    };
+    let handle = state.engine.start(model.tactic.clone(), plan);
+    let record = state
+        .runs
+        .add(
+            meta,
+            RunState::Live {
+                handle: handle.clone(),
+                base: 0,
+            },
+        )
+        .map_err(ApiError::internal)?;
+    watch(&state, model, record.clone(), handle, ticket);
+    let mut response = view(&state, &record).into_response();
+    if let Ok(value) = session.id.parse() {
+        response.headers_mut().insert(ECHO_HEADER, value);
+    }
+    Ok(response)
+}
+
+/// Writes the run's record when it ends, and lets go of its admission then.
+fn watch(
+    state: &Arc<ServeState>,
+    model: &Model,
+    record: Arc<RunRecord>,
+    handle: RunHandle,
+    ticket: super::admission::Ticket,
+) {
+    let secrets = model.tactic.secrets().clone();
+    let _ = state;
+    tokio::spawn(async move {
+        let outcome = handle.wait().await;
+        drop(ticket);
+        let error = match outcome.as_ref() {
+            Err(e) if !e.is_paused() => Some(Failure::of(&secrets, e).message),
+            _ => None,
+        };
+        record.ended(status_of(&outcome), error);
+    });
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(key) if !key.is_empty() && key.len() <= MAX_IDEMPOTENCY_KEY_BYTES => {
+            Ok(Some(key.to_owned()))
+        }
+        _ => Err(ApiError::invalid(format!(
+            "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_BYTES} visible ASCII characters"
+        ))),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn record(state: &ServeState, id: &str) -> Result<Arc<RunRecord>, ApiError> {
+    let found = is_run_id(id).then(|| state.runs.get(id)).flatten();
+    found.ok_or_else(|| {
+        ApiError::not_found(
+            "run_not_found",
+            format!("no run `{}` here", super::shorten(id)),
+        )
+    })
+}
+
+/// `GET /v1/runs/{id}`.
+pub(crate) async fn get(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = record(&state, &id)?;
+    Ok(view(&state, &record))
+}
+
+/// What a client sees of a run.
+fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
+    let meta = record.meta();
+    let stopped = match record.state() {
+        RunState::Stopped { stopped, .. } => stopped,
+        RunState::Live { handle, .. } => live_view(state, &meta, &handle),
+    };
+    let mut out = json!({
+        "id": meta.id,
+        "object": "run",
+        "model": meta.model,
+        "created_at": meta.created,
+        "session_id": meta.session,
+        "status": stopped.status.as_str(),
+    });
+    if let Some(output) = stopped.output {
+        out["output"] = output.into();
+    }
+    if let Some(error) = stopped.error.or(meta.error) {
+        out["error"] = json!({"type": "server_error", "message": error});
+    }
+    if !stopped.pending.is_empty() {
+        let pending: Vec<Value> = stopped
+            .pending
+            .iter()
+            .map(|p| json!({"id": p.call, "agent": p.agent, "tool": p.tool, "arguments": p.arguments}))
+            .collect();
+        out["pending"] = pending.into();
+    }
+    Json(out)
+}
+
+fn live_view(state: &ServeState, meta: &RunMeta, handle: &RunHandle) -> Stopped {
+    let mut view = Stopped {
+        status: handle.status(),
+        output: None,
+        error: None,
+        pending: handle.pending(),
+    };
+    if let Some(outcome) = handle.outcome() {
+        match outcome.as_ref() {
+            Ok(output) => view.output = Some(output.answer.clone()),
+            Err(e) if e.is_paused() => {}
+            Err(e) => {
+                view.error = state
+                    .model(&meta.model)
+                    .ok()
+                    .map(|m| Failure::of(m.tactic.secrets(), e).message)
+            }
+        }
+    }
+    view
+}
+
+/// `POST /v1/runs/{id}/cancel`: returns once the run stopped and its journal records it.
+pub(crate) async fn cancel(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = record(&state, &id)?;
+    match record.state() {
+        RunState::Live { handle, .. }
+            if !handle.status().is_final() && handle.outcome().is_none() =>
+        {
+            handle.cancel().await;
+        }
+        RunState::Live { handle, base } if handle.status() == RunStatus::RequiresAction => {
+            stop_waiting(&record, base)?;
+        }
+        RunState::Stopped { stopped, base } if stopped.status == RunStatus::RequiresAction => {
+            stop_waiting(&record, base)?;
+        }
+        _ => {
+            return Err(ApiError::conflict(format!(
+                "the run already ended ({})",
+                view(&state, &record)["status"].as_str().unwrap_or("ended")
+            )))
+        }
+    }
+    Ok(view(&state, &record))
+}
+
+/// Cancels a run that waits for a confirmation: nothing runs; its journal records the cancel.
+fn stop_waiting(record: &RunRecord, base: u64) -> Result<(), ApiError> {
+    if let Some(journal) = &record.journal {
+        crate::journal::Journal::record_cancel(journal)
+            .map_err(|e| ApiError::internal(lllm_core::full_message(&e)))?;
+    }
+    let stopped = Stopped {
+        status: RunStatus::Cancelled,
+        output: None,
+        error: None,
+        pending: Vec::new(),
+    };
+    record.set_state(RunState::Stopped { stopped, base });
+    record.ended(RunStatus::Cancelled, None);
+    Ok(())
+}
+
+/// `POST /v1/runs/{id}/approval`: approves or rejects the pending calls (all, or those named) and
+/// continues the run from its journal.
+pub(crate) async fn approve(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    let approval: Approval = parse_body(&read_body(&state, body).await?)?;
+    let record = record(&state, &id)?;
+    let (pending, base) = match record.state() {
+        RunState::Live { handle, base } if handle.status() == RunStatus::RequiresAction => {
+            (handle.pending(), base + handle.last_event_id())
+        }
+        RunState::Stopped { stopped, base } if stopped.status == RunStatus::RequiresAction => {
+            (stopped.pending, base + 1)
+        }
+        _ => return Err(ApiError::conflict("the run does not wait for an approval")),
+    };
+    let decisions = decisions(&approval, &pending)?;
+    let meta = record.meta();
+    let model = state.model(&meta.model)?;
+    let journal = record
+        .journal
+        .clone()
+        .ok_or_else(|| ApiError::conflict("the run has no journal to continue from"))?;
+    let plan = match plan_resume(&journal, false, Vec::new()) {
+        Ok(Resumable::Unfinished { plan, .. }) => plan,
+        Ok(Resumable::Finished { .. }) => return Err(ApiError::conflict("the run already ended")),
+        Err(e) => return Err(ApiError::conflict(lllm_core::full_message(&e))),
+    };
+    let ticket = state.admission.admit(&meta.session).await?;
+    let handle = state
+        .engine
+        .start(model.tactic.clone(), plan.confirm(Arc::new(decisions)));
+    record.set_state(RunState::Live {
+        handle: handle.clone(),
+        base,
+    });
+    watch(&state, model, record.clone(), handle, ticket);
+    Ok(view(&state, &record))
+}
+
+/// The decisions of `approval` over the `pending` calls.
+fn decisions(
+    approval: &Approval,
+    pending: &[crate::journal::PendingCall],
+) -> Result<Decisions, ApiError> {
+    let decision = match approval.decision {
+        Verdict::Approve => Decision::Approve,
+        Verdict::Reject => Decision::Decline,
+    };
+    let known: HashSet<&str> = pending.iter().map(|p| p.call.as_str()).collect();
+    let named: Vec<&str> = match &approval.calls {
+        Some(calls) => calls.iter().map(String::as_str).collect(),
+        None => known.iter().copied().collect(),
+    };
+    if let Some(unknown) = named.iter().find(|c| !known.contains(*c)) {
+        return Err(ApiError::invalid(format!(
+            "`calls`: `{}` is not a pending call of the run (pending: {})",
+            super::shorten(unknown),
+            pending
+                .iter()
+                .map(|p| p.call.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(named
+        .into_iter()
+        .fold(Decisions::new(), |d, call| d.decide(call, decision)))
+}
+
+/// `GET /v1/runs/{id}/events`: the run's events as server-sent events, after `Last-Event-ID`.
+pub(crate) async fn events(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let record = record(&state, &id)?;
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let stream = match record.state() {
+        RunState::Live { handle, base } => handle
+            .events(after.saturating_sub(base))
+            .map(move |event| Ok::<_, Infallible>(run_event(base, &event)))
+            .boxed(),
+        RunState::Stopped { stopped, base } => {
+            let event = StreamedEvent {
+                id: base + 1,
+                event: RunEvent::Status(stopped.status),
+            };
+            let events: Vec<Result<Event, Infallible>> = if after < event.id {
+                vec![Ok(run_event(0, &event))]
+            } else {
+                Vec::new()
+            };
+            futures::stream::iter(events).boxed()
+        }
+    };
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// One event of a run on the wire: `id`, a name, and JSON data.
+fn run_event(base: u64, streamed: &StreamedEvent) -> Event {
+    let (name, data) = match &streamed.event {
+        RunEvent::Status(status) => ("status", json!({"status": status.as_str()})),
+        RunEvent::StepStarted {
+            step,
+            agent,
+            dialog,
+        } => (
+            "step.started",
+            json!({"step": step, "agent": agent, "dialog": dialog}),
+        ),
+        RunEvent::StepEnded {
+            step,
+            agent,
+            dialog,
+            outcome,
+            took,
+        } => (
+            "step.ended",
+            json!({"step": step, "agent": agent, "dialog": dialog,
+                   "outcome": format!("{outcome:?}").to_lowercase(), "took_ms": took.as_millis() as u64}),
+        ),
+        RunEvent::Text { agent, text } => ("text", json!({"agent": agent, "text": text})),
+        RunEvent::ToolCall { agent, call } => (
+            "tool_call",
+            json!({"agent": agent, "id": call.id, "tool": call.name, "arguments": call.arguments}),
+        ),
+        RunEvent::ToolResult {
+            agent,
+            call_id,
+            tool,
+            content,
+            is_error,
+        } => (
+            "tool_result",
+            json!({"agent": agent, "id": call_id, "tool": tool, "content": content, "is_error": is_error}),
+        ),
+    };
+    json_event(Some(name), &data).id((base + streamed.id).to_string())
+}

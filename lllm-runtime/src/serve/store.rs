@@ -1,0 +1,306 @@
+//! The runs of `/v1/runs`: in memory while the server runs, and under the state directory (a record
+//! and a journal per run), so that a server started again serves their status and continues a
+//! waiting run on approval.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::ServeError;
+use crate::engine::{RunError, RunHandle};
+use crate::events::RunStatus;
+use crate::journal::{Journal, PendingCall};
+
+/// Runs kept in memory; past it, the oldest ended ones are forgotten (their files stay).
+const KEPT_RUNS: usize = 10_000;
+/// The largest run record read back.
+const MAX_RECORD_BYTES: u64 = 64 * 1024;
+
+/// What is written of a run beside its journal.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RunMeta {
+    pub(crate) id: String,
+    pub(crate) model: String,
+    pub(crate) created: u64,
+    pub(crate) session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) idempotency: Option<(String, String)>,
+    /// The final status, once the run ended for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+}
+
+/// A run that is not running: how it ended, or what it waits for.
+#[derive(Debug, Clone)]
+pub(crate) struct Stopped {
+    pub(crate) status: RunStatus,
+    pub(crate) output: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) pending: Vec<PendingCall>,
+}
+
+/// Where a run is.
+#[derive(Debug, Clone)]
+pub(crate) enum RunState {
+    /// Started by this server: its handle (its events numbered after `base`).
+    Live { handle: RunHandle, base: u64 },
+    /// Read back from the state directory.
+    Stopped { stopped: Stopped, base: u64 },
+}
+
+/// One run.
+#[derive(Debug)]
+pub(crate) struct RunRecord {
+    pub(crate) meta: Mutex<RunMeta>,
+    pub(crate) state: Mutex<RunState>,
+    pub(crate) journal: Option<PathBuf>,
+    dir: Option<PathBuf>,
+}
+
+impl RunRecord {
+    pub(crate) fn meta(&self) -> RunMeta {
+        self.meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn state(&self) -> RunState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set_state(&self, state: RunState) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = state;
+    }
+
+    /// Records the run's final status (and error) beside its journal.
+    pub(crate) fn ended(&self, status: RunStatus, error: Option<String>) {
+        let meta = {
+            let mut meta = self.meta.lock().unwrap_or_else(|p| p.into_inner());
+            meta.status = status.is_final().then(|| status.as_str().to_owned());
+            meta.error = error;
+            meta.clone()
+        };
+        if let Some(dir) = &self.dir {
+            if let Err(e) = write_meta(dir, &meta) {
+                tracing::warn!("the record of run {} was not written: {e}", meta.id);
+            }
+        }
+    }
+}
+
+/// Every run this server knows.
+#[derive(Debug)]
+pub(crate) struct RunStore {
+    dir: Option<PathBuf>,
+    runs: Mutex<HashMap<String, Arc<RunRecord>>>,
+}
+
+impl RunStore {
+    /// The store under `dir` (`runs/` in it), with the runs an earlier server left there.
+    pub(crate) fn open(dir: Option<PathBuf>) -> Result<Self, ServeError> {
+        let Some(dir) = dir else {
+            return Ok(RunStore {
+                dir: None,
+                runs: Mutex::default(),
+            });
+        };
+        let runs_dir = dir.join("runs");
+        create_private_dir(&runs_dir).map_err(|source| ServeError::State {
+            path: runs_dir.clone(),
+            source,
+        })?;
+        let mut runs = HashMap::new();
+        let entries = std::fs::read_dir(&runs_dir).map_err(|source| ServeError::State {
+            path: runs_dir.clone(),
+            source,
+        })?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                match read_back(&runs_dir, &path) {
+                    Ok(record) => {
+                        runs.insert(record.meta().id.clone(), Arc::new(record));
+                    }
+                    Err(problem) => {
+                        tracing::warn!("skipped the run record {}: {problem}", path.display())
+                    }
+                }
+            }
+        }
+        Ok(RunStore {
+            dir: Some(runs_dir),
+            runs: Mutex::new(runs),
+        })
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<RunRecord>> {
+        self.lock().get(id).cloned()
+    }
+
+    /// The run started with idempotency key `key`, if any.
+    pub(crate) fn by_key(&self, key: &str) -> Option<Arc<RunRecord>> {
+        self.lock()
+            .values()
+            .find(|r| r.meta().idempotency.as_ref().is_some_and(|(k, _)| k == key))
+            .cloned()
+    }
+
+    /// Where a new run's journal goes (none without a state directory).
+    pub(crate) fn journal_for(&self, id: &str) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{id}.journal")))
+    }
+
+    /// Adds a run, writing its record.
+    pub(crate) fn add(&self, meta: RunMeta, state: RunState) -> Result<Arc<RunRecord>, String> {
+        if let Some(dir) = &self.dir {
+            write_meta(dir, &meta)
+                .map_err(|e| format!("the run's record cannot be written: {e}"))?;
+        }
+        let record = Arc::new(RunRecord {
+            journal: self.journal_for(&meta.id),
+            meta: Mutex::new(meta.clone()),
+            state: Mutex::new(state),
+            dir: self.dir.clone(),
+        });
+        let mut runs = self.lock();
+        runs.insert(meta.id, record.clone());
+        forget_oldest_ended(&mut runs);
+        Ok(record)
+    }
+
+    /// Cancels every live run.
+    pub(crate) async fn cancel_all(&self) {
+        let live: Vec<RunHandle> = self
+            .lock()
+            .values()
+            .filter_map(|r| match r.state() {
+                RunState::Live { handle, .. } => Some(handle),
+                RunState::Stopped { .. } => None,
+            })
+            .collect();
+        futures::future::join_all(live.iter().map(RunHandle::cancel)).await;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<RunRecord>>> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn forget_oldest_ended(runs: &mut HashMap<String, Arc<RunRecord>>) {
+    while runs.len() > KEPT_RUNS {
+        let oldest = runs
+            .iter()
+            .filter(|(_, r)| r.meta().status.is_some())
+            .min_by_key(|(_, r)| r.meta().created)
+            .map(|(id, _)| id.clone());
+        match oldest {
+            Some(id) => runs.remove(&id),
+            None => break,
+        };
+    }
+}
+
+/// A run an earlier server left: its record, and where its journal says it is.
+fn read_back(dir: &Path, path: &Path) -> Result<RunRecord, String> {
+    let bytes =
+        lllm_core::read_regular(path, MAX_RECORD_BYTES).map_err(|e| lllm_core::full_message(&e))?;
+    let meta: RunMeta = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    if !is_run_id(&meta.id) || path.file_stem().and_then(|s| s.to_str()) != Some(meta.id.as_str()) {
+        return Err("its id does not match its file name".into());
+    }
+    let journal = dir.join(format!("{}.journal", meta.id));
+    let stopped = stopped_from(&meta, &journal);
+    Ok(RunRecord {
+        meta: Mutex::new(meta),
+        state: Mutex::new(RunState::Stopped { stopped, base: 0 }),
+        journal: Some(journal),
+        dir: Some(dir.to_owned()),
+    })
+}
+
+/// Where a run read back is: its record's final status, else what its journal holds.
+fn stopped_from(meta: &RunMeta, journal: &Path) -> Stopped {
+    let mut stopped = Stopped {
+        status: RunStatus::Failed,
+        output: None,
+        error: meta.error.clone(),
+        pending: Vec::new(),
+    };
+    let read = Journal::resume(journal);
+    if let Ok(journal) = &read {
+        stopped.output = journal.finished();
+    }
+    stopped.status = match (meta.status.as_deref(), &read) {
+        (Some("completed"), _) => RunStatus::Completed,
+        (Some("cancelled"), _) => RunStatus::Cancelled,
+        (Some(_), _) => RunStatus::Failed,
+        (None, Ok(j)) if j.finished().is_some() => RunStatus::Completed,
+        (None, Ok(j)) if j.was_cancelled() => RunStatus::Cancelled,
+        (None, Ok(j)) if !j.pending_calls().is_empty() => {
+            stopped.pending = j.pending_calls();
+            RunStatus::RequiresAction
+        }
+        (None, _) => {
+            stopped.error = Some(format!(
+                "the server stopped while the run was running; `lllm resume {}` continues it",
+                journal.display()
+            ));
+            RunStatus::Failed
+        }
+    };
+    stopped
+}
+
+/// Whether `id` is one this server made (`run_` and hex): safe as a file name.
+pub(crate) fn is_run_id(id: &str) -> bool {
+    id.strip_prefix("run_")
+        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn write_meta(dir: &Path, meta: &RunMeta) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
+    let temporary = dir.join(format!(".{}.json.tmp", meta.id));
+    {
+        use std::io::Write as _;
+        let mut file = private_file(&temporary)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&temporary, dir.join(format!("{}.json", meta.id)))
+}
+
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(path)
+}
+
+/// The run's failure message, as the record keeps it (no secret: see the callers).
+pub(crate) fn status_of(outcome: &Result<crate::engine::RunOutput, RunError>) -> RunStatus {
+    match outcome {
+        Ok(_) => RunStatus::Completed,
+        Err(e) if e.is_paused() => RunStatus::RequiresAction,
+        Err(RunError::Cancelled) => RunStatus::Cancelled,
+        Err(_) => RunStatus::Failed,
+    }
+}
