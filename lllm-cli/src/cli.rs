@@ -62,6 +62,9 @@ pub(crate) struct ServeArgs {
     /// The largest request body, in bytes; past it, 413.
     #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
     pub(crate) max_body: usize,
+    /// Seconds a client may take to send a request's headers, and its body.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) read_timeout: u64,
 }
 
 #[derive(Debug, Args)]

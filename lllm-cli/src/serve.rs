@@ -32,7 +32,8 @@ pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Fa
         let mut builder = Served::builder(engine.clone())
             .state_dir(&state)
             .max_runs(args.max_runs)
-            .max_body_bytes(args.max_body);
+            .max_body_bytes(args.max_body)
+            .read_timeout(std::time::Duration::from_secs(args.read_timeout));
         if let Some(key) = key {
             builder = builder.api_key(key);
         }

@@ -127,6 +127,24 @@ impl ServeState {
     }
 }
 
+/// Answers 413 to a request whose `Content-Length` is past the limit, without reading its body.
+async fn refuse_large_bodies(
+    axum::extract::State(limit): axum::extract::State<usize>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let announced = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match announced {
+        Some(length) if length > limit as u64 => error::ApiError::too_large(limit).into_response(),
+        _ => next.run(request).await,
+    }
+}
+
 /// At most 100 characters of `text`, control characters escaped, for an error message.
 pub(crate) fn shorten(text: &str) -> String {
     let mut out: String = text
@@ -196,8 +214,13 @@ impl Served {
             .route("/v1/runs/{id}/approval", post(runs::approve))
             .fallback(models::no_route)
             .with_state(self.state.clone())
-            // The handlers read bodies themselves, within the limit and the read timeout.
-            .layer(DefaultBodyLimit::disable());
+            // The handlers read bodies themselves, within the limit and the read timeout; a body
+            // announced larger than the limit is refused before it is read.
+            .layer(DefaultBodyLimit::disable())
+            .layer(axum::middleware::from_fn_with_state(
+                self.state.max_body,
+                refuse_large_bodies,
+            ));
         match &self.key {
             Some(key) => routes.layer(axum::middleware::from_fn_with_state(
                 key.clone(),
