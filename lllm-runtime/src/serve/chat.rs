@@ -126,6 +126,7 @@ impl Chunk {
                 out.push(self.chunk(json!({"role": "assistant", "content": ""}), None));
             }
             match step {
+                Step::Started => {}
                 Step::Text(text) => {
                     streamed = true;
                     out.push(self.chunk(json!({ "content": text }), None));

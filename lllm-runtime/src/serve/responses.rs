@@ -265,6 +265,7 @@ impl Meta {
             }
             let delta = |piece: &str| json!({"item_id": self.message, "output_index": 0, "content_index": 0, "delta": piece, "logprobs": []});
             match step {
+                Step::Started => {}
                 Step::Text(piece) => {
                     text.push_str(piece);
                     emit("response.output_text.delta", delta(piece));

@@ -28,6 +28,8 @@ pub(crate) type Outcome = Arc<Result<RunOutput, RunError>>;
 /// A piece of a streamed run, for a renderer to turn into events.
 #[derive(Debug)]
 pub(crate) enum Step<'a> {
+    /// The run started: the stream's first events go out at once.
+    Started,
     /// Answer text as it arrived.
     Text(&'a str),
     /// The run answered.
@@ -168,6 +170,11 @@ impl LiveRun {
         let (sender, receiver) = mpsc::channel::<Event>(64);
         tokio::spawn(async move {
             let mut live = self;
+            for out in render(Step::Started) {
+                if sender.send(out).await.is_err() {
+                    return live.cancel().await;
+                }
+            }
             let mut events = Box::pin(live.handle.events(0));
             loop {
                 let next = tokio::select! {

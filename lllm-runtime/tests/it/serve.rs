@@ -81,6 +81,10 @@ steps:
 
 /// A tactic whose `act` tool needs confirmation, appends its line to `effects.txt` (or sleeps).
 fn tool_tactic(dir: &TempDir, server: &StubServer) -> PathBuf {
+    tool_tactic_confirming(dir, server, true)
+}
+
+fn tool_tactic_confirming(dir: &TempDir, server: &StubServer, confirm: bool) -> PathBuf {
     let effects = dir.0.join("effects.txt");
     let pid = dir.0.join("pid.txt");
     dir.write(
@@ -99,7 +103,7 @@ agent_configs:
         description: Does something
         parameters: {{type: object, properties: {{line: {{type: string}}}}, required: [line]}}
         command: [sh, -c, 'echo $$ > "$3"; if [ "$1" = sleep ]; then sleep 30; fi; printf "%s\n" "$1" | tee -a "$2"', sh, "{{{{ line }}}}", "{effects}", "{pid}"]
-        confirm: true
+        confirm: {confirm}
 "#,
             api = server.base_url(),
             effects = effects.display(),
@@ -864,4 +868,73 @@ async fn a_cancel_kills_the_running_tool_and_the_journal_records_it() {
     let again = post(&format!("{}/v1/runs/{id}/cancel", running.base), &[], "").await;
     assert_eq!(again.status, 409);
     running.served.cancel_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_goes_away_from_a_stream_cancels_the_run_and_its_tool() {
+    let dir = TempDir::new("disconnect");
+    let stub = StubServer::start().await.expect("stub");
+    let worker = tool_tactic_confirming(&dir, &stub, false);
+    stub.push(StubReply::tool_calls(&[(
+        "c1",
+        "act",
+        r#"{"line": "sleep"}"#,
+    )]));
+    let running = serve_with(&[("worker", &worker)], |b| b.max_runs(1)).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    let mut response = reqwest::Client::new()
+        .post(&url)
+        .body(chat_body(
+            "worker",
+            json!([{"role": "user", "content": "act"}]),
+            true,
+        ))
+        .send()
+        .await
+        .expect("sent");
+    // The role chunk arrives before the tool runs.
+    let first = response.chunk().await.expect("a chunk");
+    assert!(first.is_some());
+    let pid_file = dir.0.join("pid.txt");
+    let started = Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the tool never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    drop(response);
+    let gone = Instant::now();
+    while alive(pid) {
+        assert!(
+            gone.elapsed() < Duration::from_secs(2),
+            "the tool outlived the client by 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Its slot is free again: the next request is served, not refused with 429.
+    stub.push(StubReply::text("ok"));
+    let mut admitted = false;
+    for _ in 0..100 {
+        let reply = post(
+            &url,
+            &[],
+            &chat_body("worker", json!([{"role": "user", "content": "hi"}]), false),
+        )
+        .await;
+        if reply.status == 200 {
+            admitted = true;
+            break;
+        }
+        assert_eq!(reply.status, 429, "{}", reply.text);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(admitted, "the cancelled run kept its slot");
 }
