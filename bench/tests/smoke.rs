@@ -159,3 +159,15 @@ fn mcp_overhead_figures_go_into_benchmarks_md() {
     let section = report_writes(&dir.0, "mcp", "mcp", &[&figures]);
     assert!(section.contains("| 43 B | 100 |"), "{section}");
 }
+
+#[test]
+fn serve_overhead_figures_go_into_benchmarks_md() {
+    let dir = TempDir::new("serve");
+    let figures = dir.0.join("figures.json");
+    run_into(
+        Command::new(env!("CARGO_BIN_EXE_serve_overhead")).args(["--requests", "20"]),
+        &figures,
+    );
+    let inside = report_writes(&dir.0, "serve", "serve", &[&figures]);
+    assert!(inside.contains("requests per second"), "{inside}");
+}

@@ -9,6 +9,7 @@
 //!   payoff LEGS.jsonl WORKERS           priority ELAPSED_S MOCK_ARGS LEG.json...
 //!   replay WORK_DIR                     criterion CRITERION_DIR
 //!   python FIGURES.json                 (with --write also redraws docs/bench_vs_python.svg)
+//!   serve FIGURES.json
 //! ```
 #![allow(clippy::print_stdout)]
 
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _};
 use lllm_bench::report::{
-    concurrency, criterion, journal, mcp, otel, payoff, priority, python, replay,
+    concurrency, criterion, journal, mcp, otel, payoff, priority, python, replay, serve,
 };
 use lllm_bench::splice::{splice_file, Section};
 
@@ -24,7 +25,7 @@ const USAGE: &str = "usage: report [--write] [--file BENCHMARKS.md] BENCHMARK IN
   concurrency FIGURES.json | journal FIGURES.json | mcp FIGURES.json...
   otel FIGURES.json [PROCESSES.json] | payoff LEGS.jsonl WORKERS
   priority ELAPSED_S MOCK_ARGS LEG.json... | replay WORK_DIR | criterion CRITERION_DIR
-  python FIGURES.json";
+  python FIGURES.json | serve FIGURES.json";
 
 /// The command line, read.
 struct Args {
@@ -77,6 +78,7 @@ fn sections(args: &Args) -> anyhow::Result<(Vec<Section>, Option<String>)> {
     let sections = match args.benchmark.as_str() {
         "concurrency" => concurrency::report(first("FIGURES.json")?)?,
         "journal" => journal::report(first("FIGURES.json")?)?,
+        "serve" => serve::report(first("FIGURES.json")?)?,
         "mcp" => {
             first("FIGURES.json")?;
             mcp::report(&paths(&args.inputs))?

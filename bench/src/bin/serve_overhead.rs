@@ -6,7 +6,7 @@
 //! that each made a chat request and a stored response and keep an idle connection open.
 //!
 //! ```text
-//! serve_overhead --lllm PATH [--requests N]   # prints a markdown table; never fails on a figure
+//! serve_overhead [--lllm PATH] [--requests N]   # prints one JSON object (`report serve` renders it)
 //! ```
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -32,7 +32,8 @@ fn main() -> anyhow::Result<()> {
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1).cloned())
     };
-    let lllm = flag("--lllm").ok_or_else(|| anyhow::anyhow!("--lllm PATH is required"))?;
+    // Without the binary (the test command's smoke run), the RSS leg is left out.
+    let lllm = flag("--lllm");
     let requests: usize = flag("--requests").map_or(Ok(2000), |n| n.parse())?;
     let runtime = tokio::runtime::Runtime::new()?;
     let stub = runtime.block_on(StubServer::start())?;
@@ -48,9 +49,23 @@ fn main() -> anyhow::Result<()> {
     )?;
     let (inline, served) = runtime.block_on(latency(&tactic, requests))?;
     let rps = runtime.block_on(throughput(&tactic))?;
-    let (rss_start, rss_busy) = resident(&lllm, &tactic, &dir)?;
+    let rss = lllm
+        .map(|lllm| resident(&lllm, &tactic, &dir))
+        .transpose()?;
     std::fs::remove_dir_all(&dir).ok();
-    print_table(&inline, &served, rps, rss_start, rss_busy, requests);
+    let legs = |sorted: &[f64]| json!({"p50_ms": percentile(sorted, 0.50), "p99_ms": percentile(sorted, 0.99)});
+    let figures = json!({
+        "requests": requests,
+        "in_process": legs(&inline),
+        "served": legs(&served),
+        "clients": CLIENTS,
+        "window_s": THROUGHPUT_WINDOW.as_secs(),
+        "requests_per_second": rps,
+        "conversations": CONVERSATIONS,
+        "rss_started_mib": rss.map(|r| r.0),
+        "rss_conversations_mib": rss.map(|r| r.1),
+    });
+    println!("{figures}");
     Ok(())
 }
 
@@ -208,36 +223,4 @@ fn rss_mib(pid: u32) -> f64 {
             line.split_whitespace().nth(1)?.parse::<f64>().ok()
         })
         .map_or(0.0, |kib| kib / 1024.0)
-}
-
-fn print_table(
-    inline: &[f64],
-    served: &[f64],
-    rps: f64,
-    rss_start: f64,
-    rss_busy: f64,
-    requests: usize,
-) {
-    let row = |name: &str, p: f64| {
-        let (a, b) = (percentile(inline, p), percentile(served, p));
-        println!(
-            "| chat turn, {name} | {a:.3} ms | {b:.3} ms | **{:+.3} ms** | {} |",
-            b - a,
-            if name == "p50" { "≤ 2 ms added" } else { "" }
-        );
-    };
-    println!(
-        "| measure | in process (`lllm run`'s path) | over HTTP (`lllm serve`) | added | target |"
-    );
-    println!("|---|---|---|---|---|");
-    row("p50", 0.50);
-    row("p99", 0.99);
-    println!(
-        "| requests per second, {CLIENTS} clients, {} s | | {rps:.0} | | |",
-        THROUGHPUT_WINDOW.as_secs()
-    );
-    println!("| RSS of `lllm serve`: started / {CONVERSATIONS} conversations held (a chat and a stored response each, connections idle) | | {rss_start:.1} MiB / {rss_busy:.1} MiB | {:+.1} MiB | |", rss_busy - rss_start);
-    println!();
-    println!("{requests} turns per leg, legs alternating, after 50 warm-up turns; the stand-in server answers at once, in this process.");
-    std::io::stdout().flush().ok();
 }

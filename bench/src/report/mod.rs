@@ -12,6 +12,7 @@ pub mod payoff;
 pub mod priority;
 pub mod python;
 pub mod replay;
+pub mod serve;
 
 mod format;
 mod machine;
