@@ -30,7 +30,7 @@ pub fn safe_session_id(raw: &str) -> Option<String> {
     if out.len() > MAX_CALLER_SESSION_BYTES {
         let digest = Sha256::digest(raw.as_bytes());
         let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-        out.truncate(KEPT_BEFORE_DIGEST - 1);
+        out.truncate(KEPT_BEFORE_DIGEST);
         out.push('~');
         out.push_str(&hex);
     }
