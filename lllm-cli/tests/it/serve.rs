@@ -281,3 +281,157 @@ async fn slow_idle_and_hostile_clients_do_not_hold_the_server() {
     assert_eq!(status, 400);
     assert!(!serving.stderr.lock().expect("log").contains("panicked"));
 }
+
+/// Codex CLI's configuration for a provider at `base` (nothing reaches beyond loopback: no plugin
+/// sync, analytics or web search).
+fn codex_config(base: &str) -> String {
+    format!(
+        r#"model = "helper"
+model_provider = "lllm"
+approval_policy = "never"
+sandbox_mode = "read-only"
+check_for_update_on_startup = false
+web_search = "disabled"
+
+[model_providers.lllm]
+name = "lllm serve"
+base_url = "{base}/v1"
+wire_api = "responses"
+env_key = "LLLM_TEST_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[otel]
+exporter = "none"
+trace_exporter = "none"
+metrics_exporter = "none"
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+"#
+    )
+}
+
+/// Runs `codex exec ARGS` with `home` as its CODEX_HOME, from `dir`.
+fn codex(program: &str, home: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut child = Command::new(program)
+        .arg("exec")
+        .args([
+            "--strict-config",
+            "--skip-git-repo-check",
+            "--color",
+            "never",
+        ])
+        .args(args)
+        .env("CODEX_HOME", home)
+        .env("LLLM_TEST_KEY", "unused-on-loopback")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codex starts");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            child.kill().ok();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("codex output")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_cli_gets_the_tactics_answer_and_its_thread_is_the_downstream_session() {
+    let Some(program) = client("LLLM_CODEX", "codex") else {
+        return;
+    };
+    let dir = TempDir::new("serve-codex");
+    let stub = StubServer::start().await.expect("stub");
+    let tactic = chat_tactic(&dir, &stub);
+    stub.push(StubReply::sse_text(&["PONG", "-42"]));
+    stub.push(StubReply::sse_text(&["PONG", "-43"]));
+    let state = dir.path("state");
+    let serving = Serving::start(&[arg(&tactic), "--state", arg(&state)], &[]);
+    let home = dir.path("codex-home");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(home.join("config.toml"), codex_config(&serving.base)).expect("config");
+    let work = dir.path("work");
+    std::fs::create_dir_all(&work).expect("work");
+
+    let (program2, home2, work2) = (program.clone(), home.clone(), work.clone());
+    let first =
+        tokio::task::spawn_blocking(move || codex(&program2, &home2, &work2, &["say ping"]))
+            .await
+            .expect("joined");
+    let stderr = String::from_utf8_lossy(&first.stderr).into_owned();
+    assert!(
+        first.status.success(),
+        "{stderr}\n{}",
+        serving.stderr.lock().expect("log")
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&first.stdout).trim(),
+        "PONG-42",
+        "{stderr}"
+    );
+    let thread = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("session id: "))
+        .expect("codex names its session")
+        .trim()
+        .to_owned();
+
+    let second = tokio::task::spawn_blocking(move || {
+        codex(
+            &program,
+            &home,
+            &work,
+            &["resume", "--last", "say ping again"],
+        )
+    })
+    .await
+    .expect("joined");
+    let stderr = String::from_utf8_lossy(&second.stderr).into_owned();
+    assert!(second.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&second.stdout).trim(),
+        "PONG-43",
+        "{stderr}"
+    );
+
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 2);
+    // Codex's thread id reached the serving stack as the session of both turns.
+    for request in &requests {
+        assert_eq!(request.header("x-dynamo-session-id"), Some(thread.as_str()));
+    }
+    let messages = |i: usize| {
+        requests[i].body["messages"]
+            .as_array()
+            .expect("messages")
+            .clone()
+    };
+    let (one, two) = (messages(0), messages(1));
+    // The tactic's own system prompt stays first; Codex's developer text reaches it as
+    // `client_system`; the user's words are the input.
+    assert!(one[0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("You help. The client says: "));
+    assert_eq!(one.last().expect("input")["content"], "say ping");
+    assert_eq!(two.last().expect("input")["content"], "say ping again");
+    assert!(two
+        .iter()
+        .any(|m| m["role"] == "assistant" && m["content"] == "PONG-42"));
+    // The resumed turn extends the first one's prefix downstream: the cache hits.
+    assert_eq!(two[..one.len()], one[..]);
+}
