@@ -236,22 +236,8 @@ impl AgentBuilder {
         if !self.checked.system_prompt {
             system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
         }
-        let mut tools = self.tools;
-        for (server, filter) in &self.mcp {
-            tools.extend(
-                server
-                    .tools(filter)
-                    .map_err(|e| AgentErrorKind::Mcp(Box::new(e)))?,
-            );
-        }
-        let toolbox = Toolbox::new(tools).map_err(AgentErrorKind::Tools)?;
-        let schema_name = format!("{name}_answer");
-        let output_schema = match (self.compiled_output_schema, self.output_schema) {
-            (Some(compiled), _) => Some(OutputSchema::compiled(&schema_name, compiled)),
-            (None, schema) => schema
-                .map(|schema| OutputSchema::new(&schema_name, &schema))
-                .transpose()?,
-        };
+        let toolbox = toolbox(self.tools, &self.mcp)?;
+        let output_schema = output_schema(&name, self.compiled_output_schema, self.output_schema)?;
         // The agents of one run share the run's pause; an agent of its own has its own.
         let pause = self.pause.unwrap_or_default();
         let mut retry = self.retry.unwrap_or_default();
@@ -358,5 +344,36 @@ impl Agent {
     /// A builder.
     pub fn builder() -> AgentBuilder {
         AgentBuilder::default()
+    }
+}
+
+/// The agent's own tools and those of its MCP servers, checked together (no two of one name).
+fn toolbox(
+    mut tools: Vec<Arc<dyn Tool>>,
+    mcp: &[(McpServer, ToolFilter)],
+) -> Result<Toolbox, AgentErrorKind> {
+    for (server, filter) in mcp {
+        tools.extend(
+            server
+                .tools(filter)
+                .map_err(|e| AgentErrorKind::Mcp(Box::new(e)))?,
+        );
+    }
+    Toolbox::new(tools).map_err(AgentErrorKind::Tools)
+}
+
+/// The schema structured answers are checked against: the loader's compiled one, else compiled
+/// here.
+fn output_schema(
+    agent: &str,
+    compiled: Option<lllm_core::Schema>,
+    schema: Option<Value>,
+) -> Result<Option<OutputSchema>, AgentErrorKind> {
+    let name = format!("{agent}_answer");
+    match (compiled, schema) {
+        (Some(compiled), _) => Ok(Some(OutputSchema::compiled(&name, compiled))),
+        (None, schema) => schema
+            .map(|schema| OutputSchema::new(&name, &schema))
+            .transpose(),
     }
 }

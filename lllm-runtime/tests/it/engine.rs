@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{alive, TempDir};
 use futures::StreamExt as _;
 use lllm_runtime::testing::{StubReply, StubServer};
 use lllm_runtime::{
@@ -13,33 +14,6 @@ use lllm_runtime::{
     TacticRegistry,
 };
 use serde_json::{json, Value};
-
-/// A fresh folder under the system's temporary one, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "lllm-engine-{name}-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).expect("write");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
-}
 
 fn engine() -> Engine {
     Engine::new(TacticRegistry::new()).with_invoker(Arc::new(OpenAiInvoker::with_defaults(
@@ -203,16 +177,6 @@ async fn cancel_kills_a_running_command_tool_and_ends_cancelled() {
 }
 
 /// Whether process `pid` still runs (a zombie counts as gone).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_paused_run_lists_its_pending_call_and_an_approval_by_id_completes_it() {

@@ -15,6 +15,7 @@ mod mcp_api;
 mod priority_auto;
 mod replay_agentic;
 mod serve;
+mod support;
 mod tactics;
 mod trace;
 mod wire;

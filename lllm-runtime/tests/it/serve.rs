@@ -6,37 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{gone_within, started_pid, TempDir};
 use lllm_runtime::serve::Served;
 use lllm_runtime::testing::{StubReply, StubServer};
 use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, ServerDefaults, TacticRegistry};
 use serde_json::{json, Value};
-
-/// A fresh folder, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "lllm-serve-{name}-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).expect("write");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
-}
 
 /// A chat tactic (one agent, no steps) whose system prompt shows the client's system text.
 fn chat_tactic(dir: &TempDir, server: &StubServer, fork_session: &str) -> PathBuf {
@@ -798,15 +772,6 @@ async fn an_approval_after_a_restart_completes_the_run_and_the_tool_runs_once() 
     assert_eq!(again.status, 409);
 }
 
-fn alive(pid: i32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        })
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_kills_the_running_tool_and_the_journal_records_it() {
     let dir = TempDir::new("cancel");
@@ -833,32 +798,16 @@ async fn a_cancel_kills_the_running_tool_and_the_journal_records_it() {
         &json!({"decision": "approve", "calls": ["c1"]}).to_string(),
     )
     .await;
-    let pid_file = dir.0.join("pid.txt");
-    let started = Instant::now();
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-        {
-            break pid;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the tool never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let pid = started_pid(&dir.0.join("pid.txt")).await;
     let cancelled = post(&format!("{}/v1/runs/{id}/cancel", running.base), &[], "").await;
     assert_eq!(cancelled.status, 200, "{}", cancelled.text);
     assert_eq!(cancelled.json()["status"], "cancelled");
-    let killed = Instant::now();
-    while alive(pid) {
-        assert!(
-            killed.elapsed() < Duration::from_secs(2),
-            "the tool outlived the cancel by 2 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    gone_within(
+        pid,
+        Duration::from_secs(2),
+        "the tool outlived the cancel by 2 s",
+    )
+    .await;
     let journal =
         std::fs::read_to_string(state.join("runs").join(format!("{id}.journal"))).expect("journal");
     assert!(
@@ -895,30 +844,14 @@ async fn a_client_that_goes_away_from_a_stream_cancels_the_run_and_its_tool() {
     // The role chunk arrives before the tool runs.
     let first = response.chunk().await.expect("a chunk");
     assert!(first.is_some());
-    let pid_file = dir.0.join("pid.txt");
-    let started = Instant::now();
-    let pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-        {
-            break pid;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the tool never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let pid = started_pid(&dir.0.join("pid.txt")).await;
     drop(response);
-    let gone = Instant::now();
-    while alive(pid) {
-        assert!(
-            gone.elapsed() < Duration::from_secs(2),
-            "the tool outlived the client by 2 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    gone_within(
+        pid,
+        Duration::from_secs(2),
+        "the tool outlived the client by 2 s",
+    )
+    .await;
     // Its slot is free again: the next request is served, not refused with 429.
     stub.push(StubReply::text("ok"));
     let mut admitted = false;
