@@ -12,6 +12,7 @@ mod paths;
 mod replay;
 mod second_round;
 mod secrets;
+mod serve;
 mod signals;
 mod support;
 mod terminal;

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)] // Each class module uses its own subset.
 
-use std::io::{Read, Write};
+use std::io::{BufRead as _, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -360,4 +360,77 @@ pub(crate) fn marked_processes(mark: &str) -> Vec<u32> {
 /// A mark no other test run uses.
 pub(crate) fn unique_mark(name: &str) -> String {
     format!("{name}-{}-{}", std::process::id(), fastrand::u64(..))
+}
+
+/// A running `lllm serve`, killed when dropped.
+pub(crate) struct Serving {
+    child: std::process::Child,
+    pub(crate) base: String,
+    pub(crate) stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Serving {
+    /// Starts `lllm serve ARGS --listen 127.0.0.1:0` and waits for its address.
+    pub(crate) fn start(args: &[&str], env: &[(&str, &str)]) -> Serving {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lllm"));
+        command
+            .arg("serve")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0"])
+            .env_remove("LLLM_SERVE_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("lllm serve starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Some(url) = line.split("on http://").nth(1) {
+                    let address = url.split('/').next().unwrap_or_default().to_owned();
+                    sender.send(address).ok();
+                }
+                kept.lock().expect("log").push_str(&(line + "\n"));
+            }
+        });
+        let address = receiver
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("lllm serve never said where it listens"));
+        Serving {
+            child,
+            base: format!("http://{address}"),
+            stderr: log,
+        }
+    }
+
+    /// Its resident memory now, in MiB.
+    pub(crate) fn rss_mib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|status| {
+                let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .map_or(0, |kib| kib / 1024)
+    }
+
+    pub(crate) fn address(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
 }

@@ -357,6 +357,18 @@ async fn every_session_header_becomes_the_downstream_session_and_unsafe_ids_are_
         stub.requests()[0].header("x-dynamo-session-id"),
         Some("team~20a~2Fb~3Ac")
     );
+    // A harness's subagent names its parent conversation: the parent header goes downstream.
+    stub.clear_requests();
+    stub.push(StubReply::text("ok"));
+    post(
+        &url,
+        &[("x-session-id", "sub-1"), ("x-parent-session-id", "lead-1")],
+        &body,
+    )
+    .await;
+    let request = &stub.requests()[0];
+    assert_eq!(request.header("x-dynamo-session-id"), Some("sub-1"));
+    assert_eq!(request.header("x-dynamo-parent-session-id"), Some("lead-1"));
     // No header: a minted id, echoed, is the downstream session.
     stub.clear_requests();
     stub.push(StubReply::text("ok"));
@@ -763,6 +775,19 @@ async fn an_approval_after_a_restart_completes_the_run_and_the_tool_runs_once() 
         "{}",
         events.text
     );
+    // Resumed after the third event: only the later ones, numbered on.
+    let later = get(
+        &format!("{}/v1/runs/{id}/events", running.base),
+        &[("last-event-id", "3")],
+    )
+    .await;
+    let ids: Vec<u64> = later
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: ")?.parse().ok())
+        .collect();
+    assert!(!ids.is_empty() && ids.iter().all(|&i| i > 3), "{ids:?}");
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
     let again = post(
         &format!("{}/v1/runs/{id}/approval", running.base),
         &[],
