@@ -41,7 +41,7 @@ pub const JOURNAL_VERSION: u32 = 1;
 const MAX_LINE_BYTES: u64 = 128 * 1024 * 1024;
 
 /// How a run started: what `lllm resume` needs to start it again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunStart {
     /// The tactic file, as given.
     pub tactic: PathBuf,

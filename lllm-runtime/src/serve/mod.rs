@@ -7,14 +7,13 @@
 //! and every fork the tactic makes for it, on the worker that holds its prefix. See `docs/serve.md`.
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use lllm_runtime::serve::Served;
 //! use lllm_runtime::{load_tactic, tactic_name, Engine, TacticRegistry};
 //!
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
 //! let path = std::path::Path::new("reviewer.yaml");
 //! let engine = Engine::new(TacticRegistry::new());
-//! let tactic = Arc::new(engine.prepare(load_tactic(path)?).await?);
+//! let tactic = engine.prepare(load_tactic(path)?).await?;
 //! let served = Served::builder(engine)
 //!     .tactic(tactic_name(path), tactic)
 //!     .state_dir("/var/lib/lllm")
