@@ -231,11 +231,15 @@ struct SessionNames {
     parent: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     root: Option<Arc<str>>,
+    /// Its requests name no parent although it has one (a compacted window that keeps its
+    /// predecessor's session looks like that dialog on the wire).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    no_parent: bool,
 }
 
 impl SessionNames {
     fn is_empty(&self) -> bool {
-        self.own.is_none() && self.parent.is_none() && self.root.is_none()
+        self.own.is_none() && self.parent.is_none() && self.root.is_none() && !self.no_parent
     }
 }
 
@@ -306,6 +310,9 @@ impl Dialog {
     /// The session id of the dialog this one was forked from, as that dialog's requests carry it
     /// (or the parent session a caller named).
     pub fn parent_session(&self) -> Option<String> {
+        if self.names.no_parent {
+            return None;
+        }
         match &self.names.parent {
             Some(name) => Some(name.to_string()),
             None => self.parent_id.map(|id| id.to_string()),
@@ -369,7 +376,49 @@ impl Dialog {
                 own: None,
                 parent: self.names.own.clone(),
                 root: self.names.root.clone(),
+                no_parent: false,
             },
+        }
+    }
+
+    /// A new window of this dialog (context compaction): a child with its own id, naming this
+    /// dialog as its parent, that starts with `messages` instead of this dialog's. With
+    /// `keep_session` its requests carry this dialog's session and parent on the wire, so that the
+    /// router keeps it on the worker holding this dialog's blocks; without, a session of its own
+    /// that names this dialog's as its parent.
+    pub fn compacted(
+        &self,
+        messages: impl IntoIterator<Item = Message>,
+        keep_session: bool,
+    ) -> Dialog {
+        let mut log = MessageLog::new();
+        for message in messages {
+            log.push(message);
+        }
+        let root = Some(Arc::from(self.root_session()));
+        let names = if keep_session {
+            let parent = self.parent_session();
+            SessionNames {
+                own: Some(Arc::from(self.session())),
+                no_parent: parent.is_none(),
+                parent: parent.map(Arc::from),
+                root,
+            }
+        } else {
+            SessionNames {
+                own: None,
+                parent: Some(Arc::from(self.session())),
+                root,
+                no_parent: false,
+            }
+        };
+        Dialog {
+            id: DialogId::new(),
+            parent_id: Some(self.id),
+            root_id: self.root_id,
+            forked_at: 0,
+            messages: log,
+            names,
         }
     }
 

@@ -31,6 +31,7 @@
 
 mod agentic;
 mod config;
+mod context;
 mod dialog;
 mod files;
 mod hints;
@@ -40,6 +41,7 @@ mod merge;
 mod message;
 mod model;
 mod model_args;
+mod pairing;
 mod prompt;
 mod report;
 mod schema;
@@ -60,6 +62,10 @@ pub use config::{
     CHAT_TACTIC, DEFAULT_DIALOG, DEFAULT_MAX_ANSWER_RETRIES, DEFAULT_MAX_CALL_RETRIES,
     DEFAULT_MAX_TOOL_ROUNDS, MAX_BASE_DEPTH, MAX_FILE_BYTES_VAR, STEPS_TACTIC,
 };
+pub use context::{
+    AutoWindow, ContextError, ContextPolicy, SessionOnCompaction, Window, DEFAULT_COMPACT_AT,
+    DEFAULT_KEEP_LAST, MAX_KEEP_LAST,
+};
 pub use dialog::{Dialog, DialogId, DialogTree, InvalidDialogId, MessageLog, NamedDialog};
 pub use files::{
     not_regular, read_regular, ReadProblem, DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR,
@@ -77,6 +83,7 @@ pub use mcp::{
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;
 pub use model_args::{ModelArgs, ModelArgsError};
+pub use pairing::{pair_safe_tail_start, pairing_problem, PairingProblem};
 pub use prompt::{
     Prompt, PromptError, PromptVars, DEFAULT_RENDER_FUEL, MAX_RENDERED_BYTES, MAX_RENDER_RECURSION,
 };

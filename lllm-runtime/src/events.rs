@@ -49,6 +49,15 @@ pub enum RunEvent {
         /// The call.
         call: ToolCall,
     },
+    /// A dialog's window was compacted (`context:`): the respond goes on in a new window.
+    Compacted {
+        /// The agent.
+        agent: String,
+        /// The dialog alias.
+        dialog: String,
+        /// The prompt tokens of the request that made it due.
+        tokens_before: u64,
+    },
     /// A tool call was answered.
     ToolResult {
         /// The agent whose model made the call.

@@ -85,8 +85,9 @@ mod tools;
 mod trace;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentError, AgentErrorKind, DemandSource, EventSink, PromptArg, Respond,
-    RespondStructured, StreamEvent,
+    Agent, AgentBuilder, AgentError, AgentErrorKind, ContextStats, DemandSource, EventSink,
+    PromptArg, Respond, RespondStructured, StreamEvent, Summarizer, SUMMARY_HEADING,
+    SUMMARY_INSTRUCTION,
 };
 pub use budget::RunBudget;
 pub use conversation::Conversation;
@@ -153,4 +154,8 @@ mod documentation {
     struct Durable;
     #[doc = include_str!("../../docs/engine.md")]
     struct EngineGuide;
+    #[doc = include_str!("../../docs/context.md")]
+    struct Context;
+    #[doc = include_str!("../../docs/serve.md")]
+    struct Serve;
 }

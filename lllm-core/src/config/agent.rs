@@ -8,9 +8,10 @@ use serde_json::{Map, Value};
 use super::env;
 use super::error::{ConfigError, ConfigErrorKind};
 use super::origin::Origin;
-use super::raw::{RawAgent, RawHints, RawModelArgs, RawTool};
+use super::raw::{RawAgent, RawContext, RawHints, RawModelArgs, RawTool};
 use super::span::At;
 use super::Shared;
+use crate::context::ContextPolicy;
 use crate::hints::{HintsError, InferenceHints, InferenceHintsBuilder};
 use crate::mcp::{McpServerConfig, McpUse};
 use crate::model_args::ModelArgs;
@@ -39,6 +40,7 @@ pub struct AgentSpec {
     max_answer_retries: u32,
     max_tool_rounds: u32,
     max_call_retries: u32,
+    context: Option<ContextPolicy>,
 }
 
 impl AgentSpec {
@@ -73,6 +75,10 @@ impl AgentSpec {
     /// The JSON Schema every answer must match (`output_schema:`), when set, compiled.
     pub fn output_schema(&self) -> Option<&Schema> {
         self.output_schema.as_ref()
+    }
+    /// When and how the agent's dialogs are compacted (`context:`), when set.
+    pub fn context(&self) -> Option<&ContextPolicy> {
+        self.context.as_ref()
     }
     /// Re-asks after an answer fails to parse or validate (`max_answer_retries`).
     pub fn max_answer_retries(&self) -> u32 {
@@ -147,6 +153,7 @@ impl AgentContext<'_> {
             max_answer_retries: value_or(raw.max_answer_retries, DEFAULT_MAX_ANSWER_RETRIES),
             max_tool_rounds: value_or(raw.max_tool_rounds, DEFAULT_MAX_TOOL_ROUNDS),
             max_call_retries: value_or(raw.max_call_retries, DEFAULT_MAX_CALL_RETRIES),
+            context: raw.context.map(|c| self.context(c)).transpose()?,
             name,
             model,
         })
@@ -265,6 +272,30 @@ impl AgentContext<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `context:` checked: a window is required, the rest defaults.
+    fn context(&self, raw: At<RawContext>) -> Result<ContextPolicy, ConfigError> {
+        let At { value: c, origin } = raw;
+        let Some(window) = c.window else {
+            let kind = ConfigErrorKind::Missing {
+                what: "a window",
+                hint: "set context.window to the model's context length in tokens, or `auto` to read it from the server",
+            };
+            return Err(self.fail(Some(&origin), "context.window", kind));
+        };
+        let at = c
+            .compact_at
+            .as_ref()
+            .map_or(&window.origin, |v| &v.origin)
+            .clone();
+        ContextPolicy::with(
+            window.value,
+            c.compact_at.map_or(crate::DEFAULT_COMPACT_AT, |v| v.value),
+            c.keep_last.map_or(crate::DEFAULT_KEEP_LAST, |v| v.value),
+            c.session.map(|v| v.value).unwrap_or_default(),
+        )
+        .map_err(|e| self.fail_named(&at, ConfigErrorKind::Context(e)))
     }
 
     fn hints(&self, raw: At<RawHints>) -> Result<InferenceHints, ConfigError> {

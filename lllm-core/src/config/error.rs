@@ -198,6 +198,9 @@ pub enum ConfigErrorKind {
     /// names the value.
     #[error(transparent)]
     Value(#[from] crate::ValueError),
+    /// `context:` settings that cannot work.
+    #[error(transparent)]
+    Context(#[from] crate::ContextError),
     /// Any other invalid value.
     #[error("{0}")]
     Invalid(&'static str),

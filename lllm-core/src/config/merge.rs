@@ -93,6 +93,9 @@ impl RawAgent {
                 .or(global.max_answer_retries.clone()),
             max_tool_rounds: mine.max_tool_rounds.or(global.max_tool_rounds.clone()),
             max_call_retries: mine.max_call_retries.or(global.max_call_retries.clone()),
+            context: layer(mine.context, global.context.clone(), |mine, base| {
+                mine.map(|m| m.over(base.value))
+            }),
         }
     }
 }
@@ -122,6 +125,18 @@ impl RawModelArgs {
             }
         }
         RawModelArgs(merged)
+    }
+}
+
+impl super::raw::RawContext {
+    /// These settings over `base`'s, field by field.
+    fn over(self, base: Self) -> Self {
+        Self {
+            window: self.window.or(base.window),
+            compact_at: self.compact_at.or(base.compact_at),
+            keep_last: self.keep_last.or(base.keep_last),
+            session: self.session.or(base.session),
+        }
     }
 }
 

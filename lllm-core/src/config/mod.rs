@@ -26,6 +26,8 @@ mod tests;
 #[cfg(test)]
 mod tests_base;
 #[cfg(test)]
+mod tests_context;
+#[cfg(test)]
 mod tests_files;
 #[cfg(test)]
 mod tests_limits;

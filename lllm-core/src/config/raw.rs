@@ -94,6 +94,25 @@ pub(crate) struct RawAgent {
     /// Retries of a failed model call (default 3). Alias: `max_llm_recall`.
     #[serde(alias = "max_llm_recall")]
     pub(crate) max_call_retries: Option<At<u32>>,
+    /// Context compaction: when a dialog nears the model's window, it is summarised into a new
+    /// window that rides the cached prefix.
+    pub(crate) context: Option<At<RawContext>>,
+}
+
+/// `context:` as written.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Context")]
+pub(crate) struct RawContext {
+    /// Tokens of the model's context window, or `auto` (read from the server's `/v1/models`).
+    pub(crate) window: Option<At<crate::Window>>,
+    /// Compact when the last request's prompt passed this fraction of the window (default 0.8).
+    pub(crate) compact_at: Option<At<f64>>,
+    /// Messages kept word for word at the tail of the new window (default 6); a tool call and its
+    /// results are kept or dropped together.
+    pub(crate) keep_last: Option<At<u32>>,
+    /// `keep` (default): the new window keeps the session id; `rotate`: a session of its own.
+    pub(crate) session: Option<At<crate::SessionOnCompaction>>,
 }
 
 /// The aliases the retry knobs accept (the Python lllm names), for the schema.

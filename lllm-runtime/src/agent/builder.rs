@@ -2,9 +2,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use lllm_core::{AgentSpec, InferenceHints, ModelArgs, Prompt, RunClass, ToolFilter, Usage};
+use lllm_core::{
+    AgentSpec, ContextPolicy, InferenceHints, ModelArgs, Prompt, RunClass, ToolFilter, Usage,
+};
 use serde_json::Value;
 
+use super::compact::Summarizer;
 use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
 use crate::budget::RunBudget;
 use crate::conversation::Conversation;
@@ -45,6 +48,8 @@ pub struct AgentBuilder {
     trace: Option<Arc<TraceRecorder>>,
     observer: Option<RunObserver>,
     conversation: Option<Arc<Conversation>>,
+    context: Option<ContextPolicy>,
+    summarizer: Option<Arc<dyn Summarizer>>,
     pause: Option<Arc<Pause>>,
     /// What the tactic loader already checked and has not been replaced since: checked once, not
     /// again here.
@@ -199,6 +204,18 @@ impl AgentBuilder {
         self
     }
 
+    /// Compacts the agent's dialogs when they near the model's window (see `docs/context.md`).
+    pub fn context(mut self, policy: ContextPolicy) -> Self {
+        self.context = Some(policy);
+        self
+    }
+
+    /// Writes compaction summaries with `summarizer` instead of asking the agent's model.
+    pub fn summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
+        self.summarizer = Some(summarizer);
+        self
+    }
+
     /// Shares the run's pause with the other agents of the run.
     pub(crate) fn pause(mut self, pause: Arc<Pause>) -> Self {
         self.pause = Some(pause);
@@ -244,6 +261,8 @@ impl AgentBuilder {
         if let Some(n) = self.max_call_retries {
             retry.max_call_retries = n;
         }
+        // Under `context: {window: auto}`, what asks the server for the window.
+        let window_source = invoker.clone();
         Ok(Agent {
             invoker: layers::stack(
                 invoker,
@@ -278,6 +297,9 @@ impl AgentBuilder {
             journal: self.journal,
             observer: self.observer,
             conversation: self.conversation,
+            compaction: self.context.map(|policy| {
+                super::compact::Compaction::new(policy, self.summarizer, window_source)
+            }),
             output_schema,
             max_tool_rounds: self
                 .max_tool_rounds
@@ -310,6 +332,7 @@ impl AgentBuilder {
         builder.output_schema = spec.output_schema().map(|s| s.value().clone());
         builder.compiled_output_schema = spec.output_schema().cloned();
         builder.inference_hints = spec.inference_hints().cloned();
+        builder.context = spec.context().copied();
         builder.checked = Checked {
             system_prompt: true,
             model_args: true,

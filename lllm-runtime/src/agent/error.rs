@@ -108,6 +108,18 @@ pub enum AgentErrorKind {
         /// Why the last one was rejected.
         problem: String,
     },
+    /// A request would break the pairing of tool calls and results, which servers refuse: a bug
+    /// of lllm or of a custom tactic, caught before anything is sent.
+    #[error(
+        "the request would break the pairing of tool calls and results ({0}); nothing was sent"
+    )]
+    Unpaired(lllm_core::PairingProblem),
+    /// The dialog's window could not be compacted (`context:`). The dialog is as it was.
+    #[error("context compaction: {problem}")]
+    Compaction {
+        /// What went wrong, and what to do.
+        problem: String,
+    },
     /// The respond took longer than `model_args.deadline`. The dialog is as it was.
     #[error("no answer within the deadline of {after:?}")]
     Deadline {
@@ -149,6 +161,8 @@ impl AgentErrorKind {
             AgentErrorKind::InvalidAnswer { .. } => "invalid_answer",
             AgentErrorKind::Deadline { .. } => "deadline",
             AgentErrorKind::Invoke { .. } => "invoke",
+            AgentErrorKind::Unpaired(_) => "unpaired",
+            AgentErrorKind::Compaction { .. } => "compaction",
         }
     }
 }

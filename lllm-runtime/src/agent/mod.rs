@@ -2,6 +2,7 @@
 
 mod answer;
 mod builder;
+mod compact;
 mod demand;
 mod error;
 mod request;
@@ -21,6 +22,7 @@ use lllm_core::{
 
 use answer::OutputSchema;
 pub use builder::{AgentBuilder, PromptArg};
+pub use compact::{ContextStats, Summarizer, SUMMARY_HEADING, SUMMARY_INSTRUCTION};
 pub use demand::DemandSource;
 pub use error::{AgentError, AgentErrorKind};
 pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
@@ -65,6 +67,8 @@ pub struct Agent {
     observer: Option<RunObserver>,
     /// The caller's conversation the run answers, which names its root dialogs.
     conversation: Option<Arc<crate::Conversation>>,
+    /// When and how its dialogs' windows are compacted (`context:`).
+    compaction: Option<compact::Compaction>,
     output_schema: Option<OutputSchema>,
     max_tool_rounds: u32,
     max_answer_retries: u32,
@@ -341,6 +345,25 @@ impl Agent {
             .collect();
         table.active = tree.active.filter(|a| table.position(a).is_some());
         Ok(())
+    }
+
+    /// What the agent's context compactions did (all zero without `context:`).
+    pub fn context_stats(&self) -> ContextStats {
+        self.compaction
+            .as_ref()
+            .map(compact::Compaction::stats)
+            .unwrap_or_default()
+    }
+
+    /// Tells the run's observer that a window of `alias` was compacted.
+    fn observe_compaction(&self, alias: &str, tokens_before: u64) {
+        if let Some(observer) = &self.observer {
+            observer.notify(&RunEvent::Compacted {
+                agent: self.name.clone(),
+                dialog: alias.to_owned(),
+                tokens_before,
+            });
+        }
     }
 
     /// Token usage of every model call this agent made: every dialog (closed ones too), tool rounds,

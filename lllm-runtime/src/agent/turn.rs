@@ -55,6 +55,12 @@ struct Turn<'a, 'e> {
     tokens: (u64, u64),
     /// What waits for the answer (`priority: auto`); none: a lone request of the agent's class.
     demand: Option<DemandSource>,
+    /// The dialog's alias (a compacted window is journaled as its next dialog).
+    alias: &'a str,
+    /// Whether the respond compacted its window already (at most once).
+    compacted: bool,
+    /// Whether the next answer is the first of a new window, whose size is checked.
+    first_of_window: bool,
 }
 
 impl Agent {
@@ -94,6 +100,7 @@ impl Agent {
         fits: Option<&AnswerCheck<'_>>,
     ) -> Result<Message, AgentErrorKind> {
         let (mut work, _busy) = self.begin(alias)?;
+        let original = work.id();
         let span = tracing::Span::current();
         telemetry::record_dialog(&span, work.id());
         telemetry::follow_fork(&span, work.id(), work.parent_id());
@@ -121,6 +128,9 @@ impl Agent {
             used_ids: used_call_ids(&work),
             tokens: (0, 0),
             demand: options.demand,
+            alias,
+            compacted: false,
+            first_of_window: false,
         };
         let answer = match self.model_args.deadline {
             Some(after) => tokio::time::timeout(after, turn.run(&mut work))
@@ -128,7 +138,7 @@ impl Agent {
                 .map_err(|_| AgentErrorKind::Deadline { after })??,
             None => turn.run(&mut work).await?,
         };
-        self.commit(alias, &work, asked_len)?;
+        self.commit(alias, &work, asked_len, original)?;
         Ok(answer)
     }
 
@@ -181,15 +191,28 @@ impl Agent {
         Ok(response)
     }
 
-    /// Appends what the respond added to its working copy, unless the dialog was closed (or replaced)
-    /// while the call was under way.
-    fn commit(&self, alias: &str, work: &Dialog, asked_len: usize) -> Result<(), AgentErrorKind> {
+    /// Appends what the respond added to its working copy, or puts its new window in place of the
+    /// dialog when it compacted, unless the dialog was closed (or replaced) while the call was
+    /// under way.
+    fn commit(
+        &self,
+        alias: &str,
+        work: &Dialog,
+        asked_len: usize,
+        original: DialogId,
+    ) -> Result<(), AgentErrorKind> {
         let mut table = self.table();
         let slot = table
             .position(alias)
             .map(|i| &mut table.slots[i])
-            .filter(|s| s.dialog.id() == work.id())
+            .filter(|s| s.dialog.id() == original)
             .ok_or(AgentErrorKind::DialogClosed)?;
+        if work.id() != original {
+            // The busy mark is the old window's, which its guard can no longer find.
+            slot.dialog = work.clone();
+            slot.busy = false;
+            return Ok(());
+        }
         for message in work.messages().iter().skip(asked_len) {
             slot.dialog.push(message.clone());
         }
@@ -202,6 +225,7 @@ impl Turn<'_, '_> {
     /// dialog, shared prefix), so every request carries the dialog's own hints.
     async fn run(mut self, work: &mut Dialog) -> Result<Message, AgentErrorKind> {
         loop {
+            self.compact_if_due(work).await?;
             let last_round = self.rounds >= self.agent.max_tool_rounds;
             let request = self.request(work, last_round)?;
             let response = self.agent.call(&request, self.sink.as_deref_mut()).await?;
@@ -209,6 +233,11 @@ impl Turn<'_, '_> {
                 self.tokens.0 += usage.prompt_tokens;
                 self.tokens.1 += usage.completion_tokens;
                 telemetry::record_usage(&tracing::Span::current(), self.tokens.0, self.tokens.1);
+                if std::mem::take(&mut self.first_of_window) {
+                    if let Some(compaction) = &self.agent.compaction {
+                        compaction.check_after(usage.prompt_tokens)?;
+                    }
+                }
             }
             let message = self.offered_calls_only(response.message, last_round);
             if !message.tool_calls.is_empty() {
@@ -222,12 +251,45 @@ impl Turn<'_, '_> {
         }
     }
 
-    fn request(&self, work: &Dialog, last_round: bool) -> Result<ChatRequest, AgentErrorKind> {
-        let demand = match &self.demand {
+    /// Compacts the window when its last answer's prompt passed the threshold, at most once per
+    /// respond. A summary that fails is reported and the respond goes on in the old window.
+    async fn compact_if_due(&mut self, work: &mut Dialog) -> Result<(), AgentErrorKind> {
+        let Some(compaction) = self.agent.compaction.as_ref().filter(|_| !self.compacted) else {
+            return Ok(());
+        };
+        let Some(before) = compaction.due(self.agent, work).await? else {
+            return Ok(());
+        };
+        self.compacted = true;
+        let tools = self.toolbox.specs();
+        let demand = self.demand();
+        match self
+            .agent
+            .compact(compaction, self.alias, work, &tools, &demand, before)
+            .await
+        {
+            Ok(window) => {
+                *work = window;
+                self.first_of_window = true;
+                Ok(())
+            }
+            Err(AgentErrorKind::Compaction { problem }) => {
+                tracing::warn!(%problem, "the window was not compacted");
+                Ok(())
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn demand(&self) -> Demand {
+        match &self.demand {
             Some(source) => source.get(),
             None => Demand::of_class(self.agent.run_class),
-        };
-        let mut request = self.agent.request_for(work, &demand)?;
+        }
+    }
+
+    fn request(&self, work: &Dialog, last_round: bool) -> Result<ChatRequest, AgentErrorKind> {
+        let mut request = self.agent.request_for(work, &self.demand())?;
         if !self.feedback.is_empty() {
             let mut messages: MessageLog = request.messages.clone();
             for message in &self.feedback {
@@ -243,6 +305,10 @@ impl Turn<'_, '_> {
             }
         }
         request.response_format = self.schema.map(OutputSchema::response_format);
+        // Servers refuse a call without its results or a result without its call (HTTP 400).
+        if let Some(problem) = lllm_core::pairing_problem(request.messages.iter()) {
+            return Err(AgentErrorKind::Unpaired(problem));
+        }
         Ok(request)
     }
 

@@ -3,6 +3,7 @@
 mod dry_run;
 mod error;
 mod json;
+mod models;
 mod openai;
 mod service;
 mod stream;
@@ -163,10 +164,21 @@ pub trait Invoker: Send + Sync + std::fmt::Debug {
         }
         Ok(response)
     }
+
+    /// The context length of the model `request` would be sent to, as its server reports it
+    /// (`context: {window: auto}`); `None` when this invoker cannot tell (the default).
+    async fn context_window(&self, request: &ChatRequest) -> Result<Option<u32>, InvokeError> {
+        let _ = request;
+        Ok(None)
+    }
 }
 
 #[async_trait]
 impl<T: Invoker + ?Sized> Invoker for Arc<T> {
+    async fn context_window(&self, request: &ChatRequest) -> Result<Option<u32>, InvokeError> {
+        (**self).context_window(request).await
+    }
+
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
         (**self).invoke(request).await
     }

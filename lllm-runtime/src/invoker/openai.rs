@@ -102,8 +102,65 @@ impl OpenAiInvoker {
     }
 }
 
+impl OpenAiInvoker {
+    /// `GET {api_base}/models` with the request's headers (its key), within its timeout.
+    async fn models(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<(serde_json::Value, String), InvokeError> {
+        let prepared = PreparedRequest::build(request, &self.defaults)?;
+        let url = format!("{}/models", prepared.api_base);
+        let secrets = Secrets::of_request(&prepared.headers, &url);
+        let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let attempt = async {
+            let headers = header_map(&prepared.headers)?;
+            let response = self
+                .http
+                .get(&url)
+                .headers(headers)
+                .send()
+                .await
+                .map_err(|e| super::service::connection_error(&url, e))?;
+            let status = response.status();
+            if !status.is_success() {
+                return Err(InvokeError::Http {
+                    status: status.as_u16(),
+                    message: format!(
+                        "GET {} answered {status}",
+                        lllm_core::internal::redact_url(&url)
+                    ),
+                    retry_after: None,
+                });
+            }
+            let body = read_limited(response, super::models::MAX_MODELS_BYTES, &url).await?;
+            serde_json::from_slice(&body).map_err(|e| InvokeError::Http {
+                status: status.as_u16(),
+                message: format!(
+                    "GET {}: not a JSON list of models ({e})",
+                    lllm_core::internal::redact_url(&url)
+                ),
+                retry_after: None,
+            })
+        };
+        let model = prepared.body["model"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        tokio::time::timeout(limit, attempt)
+            .await
+            .unwrap_or(Err(InvokeError::Timeout(limit)))
+            .map(|models| (models, model))
+            .map_err(|e| e.redacted(&secrets))
+    }
+}
+
 #[async_trait]
 impl Invoker for OpenAiInvoker {
+    async fn context_window(&self, request: &ChatRequest) -> Result<Option<u32>, InvokeError> {
+        let (models, model) = self.models(request).await?;
+        Ok(super::models::context_length(&models, &model))
+    }
+
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
         let max = self.limits.max_answer_bytes;
         self.exchange(request, false, async |response, secrets, url| {

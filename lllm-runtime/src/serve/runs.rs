@@ -411,6 +411,14 @@ fn run_event(base: u64, streamed: &StreamedEvent) -> Event {
                    "outcome": format!("{outcome:?}").to_lowercase(), "took_ms": took.as_millis() as u64}),
         ),
         RunEvent::Text { agent, text } => ("text", json!({"agent": agent, "text": text})),
+        RunEvent::Compacted {
+            agent,
+            dialog,
+            tokens_before,
+        } => (
+            "compacted",
+            json!({"agent": agent, "dialog": dialog, "tokens_before": tokens_before}),
+        ),
         RunEvent::ToolCall { agent, call } => (
             "tool_call",
             json!({"agent": agent, "id": call.id, "tool": call.name, "arguments": call.arguments}),

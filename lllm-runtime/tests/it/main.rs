@@ -4,6 +4,7 @@
 //! dynamo::` (a filter on the module's name).
 
 mod agent_loop;
+mod compaction;
 mod confirm;
 mod dynamo;
 mod engine;
