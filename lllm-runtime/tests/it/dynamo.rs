@@ -491,3 +491,119 @@ async fn a_tactic_with_auto_priority_is_accepted_and_each_request_carries_its_co
         assert_eq!(call.agent_hints["osl"], 12, "{asked}");
     }
 }
+
+/// Dynamo's mocker answers without text (`content: null`): this gives each answer a few words,
+/// so that a summary has text and the dialog goes on.
+#[derive(Debug)]
+struct Wording(Arc<Watching>);
+
+#[async_trait]
+impl Invoker for Wording {
+    async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
+        let mut response = self.0.invoke(request).await?;
+        response
+            .message
+            .content
+            .get_or_insert_with(|| "the mocker's words".to_owned());
+        Ok(response)
+    }
+}
+
+/// A long system prompt, so that its cached share is measurable.
+fn long_system_prompt() -> String {
+    let sentence = "You are a careful engineer who reads the whole log before answering, names the failing component, and proposes the smallest change that fixes it. ";
+    sentence.repeat(24)
+}
+
+#[tokio::test]
+async fn a_compaction_summary_rides_the_cached_prefix_on_the_same_worker() {
+    let Some((url, _)) = dynamo() else {
+        return;
+    };
+    let invoker = Arc::new(Watching {
+        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
+        seen: Mutex::new(Vec::new()),
+    });
+    let extra = serde_json::json!({"nvext": {"extra_fields": ["worker_id"]}});
+    let policy = lllm_core::ContextPolicy::with(
+        lllm_core::Window::Tokens(10_000),
+        0.5,
+        2,
+        lllm_core::SessionOnCompaction::Keep,
+    )
+    .expect("policy");
+    let agent = lllm_runtime::Agent::builder()
+        .name("engineer")
+        .system_prompt(long_system_prompt())
+        .model("tiny")
+        .invoker(Arc::new(Wording(invoker.clone())))
+        .model_args(
+            lllm_runtime::ModelArgs::new()
+                .api_base(url)
+                .max_tokens(16)
+                .extra_body(extra.as_object().cloned().unwrap_or_default()),
+        )
+        .inference_hints(
+            lllm_runtime::InferenceHints::builder()
+                .profile(lllm_runtime::Profile::Dynamo)
+                .build()
+                .expect("hints"),
+        )
+        .context(policy)
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    let log_line = "2026-12-04T10:00:00Z worker-3 ERROR disk quota exceeded while writing shard 17 of the index; retrying with backoff. ";
+    for turn in 0..30 {
+        agent
+            .receive(format!(
+                "Turn {turn}. Here is more of the log: {}",
+                log_line.repeat(6)
+            ))
+            .expect("receive");
+        agent.respond("main").await.expect("Dynamo answers");
+        if agent.context_stats().compactions > 0 {
+            break;
+        }
+    }
+    let seen = invoker.seen.lock().expect("lock").clone();
+    let prompts: Vec<(u64, u64)> = seen
+        .iter()
+        .map(|s| (s.prompt_tokens, s.cached_tokens))
+        .collect();
+    assert_eq!(
+        agent.context_stats().compactions,
+        1,
+        "the dialog grew past 5,000 tokens: {prompts:?}"
+    );
+    let at = seen
+        .iter()
+        .position(|s| s.asked == lllm_runtime::SUMMARY_INSTRUCTION)
+        .expect("a summary request");
+    let (previous, summary, next) = (&seen[at - 1], &seen[at], &seen[at + 1]);
+    eprintln!(
+        "compaction on Dynamo: previous request {} prompt tokens; summary {} prompt, {} cached; new window {} prompt, {} cached",
+        previous.prompt_tokens, summary.prompt_tokens, summary.cached_tokens, next.prompt_tokens, next.cached_tokens
+    );
+    // The summary request is the previous request plus the answer and one instruction: nearly all of
+    // it is the previous request's prefix, cached on the worker that served it.
+    assert!(
+        summary.cached_tokens as f64 >= 0.9 * previous.prompt_tokens as f64,
+        "summary: {} cached of the previous request's {} prompt tokens",
+        summary.cached_tokens,
+        previous.prompt_tokens
+    );
+    assert_eq!(summary.session, previous.session);
+    assert_eq!(
+        next.session, previous.session,
+        "the new window keeps the session"
+    );
+    // The first request of the new window starts with the same system prompt: its blocks are cached.
+    let system_share = seen[0].prompt_tokens.saturating_sub(200);
+    assert!(
+        next.cached_tokens >= system_share / 2,
+        "new window: {} cached, the system prompt is about {} tokens",
+        next.cached_tokens,
+        seen[0].prompt_tokens
+    );
+}
