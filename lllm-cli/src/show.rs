@@ -1,7 +1,7 @@
 //! What `lllm run` and `lllm resume` print: the `--json` summary and the steps' progress.
 
 use lllm_runtime::{
-    AgentSummary, DialogTree, RunEvent, RunObserver, RunOutput, StepOutcome, Usage,
+    AgentSummary, ContextStats, DialogTree, RunEvent, RunObserver, RunOutput, StepOutcome, Usage,
 };
 use serde_json::{json, Value};
 
@@ -21,7 +21,7 @@ pub(crate) fn summary(output: &RunOutput, chat_agent: Option<(&str, bool)>) -> V
             .collect();
         return json!({
             "answer": output.answer,
-            "usage": usage_json(&output.usage),
+            "usage": with_context(usage_json(&output.usage), &output.context),
             "dialogs": ids,
             "dialog_usage": usage,
         });
@@ -35,7 +35,10 @@ pub(crate) fn summary(output: &RunOutput, chat_agent: Option<(&str, bool)>) -> V
     json!({
         "agent": agent,
         "answer": answer,
-        "usage": usage_json(&first.map_or(output.usage, |a| a.usage)),
+        "usage": with_context(
+            usage_json(&first.map_or(output.usage, |a| a.usage)),
+            &first.map_or(output.context, |a| a.context),
+        ),
         "dialogs": {agent: first.map_or(json!({}), |a| dialog_ids(&a.dialogs))},
         "dialog_usage": {agent: first.map_or(json!({}), |a: &AgentSummary| dialog_usage(&a.dialogs))},
     })
@@ -68,6 +71,19 @@ pub(crate) fn usage_json(usage: &Usage) -> Value {
         value["cached_tokens"] = Value::from(cached);
     }
     value
+}
+
+/// `usage` with `"context": {"compactions", "tokens_before", "tokens_after"}` when the run
+/// compacted a window (absent otherwise, so runs without `context:` print what they always did).
+fn with_context(mut usage: Value, context: &ContextStats) -> Value {
+    if context.compactions > 0 {
+        usage["context"] = json!({
+            "compactions": context.compactions,
+            "tokens_before": context.tokens_before,
+            "tokens_after": context.tokens_after,
+        });
+    }
+    usage
 }
 
 /// One line on stderr per step event, timed from `started`.

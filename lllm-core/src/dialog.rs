@@ -219,6 +219,13 @@ pub struct Dialog {
     /// The names its requests carry instead of the ids, when a caller named the conversation.
     #[serde(default, skip_serializing_if = "SessionNames::is_empty")]
     names: SessionNames,
+    /// How many times its lineage was compacted (0: the original window).
+    #[serde(default, skip_serializing_if = "is_zero_window")]
+    window: u32,
+}
+
+fn is_zero_window(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Session names a dialog's requests carry instead of its ids (a caller's conversation id, given to
@@ -258,6 +265,7 @@ impl Dialog {
             forked_at: 0,
             messages: MessageLog::new(),
             names: SessionNames::default(),
+            window: 0,
         }
     }
 
@@ -327,6 +335,12 @@ impl Dialog {
             .map_or_else(|| self.root_id.to_string(), str::to_owned)
     }
 
+    /// How many times this dialog's lineage was compacted: 0 for an original window, 1 for the window
+    /// a first compaction made, and so on.
+    pub fn window(&self) -> u32 {
+        self.window
+    }
+
     /// This dialog's id. It never changes.
     pub fn id(&self) -> DialogId {
         self.id
@@ -378,6 +392,7 @@ impl Dialog {
                 root: self.names.root.clone(),
                 no_parent: false,
             },
+            window: self.window,
         }
     }
 
@@ -419,6 +434,7 @@ impl Dialog {
             forked_at: 0,
             messages: log,
             names,
+            window: self.window + 1,
         }
     }
 
@@ -433,6 +449,7 @@ impl Dialog {
             forked_at: self.forked_at,
             messages: self.messages.share(),
             names: self.names.clone(),
+            window: self.window,
         }
     }
 

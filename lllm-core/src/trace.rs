@@ -84,6 +84,10 @@ pub struct TraceRow {
     /// Milliseconds to the first streamed piece, for streamed answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_ms: Option<u64>,
+    /// The first request of a compacted window: its prompt no longer extends the chain's earlier
+    /// ones (the system prompt's blocks aside).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prefix_reset: bool,
 }
 
 /// Cuts prompts into blocks and names each block by a keyed hash of it and all blocks before it.

@@ -114,6 +114,7 @@ pub use lllm_core::{
     Role, RunClass, Secret, TacticSpec, ToolCall, ToolSpec, Usage,
 };
 pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
+pub use lllm_core::{ContextError, ContextPolicy, SessionOnCompaction, Window};
 pub use lllm_core::{Limit, LimitError, RunLimits, SecondsRange, ValueError, Written};
 pub use mcp::{McpError, McpServer, McpServerBuilder, McpServers};
 pub use replay::{

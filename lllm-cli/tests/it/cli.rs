@@ -1130,3 +1130,65 @@ async fn a_limit_means_the_same_in_the_file_and_on_the_command_line() {
         );
     }
 }
+
+/// A chat answer whose prompt the server counted as `prompt_tokens`.
+fn counted_answer(text: &str, prompt_tokens: u64) -> StubReply {
+    StubReply::json(
+        200,
+        serde_json::json!({"id": "c", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 3, "total_tokens": prompt_tokens + 3}}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_with_context_compacts_on_the_wire_and_reports_it_in_json_usage() {
+    let server = StubServer::start().await.expect("server");
+    let dir = TempDir::new("context");
+    let body = format!(
+        "global:\n  model_name: m\n  model_args: {{api_base: \"{}\"}}\n  inference_hints: {{profile: dynamo, session_prefix: ctx}}\n  context: {{window: 1000, compact_at: 0.5, keep_last: 2}}\nagent_configs: [{{name: a, system_prompt: You read logs.}}]\nsteps:\n  - {{agent: a, receive: first part}}\n  - {{agent: a, receive: second part}}\n",
+        server.base_url()
+    );
+    let file = dir.write("t.yaml", body.as_bytes());
+    server.push(counted_answer("noted one", 700));
+    server.push(counted_answer("the reader read part one", 720));
+    server.push(counted_answer("noted two", 300));
+    let out = run(&["run", path_str(&file), "--json"], None, &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["answer"], "noted two");
+    assert_eq!(
+        report["usage"]["context"],
+        serde_json::json!({"compactions": 1, "tokens_before": 700, "tokens_after": 300})
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the first step, the summary, the second step"
+    );
+    let summary = &requests[1].body;
+    // No tools, so no `tool_choice` (servers refuse one without tools).
+    assert_eq!(summary.get("tool_choice"), None, "{summary}");
+    assert_eq!(
+        summary["messages"].as_array().map(Vec::len),
+        Some(4),
+        "system, first part, its answer, the instruction: {summary}"
+    );
+    let window = requests[2].body["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = window.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["system", "user", "user", "assistant", "user"]);
+    assert!(
+        window[1]["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("the reader read part one")),
+        "{window:?}"
+    );
+    let session = |r: &RecordedRequest| r.header("x-dynamo-session-id").map(str::to_owned);
+    assert!(session(&requests[0]).is_some());
+    assert_eq!(
+        session(&requests[2]),
+        session(&requests[0]),
+        "the window keeps the session"
+    );
+}

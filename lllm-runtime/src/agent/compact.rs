@@ -50,12 +50,24 @@ pub(crate) struct Compaction {
 /// What an agent's compactions did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContextStats {
-    /// Windows compacted.
+    /// Windows compacted: summary requests sent and new windows started (one whose first request
+    /// was still over the threshold counts too, though the respond failed and kept the old window).
     pub compactions: u64,
     /// Prompt tokens of the requests that triggered them, summed.
     pub tokens_before: u64,
     /// Prompt tokens of the first request of each new window, summed.
     pub tokens_after: u64,
+}
+
+impl ContextStats {
+    /// These counts and `other`'s, added.
+    pub fn plus(&self, other: &ContextStats) -> ContextStats {
+        ContextStats {
+            compactions: self.compactions + other.compactions,
+            tokens_before: self.tokens_before + other.tokens_before,
+            tokens_after: self.tokens_after + other.tokens_after,
+        }
+    }
 }
 
 impl Compaction {

@@ -34,6 +34,7 @@ impl Agent {
         request.profile = self.hints.as_ref().map(|h| h.profile());
         request.dialog = Some(dialog.id());
         request.parent_dialog = dialog.parent_id();
+        request.window = dialog.window();
         Ok(request)
     }
 

@@ -2,6 +2,7 @@
 
 use lllm_core::{DialogTree, Usage};
 
+use crate::agent::ContextStats;
 use crate::tactic::Team;
 
 /// The answer of a run, with what it cost and the dialogs it left.
@@ -11,6 +12,8 @@ pub struct RunOutput {
     pub answer: String,
     /// Tokens of every model call of the run.
     pub usage: Usage,
+    /// What the run's context compactions did, summed over its agents.
+    pub context: ContextStats,
     /// Each agent, in file order, with its usage and its dialogs (ids, lineage, messages).
     pub agents: Vec<AgentSummary>,
 }
@@ -22,6 +25,8 @@ pub struct AgentSummary {
     pub name: String,
     /// Tokens of its model calls.
     pub usage: Usage,
+    /// What its context compactions did.
+    pub context: ContextStats,
     /// Its open dialogs.
     pub dialogs: DialogTree,
 }
@@ -29,18 +34,23 @@ pub struct AgentSummary {
 impl RunOutput {
     /// The output of `team`'s run that answered `answer`.
     pub(crate) fn of(team: &Team, answer: String) -> RunOutput {
+        let agents: Vec<AgentSummary> = team
+            .agents()
+            .iter()
+            .map(|agent| AgentSummary {
+                name: agent.name().to_owned(),
+                usage: agent.usage(),
+                context: agent.context_stats(),
+                dialogs: agent.dialogs(),
+            })
+            .collect();
         RunOutput {
             answer,
             usage: team.usage(),
-            agents: team
-                .agents()
+            context: agents
                 .iter()
-                .map(|agent| AgentSummary {
-                    name: agent.name().to_owned(),
-                    usage: agent.usage(),
-                    dialogs: agent.dialogs(),
-                })
-                .collect(),
+                .fold(ContextStats::default(), |sum, a| sum.plus(&a.context)),
+            agents,
         }
     }
 }

@@ -50,6 +50,8 @@ pub struct ChatRequest {
     pub dialog: Option<DialogId>,
     /// The dialog it was forked from, if any (for traces; never sent).
     pub parent_dialog: Option<DialogId>,
+    /// How many times the dialog's window was compacted (for spans and traces; never sent).
+    pub window: u32,
     /// The hints the request carries as sent, read once, when a layer first asks.
     sent: SentOnce,
 }
@@ -91,6 +93,7 @@ impl ChatRequest {
             response_format: None,
             dialog: None,
             parent_dialog: None,
+            window: 0,
             sent: SentOnce::default(),
         }
     }

@@ -168,6 +168,7 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
         lllm.osl = sent().wire.osl.map(int),
         lllm.retry.attempt = int(attempt),
         lllm.tools = int(request.tools.len()),
+        lllm.context.window = request.window,
         lllm.worker.id = Empty,
         error.type = Empty,
     );

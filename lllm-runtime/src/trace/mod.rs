@@ -52,6 +52,8 @@ pub struct TraceRecorder {
     chains: Mutex<HashMap<String, Chain>>,
     graph: Mutex<Graph>,
     out: Mutex<Output>,
+    /// The compacted windows that sent a request already (their first one resets the prefix).
+    windows: Mutex<std::collections::HashSet<lllm_core::DialogId>>,
 }
 
 impl std::fmt::Debug for TraceRecorder {
@@ -149,6 +151,7 @@ impl TraceRecorder {
             hasher: Mutex::new(BlockHasher::new(block_tokens)),
             chains: Mutex::new(HashMap::new()),
             graph: Mutex::new(Graph::default()),
+            windows: Mutex::default(),
             out: Mutex::new(out),
         })
     }
@@ -305,6 +308,19 @@ impl TraceRecorder {
             ttft_ms: answered
                 .first_piece
                 .map(|t| millis(t.saturating_duration_since(answered.sent))),
+            prefix_reset: self.first_of_window(request),
+        }
+    }
+
+    /// Whether `request` is the first of a compacted window.
+    fn first_of_window(&self, request: &ChatRequest) -> bool {
+        match request.dialog.filter(|_| request.window > 0) {
+            Some(dialog) => self
+                .windows
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(dialog),
+            None => false,
         }
     }
 }

@@ -231,6 +231,37 @@ async fn no_usage_never_compacts_and_a_tool_call_for_a_summary_leaves_the_window
     assert_eq!(dialog.len(), 7, "system, three questions, three answers");
 }
 
+#[tokio::test]
+async fn a_system_prompt_larger_than_the_window_fails_after_one_summary_with_the_dialog_kept() {
+    let server = StubServer::start().await.expect("stub");
+    let agent = agent(&server, SessionOnCompaction::Keep);
+    // The first answer's prompt (the system prompt, mostly) is already twice the window.
+    server.push(answer("a", 2000));
+    agent.open("main").expect("open");
+    agent.receive("q1").expect("receive");
+    agent.respond("main").await.expect("answer");
+    // Due: one summary request (a summary longer than what it replaces), then the new window's
+    // first request is over the threshold as well: an error naming what to change, and no second
+    // summary.
+    server.push(answer(&"summary ".repeat(500), 2100));
+    server.push(answer("b", 2600));
+    agent.receive("q2").expect("receive");
+    let error = agent.respond("main").await.expect_err("cannot fit");
+    let text = lllm_core::full_message(&error);
+    assert!(text.contains("still has 2600 prompt tokens"), "{text}");
+    assert!(text.contains("raise context.window"), "{text}");
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "one summary, one request in the new window"
+    );
+    let dialog = agent.dialog("main").expect("dialog");
+    assert_eq!(dialog.len(), 4, "system, q1, a, q2: as before the respond");
+    // The summary request was sent: the counters say so, though its window was not kept.
+    assert_eq!(agent.context_stats().compactions, 1);
+    assert_eq!(agent.context_stats().tokens_after, 2600);
+}
+
 /// The messages of a request body as sent, read back for the pairing check.
 fn wire_messages(body: &Value) -> Vec<Message> {
     body["messages"]
@@ -448,4 +479,49 @@ async fn window_auto_is_read_from_the_servers_models_once_or_fails_saying_what_t
         "{text}"
     );
     assert!(text.contains("set context.window"), "{text}");
+}
+
+#[tokio::test]
+async fn the_first_request_of_a_new_window_is_marked_in_the_trace() {
+    let server = StubServer::start().await.expect("stub");
+    let out = lllm_runtime::testing::SharedBuffer::default();
+    let recorder =
+        Arc::new(lllm_runtime::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
+    let policy = ContextPolicy::with(Window::Tokens(1000), 0.5, 2, SessionOnCompaction::Keep)
+        .expect("policy");
+    let agent = Agent::builder()
+        .name("worker")
+        .system_prompt("You work.")
+        .model("m")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(
+            ServerDefaults::none(),
+        )))
+        .model_args(ModelArgs::new().api_base(server.base_url()))
+        .context(policy)
+        .trace(recorder.clone())
+        .build()
+        .expect("agent");
+    for reply in [
+        answer("a", 600),
+        answer("s", 620),
+        answer("b", 100),
+        answer("c", 140),
+    ] {
+        server.push(reply);
+    }
+    agent.open("main").expect("open");
+    for question in ["q1", "q2", "q3"] {
+        agent.receive(question).expect("receive");
+        agent.respond("main").await.expect("answer");
+    }
+    recorder.flush().expect("flush");
+    let resets: Vec<bool> = out
+        .text()
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str::<Value>(line).expect("row")["prefix_reset"] == true)
+        .collect();
+    // The first answer, the summary (still the old window), the new window's first request, and
+    // its second.
+    assert_eq!(resets, [false, false, true, false]);
 }

@@ -81,6 +81,8 @@ struct Seen {
     agent_hints: serde_json::Value,
     /// The last user message: which step sent it.
     asked: String,
+    /// The worker that served it, when asked for (`nvext.extra_fields: ["worker_id"]`).
+    worker: Option<String>,
 }
 
 /// Sends through the real invoker and remembers each call's session and response id.
@@ -121,6 +123,7 @@ impl Watching {
                 .find(|m| m.role == lllm_runtime::Role::User)
                 .and_then(|m| m.content.clone())
                 .unwrap_or_default(),
+            worker: response.worker.clone(),
         });
     }
 }
@@ -594,16 +597,25 @@ async fn a_compaction_summary_rides_the_cached_prefix_on_the_same_worker() {
         previous.prompt_tokens
     );
     assert_eq!(summary.session, previous.session);
+    assert!(previous.worker.is_some(), "Dynamo names the worker");
+    assert_eq!(
+        summary.worker, previous.worker,
+        "the summary request goes to the worker holding its prefix"
+    );
     assert_eq!(
         next.session, previous.session,
         "the new window keeps the session"
     );
-    // The first request of the new window starts with the same system prompt: its blocks are cached.
-    let system_share = seen[0].prompt_tokens.saturating_sub(200);
+    // The first request of the new window starts with the same system prompt: all of its full
+    // blocks (16 tokens) are cached. Its share of the first request: the first two requests differ
+    // by one user message as long as the first one's (and a short answer), so the system prompt is
+    // about twice the first request less the second.
+    let system_share = (2 * seen[0].prompt_tokens).saturating_sub(seen[1].prompt_tokens);
     assert!(
-        next.cached_tokens >= system_share / 2,
-        "new window: {} cached, the system prompt is about {} tokens",
+        next.cached_tokens + 16 >= system_share,
+        "new window: {} cached, the system prompt is about {system_share} tokens (first requests: {} and {})",
         next.cached_tokens,
-        seen[0].prompt_tokens
+        seen[0].prompt_tokens,
+        seen[1].prompt_tokens
     );
 }
