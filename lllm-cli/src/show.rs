@@ -1,7 +1,8 @@
 //! What `lllm run` and `lllm resume` print: the `--json` summary and the steps' progress.
 
 use lllm_runtime::{
-    AgentSummary, ContextStats, DialogTree, RunEvent, RunObserver, RunOutput, StepOutcome, Usage,
+    AgentSummary, CallStats, ContextStats, DialogTree, RunEvent, RunObserver, RunOutput,
+    StepOutcome, Usage,
 };
 use serde_json::{json, Value};
 
@@ -21,7 +22,10 @@ pub(crate) fn summary(output: &RunOutput, chat_agent: Option<(&str, bool)>) -> V
             .collect();
         return json!({
             "answer": output.answer,
-            "usage": with_context(usage_json(&output.usage), &output.context),
+            "usage": with_calls(
+                with_context(usage_json(&output.usage), &output.context),
+                &output.calls,
+            ),
             "dialogs": ids,
             "dialog_usage": usage,
         });
@@ -35,9 +39,12 @@ pub(crate) fn summary(output: &RunOutput, chat_agent: Option<(&str, bool)>) -> V
     json!({
         "agent": agent,
         "answer": answer,
-        "usage": with_context(
-            usage_json(&first.map_or(output.usage, |a| a.usage)),
-            &first.map_or(output.context, |a| a.context),
+        "usage": with_calls(
+            with_context(
+                usage_json(&first.map_or(output.usage, |a| a.usage)),
+                &first.map_or(output.context, |a| a.context),
+            ),
+            first.map_or(&output.calls, |a| &a.calls),
         ),
         "dialogs": {agent: first.map_or(json!({}), |a| dialog_ids(&a.dialogs))},
         "dialog_usage": {agent: first.map_or(json!({}), |a: &AgentSummary| dialog_usage(&a.dialogs))},
@@ -81,6 +88,21 @@ fn with_context(mut usage: Value, context: &ContextStats) -> Value {
             "compactions": context.compactions,
             "tokens_before": context.tokens_before,
             "tokens_after": context.tokens_after,
+        });
+    }
+    usage
+}
+
+/// `usage` with `"calls": {"answered_by": {endpoint: answers}, "fallback_answers", "hops",
+/// "queue_wait_ms"}` when a call fell back, waited for a slot, or several endpoints answered
+/// (absent otherwise).
+fn with_calls(mut usage: Value, calls: &CallStats) -> Value {
+    if calls.is_notable() {
+        usage["calls"] = json!({
+            "answered_by": calls.answered_by,
+            "fallback_answers": calls.fallback_answers,
+            "hops": calls.hops,
+            "queue_wait_ms": u64::try_from(calls.queue_wait.as_millis()).unwrap_or(u64::MAX),
         });
     }
     usage

@@ -33,6 +33,7 @@ mod agentic;
 mod config;
 mod context;
 mod dialog;
+mod fallback;
 mod files;
 mod hints;
 mod limits;
@@ -60,13 +61,15 @@ pub use config::{
     is_variable_name, load_tactic, parse_tactic, tactic_schema, AgentSpec, Branch, ConfigError,
     ConfigErrorKind, EnvError, Origin, Position, Step, StepsError, TacticLoader, TacticSpec, Turn,
     CHAT_TACTIC, DEFAULT_DIALOG, DEFAULT_MAX_ANSWER_RETRIES, DEFAULT_MAX_CALL_RETRIES,
-    DEFAULT_MAX_TOOL_ROUNDS, MAX_BASE_DEPTH, MAX_FILE_BYTES_VAR, STEPS_TACTIC,
+    DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TOOL_ROUNDS, MAX_BASE_DEPTH, MAX_FILE_BYTES_VAR,
+    MAX_PARALLEL_TOOLS, STEPS_TACTIC,
 };
 pub use context::{
     AutoWindow, ContextError, ContextPolicy, SessionOnCompaction, Window, DEFAULT_COMPACT_AT,
     DEFAULT_KEEP_LAST, MAX_KEEP_LAST,
 };
 pub use dialog::{Dialog, DialogId, DialogTree, InvalidDialogId, MessageLog, NamedDialog};
+pub use fallback::{Fallback, MAX_FALLBACKS};
 pub use files::{
     not_regular, read_regular, ReadProblem, DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR,
 };
@@ -82,7 +85,7 @@ pub use mcp::{
 };
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;
-pub use model_args::{ModelArgs, ModelArgsError};
+pub use model_args::{ModelArgs, ModelArgsError, MAX_IN_FLIGHT};
 pub use pairing::{pair_safe_tail_start, pairing_problem, PairingProblem};
 pub use prompt::{
     Prompt, PromptError, PromptVars, DEFAULT_RENDER_FUEL, MAX_RENDERED_BYTES, MAX_RENDER_RECURSION,

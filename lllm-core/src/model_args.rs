@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::fallback::{fallback_list, Fallback};
 use crate::secret::{printable_header_value, redact_url, Secret};
 use crate::suggest::closest;
 use crate::values::{check_header, check_http_url, SecondsRange, Written};
@@ -68,7 +69,13 @@ pub(crate) const CLIENT_KEYS: &[&str] = &[
     "deadline",
     "extra_headers",
     "extra_body",
+    "fallback",
+    "max_in_flight",
+    "max_retry_after",
 ];
+
+/// Most requests in flight `max_in_flight` may allow.
+pub const MAX_IN_FLIGHT: u32 = 100_000;
 
 /// Request fields lllm writes itself; `model_args` may not set them.
 pub(crate) const RESERVED_KEYS: &[&str] = &["model", "messages", "stream", "tools"];
@@ -84,11 +91,17 @@ pub struct ModelArgsError {
 }
 
 impl ModelArgsError {
-    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         ModelArgsError {
             field: field.into(),
             message: message.into(),
         }
+    }
+
+    /// The same error for an entry nested under `prefix` (`fallback[0]`).
+    pub(crate) fn within(mut self, prefix: &str) -> Self {
+        self.field = format!("{prefix}.{}", self.field);
+        self
     }
 }
 
@@ -116,6 +129,16 @@ pub struct ModelArgs {
     pub extra_body: Map<String, Value>,
     /// Everything else: request parameters such as `temperature` or `max_tokens`.
     pub params: Map<String, Value>,
+    /// Endpoints tried in order when this one is overloaded (503, 529), unreachable, too slow, or
+    /// rate-limits for longer than `max_retry_after`; never on other client errors and never after
+    /// the first streamed byte. At most [`MAX_FALLBACKS`](crate::MAX_FALLBACKS).
+    pub fallback: Vec<Fallback>,
+    /// At most this many requests in flight to this endpoint from the whole process (every agent,
+    /// fork, batch item and served run); 1 to [`MAX_IN_FLIGHT`].
+    pub max_in_flight: Option<u32>,
+    /// Longest `Retry-After` waited for before trying the same endpoint again; a longer one moves
+    /// on to the next fallback (or fails the call when there is none). Default 60 seconds.
+    pub max_retry_after: Option<Duration>,
 }
 
 impl std::fmt::Debug for ModelArgs {
@@ -133,6 +156,9 @@ impl std::fmt::Debug for ModelArgs {
             .field("extra_headers", &headers)
             .field("extra_body", &self.extra_body)
             .field("params", &self.params)
+            .field("fallback", &self.fallback)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("max_retry_after", &self.max_retry_after)
             .finish()
     }
 }
@@ -224,6 +250,9 @@ impl ModelArgs {
                 "timeout" => args.timeout = Some(seconds_field(&key, value)?),
                 "deadline" => args.deadline = Some(seconds_field(&key, value)?),
                 "extra_headers" => args.extra_headers = headers_field(value)?,
+                "fallback" => args.fallback = fallback_list(value)?,
+                "max_in_flight" => args.max_in_flight = Some(in_flight_field(value)?),
+                "max_retry_after" => args.max_retry_after = Some(seconds_field(&key, value)?),
                 "extra_body" => match value {
                     Value::Object(body) => args.extra_body = body,
                     other => {
@@ -270,7 +299,12 @@ impl ModelArgs {
                 ));
             }
         }
-        for (key, limit) in [("timeout", self.timeout), ("deadline", self.deadline)] {
+        self.validate_endpoints()?;
+        for (key, limit) in [
+            ("timeout", self.timeout),
+            ("deadline", self.deadline),
+            ("max_retry_after", self.max_retry_after),
+        ] {
             if let Some(limit) = limit {
                 SecondsRange::RUN
                     .check_duration(limit)
@@ -292,7 +326,49 @@ impl ModelArgs {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
+impl ModelArgs {
+    /// `max_in_flight` in range; at most [`MAX_FALLBACKS`](crate::MAX_FALLBACKS) fallbacks, each
+    /// with a valid `api_base` and arguments, and none of its own.
+    fn validate_endpoints(&self) -> Result<(), ModelArgsError> {
+        if let Some(n) = self.max_in_flight {
+            if !(1..=MAX_IN_FLIGHT).contains(&n) {
+                return Err(ModelArgsError::new(
+                    "max_in_flight",
+                    format!("expected a whole number from 1 to {MAX_IN_FLIGHT}, found {n}"),
+                ));
+            }
+        }
+        if self.fallback.len() > crate::MAX_FALLBACKS {
+            return Err(ModelArgsError::new(
+                "fallback",
+                format!(
+                    "{} endpoints; at most {} are tried per call",
+                    self.fallback.len(),
+                    crate::MAX_FALLBACKS
+                ),
+            ));
+        }
+        for (i, entry) in self.fallback.iter().enumerate() {
+            let prefix = format!("fallback[{i}]");
+            if entry.args.api_base.is_none() {
+                return Err(ModelArgsError::new(
+                    format!("{prefix}.api_base"),
+                    "is required: the endpoint's base URL, like http://127.0.0.1:8001/v1",
+                ));
+            }
+            if !entry.args.fallback.is_empty() {
+                return Err(ModelArgsError::new(
+                    format!("{prefix}.fallback"),
+                    "a fallback endpoint has no fallbacks of its own: list every endpoint under the agent's fallback, in the order to try them",
+                ));
+            }
+            entry.args.validate().map_err(|e| e.within(&prefix))?;
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -323,6 +399,19 @@ fn seconds_field(key: &str, value: Value) -> Result<Duration, ModelArgsError> {
         .read(&Written::from_json(&value))
         .map(Duration::from_secs_f64)
         .map_err(|e| ModelArgsError::new(key, e.to_string()))
+}
+
+fn in_flight_field(value: Value) -> Result<u32, ModelArgsError> {
+    value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| (1..=MAX_IN_FLIGHT).contains(n))
+        .ok_or_else(|| {
+            ModelArgsError::new(
+                "max_in_flight",
+                format!("expected a whole number from 1 to {MAX_IN_FLIGHT}, found {value}"),
+            )
+        })
 }
 
 fn headers_field(value: Value) -> Result<Vec<(String, String)>, ModelArgsError> {
@@ -373,6 +462,17 @@ pub(crate) fn check_key(key: &str) -> Result<(), ModelArgsError> {
     }
     if KNOWN_PARAMS.contains(&key) || CLIENT_KEYS.contains(&key) {
         return Ok(());
+    }
+    // Retries are the agent's, not a request parameter: a client setting some libraries take
+    // here would otherwise go into the request body, and lllm would retry as before.
+    if matches!(
+        key,
+        "max_retries" | "num_retries" | "max_call_retries" | "retries"
+    ) {
+        return Err(ModelArgsError::new(
+            key,
+            "retries are set on the agent, not in model_args: write max_call_retries: N beside model_args (and max_retry_after here for the longest Retry-After to wait for)",
+        ));
     }
     let known = KNOWN_PARAMS.iter().chain(CLIENT_KEYS).copied();
     match closest(key, known) {
@@ -438,6 +538,8 @@ mod tests {
         assert_eq!((empty.api_key, empty.api_base), (None, None));
         let err = parse(json!({"max_tokens": -1})).expect_err("negative");
         assert_eq!(err.field, "max_tokens");
+        let err = parse(json!({"max_retries": 0})).expect_err("the agent's");
+        assert!(err.message.contains("write max_call_retries"), "{err}");
     }
 
     #[test]

@@ -88,6 +88,20 @@ pub struct TraceRow {
     /// ones (the system prompt's blocks aside).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prefix_reset: bool,
+    /// Which endpoint answered, when not the agent's own: n for `model_args.fallback[n-1]`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fallback: u32,
+    /// That fallback endpoint's base URL, without credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Milliseconds the request waited for a slot of its endpoint (`max_in_flight`), when it did;
+    /// not part of `latency_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_ms: Option<u64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Cuts prompts into blocks and names each block by a keyed hash of it and all blocks before it.

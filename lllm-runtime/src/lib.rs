@@ -64,6 +64,7 @@
 mod agent;
 mod budget;
 mod conversation;
+mod endpoints;
 mod engine;
 mod events;
 mod halt;
@@ -91,6 +92,7 @@ pub use agent::{
 };
 pub use budget::RunBudget;
 pub use conversation::Conversation;
+pub use endpoints::CallStats;
 pub use engine::{
     plan_resume, read_items, tactic_name, AgentSummary, BatchError, BatchItem, BatchOutput,
     BatchPlan, BatchProgress, BatchReport, ChatSession, Engine, Host, ItemOutcome, JournalPlan,
@@ -102,7 +104,7 @@ pub use events::{RunEvent, RunObserver, RunStatus, StepOutcome};
 pub use halt::halt;
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
-    PreparedRequest, ResponseLimits, ServerDefaults, WaitLimit,
+    PreparedRequest, ResponseLimits, ServerDefaults, Urgency, WaitLimit,
 };
 pub use journal::{content_hash, Journal, JournalError, PendingCall, RunStart, JOURNAL_VERSION};
 pub use lllm_core::parse_tactic;
@@ -115,6 +117,7 @@ pub use lllm_core::{
 };
 pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
 pub use lllm_core::{ContextError, ContextPolicy, SessionOnCompaction, Window};
+pub use lllm_core::{Fallback, MAX_FALLBACKS, MAX_IN_FLIGHT};
 pub use lllm_core::{Limit, LimitError, RunLimits, SecondsRange, ValueError, Written};
 pub use mcp::{McpError, McpServer, McpServerBuilder, McpServers};
 pub use replay::{

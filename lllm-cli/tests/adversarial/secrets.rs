@@ -10,7 +10,7 @@ const TOKEN: &str = "tok-adv-58c1e2aa90";
 
 fn tactic(server: &str) -> String {
     format!(
-        "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{server}\", api_key: \"${{ADV_KEY}}\", extra_headers: {{X-Api-Key: \"${{ADV_TOKEN}}\"}}, max_retries: 0}}\n    system_prompt: s\n"
+        "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{server}\", api_key: \"${{ADV_KEY}}\", extra_headers: {{X-Api-Key: \"${{ADV_TOKEN}}\"}}}}\n    max_call_retries: 0\n    system_prompt: s\n"
     )
 }
 
@@ -177,7 +177,7 @@ async fn credentials_in_the_api_base_quoted_back_are_never_shown() {
     let file = dir.write(
         "t.yaml",
         format!(
-            "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{base}\", max_retries: 0}}\n    system_prompt: s\n"
+            "agent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{base}\"}}\n    max_call_retries: 0\n    system_prompt: s\n"
         ),
     );
     let outcome = lllm(&["run", arg(&file), "--input", "x"])

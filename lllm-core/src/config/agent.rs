@@ -25,6 +25,10 @@ pub const DEFAULT_MAX_ANSWER_RETRIES: u32 = 3;
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 5;
 /// Default number of retries of a failed model call.
 pub const DEFAULT_MAX_CALL_RETRIES: u32 = 3;
+/// Default number of tool calls of one answer run at the same time.
+pub const DEFAULT_MAX_PARALLEL_TOOLS: u32 = 16;
+/// Most tool calls of one answer that may run at the same time.
+pub const MAX_PARALLEL_TOOLS: u32 = 64;
 
 /// One agent of a tactic, with `global` merged in and everything validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +44,7 @@ pub struct AgentSpec {
     max_answer_retries: u32,
     max_tool_rounds: u32,
     max_call_retries: u32,
+    max_parallel_tools: u32,
     context: Option<ContextPolicy>,
 }
 
@@ -88,6 +93,11 @@ impl AgentSpec {
     pub fn max_tool_rounds(&self) -> u32 {
         self.max_tool_rounds
     }
+    /// Tool calls of one answer run at the same time (`max_parallel_tools`).
+    pub fn max_parallel_tools(&self) -> u32 {
+        self.max_parallel_tools
+    }
+
     /// Retries of a failed model call (`max_call_retries`).
     pub fn max_call_retries(&self) -> u32 {
         self.max_call_retries
@@ -153,6 +163,7 @@ impl AgentContext<'_> {
             max_answer_retries: value_or(raw.max_answer_retries, DEFAULT_MAX_ANSWER_RETRIES),
             max_tool_rounds: value_or(raw.max_tool_rounds, DEFAULT_MAX_TOOL_ROUNDS),
             max_call_retries: value_or(raw.max_call_retries, DEFAULT_MAX_CALL_RETRIES),
+            max_parallel_tools: self.max_parallel_tools(raw.max_parallel_tools)?,
             context: raw.context.map(|c| self.context(c)).transpose()?,
             name,
             model,
@@ -272,6 +283,19 @@ impl AgentContext<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `max_parallel_tools`: 1 to [`MAX_PARALLEL_TOOLS`], default [`DEFAULT_MAX_PARALLEL_TOOLS`].
+    fn max_parallel_tools(&self, raw: Option<At<u32>>) -> Result<u32, ConfigError> {
+        match raw {
+            None => Ok(DEFAULT_MAX_PARALLEL_TOOLS),
+            Some(At { value, .. }) if (1..=MAX_PARALLEL_TOOLS).contains(&value) => Ok(value),
+            Some(At { origin, .. }) => Err(self.fail(
+                Some(&origin),
+                "max_parallel_tools",
+                ConfigErrorKind::Invalid("expected a whole number from 1 to 64"),
+            )),
+        }
     }
 
     /// `context:` checked: a window is required, the rest defaults.

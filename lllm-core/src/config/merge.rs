@@ -93,6 +93,9 @@ impl RawAgent {
                 .or(global.max_answer_retries.clone()),
             max_tool_rounds: mine.max_tool_rounds.or(global.max_tool_rounds.clone()),
             max_call_retries: mine.max_call_retries.or(global.max_call_retries.clone()),
+            max_parallel_tools: mine
+                .max_parallel_tools
+                .or(global.max_parallel_tools.clone()),
             context: layer(mine.context, global.context.clone(), |mine, base| {
                 mine.map(|m| m.over(base.value))
             }),

@@ -44,7 +44,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use agent::{
-    AgentSpec, DEFAULT_MAX_ANSWER_RETRIES, DEFAULT_MAX_CALL_RETRIES, DEFAULT_MAX_TOOL_ROUNDS,
+    AgentSpec, DEFAULT_MAX_ANSWER_RETRIES, DEFAULT_MAX_CALL_RETRIES, DEFAULT_MAX_PARALLEL_TOOLS,
+    DEFAULT_MAX_TOOL_ROUNDS, MAX_PARALLEL_TOOLS,
 };
 pub use env::EnvError;
 pub use error::{ConfigError, ConfigErrorKind};

@@ -74,7 +74,8 @@ pub(crate) struct RawAgent {
     /// System prompt file under `prompts/` (`.md`, `.j2`, `.txt` tried in order).
     pub(crate) system_prompt_path: Option<At<String>>,
     /// Request parameters (`temperature`, `max_tokens`, ...) and client settings (`api_base`,
-    /// `api_key`, `timeout`, `deadline`, `extra_headers`, `extra_body`).
+    /// `api_key`, `timeout`, `deadline`, `extra_headers`, `extra_body`, `fallback`,
+    /// `max_in_flight`, `max_retry_after`).
     pub(crate) model_args: Option<At<RawModelArgs>>,
     /// Inference hints sent with every model call of this agent.
     pub(crate) inference_hints: Option<At<RawHints>>,
@@ -94,6 +95,8 @@ pub(crate) struct RawAgent {
     /// Retries of a failed model call (default 3). Alias: `max_llm_recall`.
     #[serde(alias = "max_llm_recall")]
     pub(crate) max_call_retries: Option<At<u32>>,
+    /// Tool calls of one answer run at the same time (default 16, at most 64).
+    pub(crate) max_parallel_tools: Option<At<u32>>,
     /// Context compaction: when a dialog nears the model's window, it is summarised into a new
     /// window that rides the cached prefix.
     pub(crate) context: Option<At<RawContext>>,
@@ -164,7 +167,14 @@ impl JsonSchema for RawModelArgs {
                 "timeout": {"type": ["number", "string"], "description": "Seconds one request may take (0.001 to 1000000000)."},
                 "deadline": {"type": ["number", "string"], "description": "Seconds a whole respond may take (0.001 to 1000000000)."},
                 "extra_headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Headers that win over hint headers."},
-                "extra_body": {"type": "object", "description": "JSON merged over the request body; wins over hints at every leaf."}
+                "extra_body": {"type": "object", "description": "JSON merged over the request body; wins over hints at every leaf."},
+                "fallback": {"type": "array", "maxItems": 8, "description": "Endpoints tried in order when this one is overloaded (503, 529), unreachable, too slow, or rate-limits longer than max_retry_after. Each: api_base (required), model_name, api_key, profile, and other model arguments (the agent's request parameters are inherited, its credentials never).",
+                    "items": {"type": "object", "required": ["api_base"], "properties": {
+                        "api_base": {"type": "string"}, "model_name": {"type": "string"}, "api_key": {"type": "string"},
+                        "profile": {"enum": ["dynamo", "vllm", "sglang", "openai"]}, "max_in_flight": {"type": "integer", "minimum": 1, "maximum": 100000}
+                    }, "additionalProperties": true}},
+                "max_in_flight": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "At most this many requests in flight to this endpoint from the whole process; waiting requests go first by priority, then in order of arrival."},
+                "max_retry_after": {"type": ["number", "string"], "description": "Longest Retry-After waited for before the same endpoint is tried again (default 60 seconds); a longer one moves to the next fallback."}
             },
             "additionalProperties": true
         })

@@ -15,15 +15,18 @@ impl TacticSpec {
         let mut values = Vec::new();
         for agent in self.agents() {
             let args = agent.model_args();
-            if let Some(key) = &args.api_key {
-                values.push(key.expose().to_owned());
-            }
-            if let Some(base) = &args.api_base {
-                values.extend(url_credentials(base));
-            }
-            for (name, value) in &args.extra_headers {
-                if is_secret_header(name) {
-                    values.push(value.clone());
+            let endpoints = std::iter::once(args).chain(args.fallback.iter().map(|f| &f.args));
+            for args in endpoints {
+                if let Some(key) = &args.api_key {
+                    values.push(key.expose().to_owned());
+                }
+                if let Some(base) = &args.api_base {
+                    values.extend(url_credentials(base));
+                }
+                for (name, value) in &args.extra_headers {
+                    if is_secret_header(name) {
+                        values.push(value.clone());
+                    }
                 }
             }
         }

@@ -11,6 +11,7 @@ use super::compact::Summarizer;
 use super::{Agent, AgentError, AgentErrorKind, DialogTable, OutputSchema};
 use crate::budget::RunBudget;
 use crate::conversation::Conversation;
+use crate::endpoints::CallCounter;
 use crate::events::RunObserver;
 use crate::invoker::Invoker;
 use crate::journal::Journal;
@@ -44,6 +45,7 @@ pub struct AgentBuilder {
     /// The output schema as the loader compiled it, while `output_schema` is the spec's.
     compiled_output_schema: Option<lllm_core::Schema>,
     max_tool_rounds: Option<u32>,
+    max_parallel_tools: Option<u32>,
     max_answer_retries: Option<u32>,
     trace: Option<Arc<TraceRecorder>>,
     observer: Option<RunObserver>,
@@ -163,6 +165,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Tool calls of one answer run at the same time (default 16, 1 to 64; `max_parallel_tools` in
+    /// tactic files). 1 runs them one after the other.
+    pub fn max_parallel_tools(mut self, calls: u32) -> Self {
+        self.max_parallel_tools = Some(calls);
+        self
+    }
+
     /// Tool rounds allowed in one respond before a final answer without tools (default 5;
     /// `max_tool_rounds`, alias `max_interrupt_steps`, in tactic files).
     pub fn max_tool_rounds(mut self, rounds: u32) -> Self {
@@ -263,6 +272,7 @@ impl AgentBuilder {
         }
         // Under `context: {window: auto}`, what asks the server for the window.
         let window_source = invoker.clone();
+        let calls = Arc::new(CallCounter::default());
         Ok(Agent {
             invoker: layers::stack(
                 invoker,
@@ -277,8 +287,10 @@ impl AgentBuilder {
                     journal: self.journal.clone(),
                     budget: self.budget.clone(),
                     pause: Some(pause.clone()),
+                    calls: Some(calls.clone()),
                 },
             ),
+            calls,
             retry,
             tool_calls: crate::tools::calls::pipeline(
                 self.confirm,
@@ -307,6 +319,11 @@ impl AgentBuilder {
             max_answer_retries: self
                 .max_answer_retries
                 .unwrap_or(lllm_core::DEFAULT_MAX_ANSWER_RETRIES),
+            max_parallel_tools: self
+                .max_parallel_tools
+                .map_or(lllm_core::DEFAULT_MAX_PARALLEL_TOOLS as usize, |n| {
+                    n.clamp(1, lllm_core::MAX_PARALLEL_TOOLS) as usize
+                }),
             usage: Mutex::new(Usage::default()),
             table: Mutex::new(DialogTable::default()),
         })
@@ -328,6 +345,7 @@ impl AgentBuilder {
             .max_call_retries(spec.max_call_retries())
             .max_tool_rounds(spec.max_tool_rounds())
             .max_answer_retries(spec.max_answer_retries())
+            .max_parallel_tools(spec.max_parallel_tools())
             .tools(tools);
         builder.output_schema = spec.output_schema().map(|s| s.value().clone());
         builder.compiled_output_schema = spec.output_schema().cloned();

@@ -27,6 +27,7 @@ pub use demand::DemandSource;
 pub use error::{AgentError, AgentErrorKind};
 pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
 
+use crate::endpoints::{CallCounter, CallStats};
 use crate::events::{RunEvent, RunObserver};
 use crate::layers::Stack;
 use crate::retry::RetryPolicy;
@@ -72,6 +73,10 @@ pub struct Agent {
     output_schema: Option<OutputSchema>,
     max_tool_rounds: u32,
     max_answer_retries: u32,
+    /// Tool calls of one answer run at the same time (`max_parallel_tools`).
+    max_parallel_tools: usize,
+    /// Which endpoints answered its calls, the fallbacks taken and the waits for a slot.
+    calls: Arc<CallCounter>,
     usage: Mutex<Usage>,
     table: Mutex<DialogTable>,
 }
@@ -345,6 +350,12 @@ impl Agent {
             .collect();
         table.active = tree.active.filter(|a| table.position(a).is_some());
         Ok(())
+    }
+
+    /// Which endpoints answered the agent's calls, the fallbacks taken and the time its requests
+    /// waited for a slot (`max_in_flight`).
+    pub fn call_stats(&self) -> CallStats {
+        self.calls.snapshot()
     }
 
     /// What the agent's context compactions did (all zero without `context:`).

@@ -1,9 +1,9 @@
 //! The requests an agent sends for a dialog: the dialog's messages with that dialog's hints.
 
-use lllm_core::{Demand, Dialog};
+use lllm_core::{Demand, Dialog, RequestFields};
 
 use super::{Agent, AgentError, AgentErrorKind};
-use crate::invoker::ChatRequest;
+use crate::invoker::{ChatRequest, Urgency};
 
 impl Agent {
     /// The request for a dialog: its messages and the hints of *that* dialog (session = its id, parent =
@@ -35,7 +35,57 @@ impl Agent {
         request.dialog = Some(dialog.id());
         request.parent_dialog = dialog.parent_id();
         request.window = dialog.window();
+        request.urgency = self.urgency(demand);
+        request.fallback_hints = self.fallback_hints(dialog, demand)?;
         Ok(request)
+    }
+
+    /// How urgent a request is when it waits for a slot: under `priority: auto`, the run's class
+    /// and the computed weight; else the written priority (and `strict_priority` as the tier).
+    fn urgency(&self, demand: &Demand) -> Urgency {
+        let Some(hints) = &self.hints else {
+            return Urgency::default();
+        };
+        if hints.priority_is_auto() {
+            return Urgency {
+                tier: demand.class.tier(),
+                priority: i64::from(demand.weight()),
+            };
+        }
+        Urgency {
+            tier: hints.strict_priority().unwrap_or(0),
+            priority: hints.priority().map_or(0, i64::from),
+        }
+    }
+
+    /// The hint fields for each fallback endpoint: the same dialog's hints shaped for that
+    /// endpoint's profile and arguments (none without hints).
+    fn fallback_hints(
+        &self,
+        dialog: &Dialog,
+        demand: &Demand,
+    ) -> Result<Vec<RequestFields>, AgentErrorKind> {
+        let Some(hints) = &self.hints else {
+            return Ok(Vec::new());
+        };
+        self.model_args
+            .fallback
+            .iter()
+            .map(|entry| {
+                let args = entry.args_over(&self.model_args);
+                let shaped = match entry.profile {
+                    Some(profile) if profile != hints.profile() => hints
+                        .to_builder()
+                        .profile(profile)
+                        .build()
+                        .map_err(AgentErrorKind::Hints)?,
+                    _ => hints.clone(),
+                };
+                shaped
+                    .dialog_request_fields_for(dialog, &args, demand)
+                    .map_err(AgentErrorKind::Hints)
+            })
+            .collect()
     }
 
     /// Sends Dynamo's end-of-session request for dialog `alias` (opt-in; never sent by [`close`]).

@@ -16,8 +16,6 @@ use crate::tools::{Tool, Toolbox};
 /// Most calls of one turn that run: a server asking for thousands must not start thousands of
 /// programs. The rest are answered with an error that says so.
 pub(crate) const MAX_CALLS_PER_TURN: usize = 64;
-/// Most calls of one turn running at the same time.
-pub(crate) const MAX_CONCURRENT_CALLS: usize = 16;
 /// Most characters of a tool name the model made up repeated back to it.
 const MAX_ECHOED_NAME_CHARS: usize = 64;
 
@@ -48,9 +46,11 @@ pub(crate) struct Round<'a> {
     pub(crate) toolbox: &'a Toolbox,
     pub(crate) pipeline: &'a ToolPipeline,
     pub(crate) dialog: DialogId,
+    /// Calls running at the same time (`max_parallel_tools`).
+    pub(crate) parallel: usize,
 }
 
-/// Runs one turn's tool calls concurrently (up to [`MAX_CONCURRENT_CALLS`] at a time); the results are
+/// Runs one turn's tool calls concurrently (up to `round.parallel` at a time); the results are
 /// in call order. A call that pauses the run (it waits for a confirmation, with a journal) or a
 /// journal that cannot be written ends the round with an error.
 pub(crate) async fn run_tools(
@@ -67,7 +67,7 @@ pub(crate) async fn run_tools(
         })
         .collect();
     futures::stream::iter(runs)
-        .buffered(MAX_CONCURRENT_CALLS)
+        .buffered(round.parallel.max(1))
         .collect::<Vec<_>>()
         .await
         .into_iter()

@@ -344,6 +344,7 @@ impl Turn<'_, '_> {
             toolbox: self.toolbox,
             pipeline: &self.agent.tool_calls,
             dialog: work.id(),
+            parallel: self.agent.max_parallel_tools,
         };
         let results = run_tools(&round, calls, &mut self.calls).await?;
         for (call, result) in calls.iter().zip(results) {

@@ -3,6 +3,7 @@
 use lllm_core::{DialogTree, Usage};
 
 use crate::agent::ContextStats;
+use crate::endpoints::CallStats;
 use crate::tactic::Team;
 
 /// The answer of a run, with what it cost and the dialogs it left.
@@ -14,6 +15,8 @@ pub struct RunOutput {
     pub usage: Usage,
     /// What the run's context compactions did, summed over its agents.
     pub context: ContextStats,
+    /// Which endpoints answered, the fallbacks taken and the waits for a slot, over its agents.
+    pub calls: CallStats,
     /// Each agent, in file order, with its usage and its dialogs (ids, lineage, messages).
     pub agents: Vec<AgentSummary>,
 }
@@ -27,6 +30,8 @@ pub struct AgentSummary {
     pub usage: Usage,
     /// What its context compactions did.
     pub context: ContextStats,
+    /// Which endpoints answered its calls, the fallbacks taken and the waits for a slot.
+    pub calls: CallStats,
     /// Its open dialogs.
     pub dialogs: DialogTree,
 }
@@ -41,6 +46,7 @@ impl RunOutput {
                 name: agent.name().to_owned(),
                 usage: agent.usage(),
                 context: agent.context_stats(),
+                calls: agent.call_stats(),
                 dialogs: agent.dialogs(),
             })
             .collect();
@@ -50,6 +56,9 @@ impl RunOutput {
             context: agents
                 .iter()
                 .fold(ContextStats::default(), |sum, a| sum.plus(&a.context)),
+            calls: agents
+                .iter()
+                .fold(CallStats::default(), |sum, a| sum.plus(&a.calls)),
             agents,
         }
     }

@@ -9,6 +9,7 @@ mod service;
 mod stream;
 mod wire;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use async_trait::async_trait;
 use lllm_core::{DialogId, Message, MessageLog, ModelArgs, Profile, RequestFields, ToolSpec};
 use serde_json::Value;
 
+pub use crate::endpoints::Urgency;
 pub use dry_run::DryRunInvoker;
 pub use error::{InvokeError, WaitLimit};
 pub use openai::OpenAiInvoker;
@@ -52,8 +54,30 @@ pub struct ChatRequest {
     pub parent_dialog: Option<DialogId>,
     /// How many times the dialog's window was compacted (for spans and traces; never sent).
     pub window: u32,
+    /// How urgent the request is when it must wait for a slot (`model_args.max_in_flight`); never
+    /// sent.
+    pub urgency: Urgency,
+    /// The hint fields for each endpoint of `model_args.fallback`, in order, shaped for its profile
+    /// and arguments (empty: no hints); never sent.
+    pub fallback_hints: Vec<RequestFields>,
+    /// The endpoint this request goes to: 0 for the agent's own, n for `model_args.fallback[n-1]`
+    /// (for spans, traces and usage; never sent).
+    pub hop: u32,
     /// The hints the request carries as sent, read once, when a layer first asks.
     sent: SentOnce,
+    /// How long the latest attempt waited for a slot, set by the admission layer.
+    queue_wait: QueueWait,
+}
+
+/// The latest attempt's wait for a slot, in microseconds. A clone starts at zero: it is a new
+/// request.
+#[derive(Debug, Default)]
+struct QueueWait(AtomicU64);
+
+impl Clone for QueueWait {
+    fn clone(&self) -> Self {
+        QueueWait::default()
+    }
 }
 
 /// [`SentHints`] read at most once per request. A clone starts empty, so a request copied and
@@ -94,8 +118,42 @@ impl ChatRequest {
             dialog: None,
             parent_dialog: None,
             window: 0,
+            urgency: Urgency::default(),
+            fallback_hints: Vec::new(),
+            hop: 0,
             sent: SentOnce::default(),
+            queue_wait: QueueWait::default(),
         }
+    }
+
+    /// This request sent to `model_args.fallback[index]` instead: that endpoint's arguments over
+    /// the agent's (never its credentials), model name, profile and hints; `None` past the last.
+    pub fn on_fallback(&self, index: usize) -> Option<ChatRequest> {
+        let entry = self.model_args.fallback.get(index)?;
+        let mut request = self.clone();
+        request.model_args = Arc::new(entry.args_over(&self.model_args));
+        if let Some(model) = &entry.model {
+            request.model = model.clone();
+        }
+        if let Some(fields) = self.fallback_hints.get(index) {
+            request.hint_fields = fields.clone();
+        }
+        if entry.profile.is_some() && !self.fallback_hints.is_empty() {
+            request.profile = entry.profile;
+        }
+        request.hop = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        Some(request)
+    }
+
+    /// How long the latest attempt of this request waited for a slot.
+    pub fn queue_wait(&self) -> Duration {
+        Duration::from_micros(self.queue_wait.0.load(Ordering::Relaxed))
+    }
+
+    /// Records the latest attempt's wait for a slot.
+    pub(crate) fn set_queue_wait(&self, wait: Duration) {
+        let micros = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
+        self.queue_wait.0.store(micros, Ordering::Relaxed);
     }
 
     /// The hints this request carries as it is sent (after the merge under the agent's parameters

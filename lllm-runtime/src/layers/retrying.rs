@@ -1,5 +1,6 @@
 //! Retries with backoff, jitter and `Retry-After`, as a layer.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -7,6 +8,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::{CallError, DeltaSink, Service};
+use crate::endpoints::{moves_on, CallCounter, Route};
 use crate::invoker::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit, DEFAULT_TIMEOUT,
 };
@@ -21,6 +23,8 @@ pub(crate) struct Retrying<I> {
     policy: RetryPolicy,
     /// Whose attempts these are, for their `chat` spans (none: no spans).
     facts: Option<AgentFacts>,
+    /// Where the agent counts endpoints answering, hops and waits (none: not counted).
+    calls: Option<Arc<CallCounter>>,
 }
 
 /// The last failure of a call, and how many requests were sent.
@@ -36,7 +40,14 @@ impl<I: Invoker> Retrying<I> {
             inner,
             policy,
             facts: None,
+            calls: None,
         }
+    }
+
+    /// Counts endpoints answering, hops and waits in `calls`.
+    pub(crate) fn counting(mut self, calls: Option<Arc<CallCounter>>) -> Self {
+        self.calls = calls;
+        self
     }
 
     /// Makes a `chat` span of every attempt, as `facts`' agent.
@@ -46,61 +57,59 @@ impl<I: Invoker> Retrying<I> {
     }
 
     /// Sends `request` until it is answered, a failure is not worth retrying, or retries run out.
-    /// With `on_delta`, streams; a stream that already delivered text is not retried, since what was
-    /// shown cannot be taken back. A server that asks (`Retry-After`) for a longer wait than the
-    /// request may take fails the call at once with [`InvokeError::RetryAfterTooLong`].
+    /// With `on_delta`, streams; a stream that already delivered text is not retried (here or
+    /// elsewhere), since what was shown cannot be taken back.
+    ///
+    /// The one retry loop of a call, fallbacks included: an overloaded, unreachable or slow
+    /// endpoint, or one that asks (`Retry-After`) for a longer wait than the call may take, sends
+    /// the call on to the next endpoint of `model_args.fallback` at once; a short `Retry-After`
+    /// is waited for and the same endpoint tried again. Without a next endpoint, a server that
+    /// asks for too long a wait fails the call at once with [`InvokeError::RetryAfterTooLong`].
     pub(crate) async fn call(
         &self,
         request: &ChatRequest,
         mut on_delta: Option<&mut DeltaSink<'_>>,
     ) -> Result<ChatResponse, Exhausted> {
-        let mut retry = 0;
+        let route = Route::new(request);
+        let mut at = route.start();
+        self.count_hops(at);
+        let (mut retry, mut attempts) = (0, 0);
         let started = Instant::now();
         loop {
-            let mut streamed = false;
-            let span = match &self.facts {
-                Some(facts) => telemetry::chat_span(facts, request, retry + 1),
-                None => tracing::Span::none(),
-            };
-            let result = match on_delta.as_deref_mut() {
-                Some(sink) => {
-                    let mut watch = |delta: Delta<'_>| {
-                        streamed = true;
-                        sink(delta);
-                    };
-                    self.inner
-                        .invoke_stream(request, &mut watch)
-                        .instrument(span.clone())
-                        .await
-                }
-                None => self.inner.invoke(request).instrument(span.clone()).await,
-            };
-            match &result {
-                Ok(response) => telemetry::record_response(&span, response),
-                Err(error) => telemetry::record_invoke_error(&span, error),
-            }
-            drop(span);
+            let attempt = route.request(at);
+            attempts += 1;
+            let (result, streamed) = self
+                .attempt(&attempt, retry + 1, on_delta.as_deref_mut())
+                .await;
+            self.count_wait(&attempt);
             let error = match result {
-                Ok(response) => return Ok(response),
+                Ok(response) => {
+                    route.answered(at);
+                    self.count_answer(&attempt);
+                    return Ok(response);
+                }
                 Err(error) => error,
             };
-            let wait = if streamed {
-                None
-            } else {
-                self.policy.delay(retry, &error)
+            route.failed(at, &error);
+            let too_long = self.refuse_retry_after(&attempt, &error, started);
+            let next = (!streamed && moves_on(&error, too_long.is_some()))
+                .then(|| route.next(at))
+                .flatten();
+            if let Some(next) = next {
+                tracing::warn!(from = at, to = next, %error, "model call failed; trying the next endpoint");
+                self.count_hops(next - at);
+                at = next;
+                continue;
+            }
+            let wait = match too_long {
+                Some(_) => None,
+                None if streamed => None,
+                None => self.policy_for(&attempt).delay(retry, &error),
             };
             let Some(wait) = wait else {
-                return Err(Exhausted {
-                    attempts: retry + 1,
-                    error,
-                });
+                let error = too_long.unwrap_or(error);
+                return Err(Exhausted { attempts, error });
             };
-            if let Some(error) = self.refuse_retry_after(request, &error, started) {
-                return Err(Exhausted {
-                    attempts: retry + 1,
-                    error,
-                });
-            }
             tracing::warn!(
                 attempt = retry + 1,
                 wait_ms = millis(wait),
@@ -111,9 +120,78 @@ impl<I: Invoker> Retrying<I> {
             retry += 1;
         }
     }
+
+    /// One attempt, in its `chat` span; whether it streamed any text.
+    async fn attempt(
+        &self,
+        request: &ChatRequest,
+        number: u32,
+        on_delta: Option<&mut DeltaSink<'_>>,
+    ) -> (Result<ChatResponse, InvokeError>, bool) {
+        let mut streamed = false;
+        let span = match &self.facts {
+            Some(facts) => telemetry::chat_span(facts, request, number),
+            None => tracing::Span::none(),
+        };
+        let result = match on_delta {
+            Some(sink) => {
+                let mut watch = |delta: Delta<'_>| {
+                    streamed = true;
+                    sink(delta);
+                };
+                self.inner
+                    .invoke_stream(request, &mut watch)
+                    .instrument(span.clone())
+                    .await
+            }
+            None => self.inner.invoke(request).instrument(span.clone()).await,
+        };
+        match &result {
+            Ok(response) => telemetry::record_response(&span, response),
+            Err(error) => telemetry::record_invoke_error(&span, error),
+        }
+        (result, streamed)
+    }
 }
 
 impl<I> Retrying<I> {
+    /// The policy for `request`: the agent's, with its endpoint's `max_retry_after` when set.
+    fn policy_for(&self, request: &ChatRequest) -> RetryPolicy {
+        let mut policy = self.policy;
+        if let Some(max) = request.model_args.max_retry_after {
+            policy.max_retry_after = max;
+        }
+        policy
+    }
+
+    fn count_hops(&self, hops: usize) {
+        if let (Some(counter), Ok(hops @ 1..)) = (&self.calls, u64::try_from(hops)) {
+            counter.count(|c| c.hops += hops);
+        }
+    }
+
+    fn count_wait(&self, attempt: &ChatRequest) {
+        let waited = attempt.queue_wait();
+        if let (Some(counter), false) = (&self.calls, waited.is_zero()) {
+            counter.count(|c| c.queue_wait += waited);
+        }
+    }
+
+    fn count_answer(&self, attempt: &ChatRequest) {
+        let Some(counter) = &self.calls else { return };
+        let endpoint = attempt
+            .model_args
+            .api_base
+            .as_deref()
+            .map_or_else(|| "default".to_owned(), lllm_core::internal::redact_url);
+        counter.count(|c| {
+            *c.answered_by.entry(endpoint).or_default() += 1;
+            if attempt.hop > 0 {
+                c.fallback_answers += 1;
+            }
+        });
+    }
+
     /// The error to end the call with when the server asks for a longer wait than allowed: by the
     /// policy's `max_retry_after`, by the request's timeout (a server that needs longer will not
     /// answer in time either), or by what is left of the respond's deadline.
@@ -133,7 +211,7 @@ impl<I> Retrying<I> {
         };
         let args = &request.model_args;
         let mut limits = vec![
-            (self.policy.max_retry_after, WaitLimit::Policy),
+            (self.policy_for(request).max_retry_after, WaitLimit::Policy),
             (args.timeout.unwrap_or(DEFAULT_TIMEOUT), WaitLimit::Timeout),
         ];
         if let Some(deadline) = args.deadline {

@@ -161,8 +161,9 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
         gen_ai.output.messages = Empty,
         server.address = address().0.as_deref(),
         server.port = address().1.map(int),
-        lllm.profile = facts.profile.map(Profile::as_str),
+        lllm.profile = request.profile.or(facts.profile).map(Profile::as_str),
         lllm.parent_session.id = sent().parent_session.as_deref(),
+        lllm.fallback.hop = int(request.hop),
         lllm.priority = sent().wire.priority,
         lllm.strict_priority = sent().wire.strict_priority.map(int),
         lllm.osl = sent().wire.osl.map(int),
@@ -187,6 +188,30 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
         }
     }
     span
+}
+
+/// The span of one attempt's wait for a slot of its endpoint (`model_args.max_in_flight`), inside
+/// its `chat` span.
+pub(crate) fn queue_span(request: &ChatRequest, limit: u32) -> Span {
+    let address = server(request);
+    tracing::info_span!(
+        target: TARGET,
+        "queue",
+        otel.name = "queue",
+        server.address = address.0.as_deref(),
+        server.port = address.1.map(int),
+        lllm.queue.max_in_flight = int(limit),
+        lllm.queue.tier = int(request.urgency.tier),
+        lllm.queue.priority = request.urgency.priority,
+        lllm.queue.wait_ms = Empty,
+    )
+}
+
+/// Records how long the attempt waited for its slot.
+pub(crate) fn record_queue_wait(span: &Span, waited: std::time::Duration) {
+    if !span.is_disabled() {
+        span.record("lllm.queue.wait_ms", waited.as_secs_f64() * 1000.0);
+    }
 }
 
 /// Records an answer on its `chat` span.

@@ -217,6 +217,9 @@ struct Shared {
     /// it only grows, so a waiter cannot miss the moment (the current count may drop again before
     /// the waiter is polled).
     most_in_flight: tokio::sync::watch::Sender<usize>,
+    /// What answers a request when no scripted reply fits: a delay before the default answer, or
+    /// a reply used for every such request (see [`StubServer::answer_unscripted`]).
+    unscripted: Mutex<(Duration, Option<StubReply>)>,
 }
 
 impl Default for Shared {
@@ -226,6 +229,7 @@ impl Default for Shared {
             recorded: Mutex::default(),
             in_flight: Mutex::new(0),
             most_in_flight: tokio::sync::watch::Sender::new(0),
+            unscripted: Mutex::default(),
         }
     }
 }
@@ -318,6 +322,13 @@ impl StubServer {
         *self.shared.most_in_flight.borrow()
     }
 
+    /// Makes every request no scripted reply fits wait `delay` (a fixed service time), then get
+    /// `reply` when there is one (for example an error, to stand for a failing server), else the
+    /// default answer.
+    pub fn answer_unscripted(&self, delay: Duration, reply: Option<StubReply>) {
+        *lock(&self.shared.unscripted) = (delay, reply);
+    }
+
     /// Forgets the requests received so far.
     pub fn clear_requests(&self) {
         lock(&self.shared.recorded).clear();
@@ -342,7 +353,12 @@ async fn handle(
     let _in_flight = InFlight::enter(&shared);
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let last_user = last_user_message(&body);
-    let fallback = StubReply::text(&format!("stub answer to: {last_user}"));
+    let fallback = {
+        let (delay, reply) = lock(&shared.unscripted).clone();
+        reply
+            .unwrap_or_else(|| StubReply::text(&format!("stub answer to: {last_user}")))
+            .delay(delay)
+    };
     lock(&shared.recorded).push(RecordedRequest {
         method: method.to_string(),
         path: uri.path().to_owned(),

@@ -3,13 +3,14 @@
 //! command's time). Run one module with `cargo test -p lllm-runtime --all-features --test it --
 //! dynamo::` (a filter on the module's name).
 
+mod admission;
 mod agent_loop;
 mod compaction;
 mod confirm;
 mod dynamo;
 mod engine;
+mod fallback;
 mod fuzz_response;
-mod halt;
 mod hostile_server;
 mod journal_api;
 mod mcp_api;

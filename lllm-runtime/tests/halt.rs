@@ -1,5 +1,6 @@
 //! `halt()`: once a program stopping on a signal calls it, no agent sends another request or runs
-//! another tool. (A test binary of its own: the switch is process-wide and cannot be undone.)
+//! another tool. (A test binary of its own, outside `it`: the switch is process-wide and cannot be
+//! undone, so under `cargo test` it would stop every test that shares its process.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
