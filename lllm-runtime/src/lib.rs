@@ -160,6 +160,8 @@ mod documentation {
     struct EngineGuide;
     #[doc = include_str!("../../docs/context.md")]
     struct Context;
+    #[doc = include_str!("../../docs/fallback.md")]
+    struct Fallback;
     #[doc = include_str!("../../docs/serve.md")]
     struct Serve;
 }

@@ -1192,3 +1192,85 @@ async fn a_run_with_context_compacts_on_the_wire_and_reports_it_in_json_usage() 
         "the window keeps the session"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fallback_and_a_wait_for_a_slot_show_in_json_usage_and_in_the_trace() {
+    let (primary, spare) = (
+        StubServer::start().await.expect("server"),
+        StubServer::start().await.expect("server"),
+    );
+    // The primary rate-limits every call for two minutes: each turn goes on to the spare, whose
+    // one slot makes the two parallel turns take turns.
+    primary.answer_unscripted(
+        std::time::Duration::ZERO,
+        Some(StubReply::error(429, "later").header("retry-after", "120")),
+    );
+    spare.answer_unscripted(std::time::Duration::from_millis(100), None);
+    let dir = TempDir::new("fallback");
+    let body = format!(
+        "global:
+  model_name: big
+  model_args: {{api_base: \"{}\", fallback: [{{api_base: \"{}\", model_name: small, max_in_flight: 1, api_key: sk-spare-secret}}]}}
+  inference_hints: {{profile: dynamo}}
+agent_configs: [{{name: a, system_prompt: You answer.}}]
+steps:
+  - {{agent: a, receive: first}}
+  - parallel:
+      - {{agent: a, dialog: x, fork_from: main, receive: two}}
+      - {{agent: a, dialog: y, fork_from: main, receive: three}}
+",
+        primary.base_url(),
+        spare.base_url()
+    );
+    let file = dir.write("t.yaml", body.as_bytes());
+    let trace = dir.0.join("trace.jsonl");
+    let out = run(
+        &[
+            "run",
+            path_str(&file),
+            "--json",
+            "--trace",
+            path_str(&trace),
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let calls = &report["usage"]["calls"];
+    assert_eq!(calls["answered_by"][spare.base_url()], 3, "{calls}");
+    assert_eq!(calls["fallback_answers"], 3, "{calls}");
+    assert!(
+        calls["queue_wait_ms"].as_u64().is_some_and(|ms| ms >= 50),
+        "{calls}"
+    );
+    let rows: Vec<Value> = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("row"))
+        .collect();
+    assert!(
+        rows.iter()
+            .all(|r| r["fallback"] == 1 && r["endpoint"] == spare.base_url()),
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["queue_ms"].as_u64().is_some_and(|ms| ms >= 50)),
+        "{rows:?}"
+    );
+    let all = format!(
+        "{}{}{}",
+        text(&out.stdout),
+        text(&out.stderr),
+        std::fs::read_to_string(&trace).unwrap_or_default()
+    );
+    assert!(!all.contains("sk-spare-secret"));
+    assert_eq!(
+        spare.requests()[0].header("authorization"),
+        Some("Bearer sk-spare-secret")
+    );
+    assert_eq!(spare.requests()[0].body["model"], "small");
+}

@@ -28,6 +28,8 @@ mod tests_base;
 #[cfg(test)]
 mod tests_context;
 #[cfg(test)]
+mod tests_fallback;
+#[cfg(test)]
 mod tests_files;
 #[cfg(test)]
 mod tests_limits;

@@ -200,3 +200,59 @@ async fn under_auto_the_long_branch_goes_first_and_without_it_in_order_of_arriva
         .collect();
     assert_eq!(plain, expected, "first come, first served");
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nap {
+    id: u32,
+}
+
+/// The most tool calls of one answer that ran at the same time, under `max_parallel_tools`.
+async fn most_tools_at_once(parallel: Option<u32>) -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let server = StubServer::start().await.expect("stub");
+    let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (now_in, most_in) = (now.clone(), most.clone());
+    let mut builder = Agent::builder()
+        .name("worker")
+        .system_prompt("You work.")
+        .model("m")
+        .invoker(invoker())
+        .model_args(ModelArgs::new().api_base(server.base_url()))
+        .tool(tool_fn("nap", "Naps", move |a: Nap| {
+            let (now, most) = (now_in.clone(), most_in.clone());
+            async move {
+                let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(running, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                now.fetch_sub(1, Ordering::SeqCst);
+                Ok::<_, String>(format!("napped {}", a.id))
+            }
+        }));
+    if let Some(n) = parallel {
+        builder = builder.max_parallel_tools(n);
+    }
+    let agent = builder.build().expect("agent");
+    let calls: Vec<(String, String)> = (0..4)
+        .map(|i| (format!("c{i}"), format!(r#"{{"id": {i}}}"#)))
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "nap", args.as_str()))
+        .collect();
+    server.push(lllm_runtime::testing::StubReply::tool_calls(&calls));
+    agent.open("main").expect("open");
+    agent.receive("nap four times").expect("receive");
+    agent.respond("main").await.expect("answer");
+    most.load(Ordering::SeqCst)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_parallel_tools_bounds_the_calls_of_one_answer_running_at_once() {
+    assert_eq!(
+        most_tools_at_once(None).await,
+        4,
+        "the default runs all four at once"
+    );
+    assert_eq!(most_tools_at_once(Some(2)).await, 2);
+    assert_eq!(most_tools_at_once(Some(1)).await, 1, "one after the other");
+}
