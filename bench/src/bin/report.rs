@@ -10,6 +10,7 @@
 //!   replay WORK_DIR                     criterion CRITERION_DIR
 //!   python FIGURES.json                 (with --write also redraws docs/bench_vs_python.svg)
 //!   serve FIGURES.json                compaction LEGS.jsonl MOCK_ARGS
+//!   admission DYNAMO_ARGS LEGS.jsonl...
 //! ```
 #![allow(clippy::print_stdout)]
 
@@ -17,7 +18,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _};
 use lllm_bench::report::{
-    compaction, concurrency, criterion, journal, mcp, otel, payoff, priority, python, replay, serve,
+    admission, compaction, concurrency, criterion, journal, mcp, otel, payoff, priority, python,
+    replay, serve,
 };
 use lllm_bench::splice::{splice_file, Section};
 
@@ -25,7 +27,8 @@ const USAGE: &str = "usage: report [--write] [--file BENCHMARKS.md] BENCHMARK IN
   concurrency FIGURES.json | journal FIGURES.json | mcp FIGURES.json...
   otel FIGURES.json [PROCESSES.json] | payoff LEGS.jsonl WORKERS
   priority ELAPSED_S MOCK_ARGS LEG.json... | replay WORK_DIR | criterion CRITERION_DIR
-  python FIGURES.json | serve FIGURES.json | compaction LEGS.jsonl MOCK_ARGS";
+  python FIGURES.json | serve FIGURES.json | compaction LEGS.jsonl MOCK_ARGS
+  admission DYNAMO_ARGS LEGS.jsonl...";
 
 /// The command line, read.
 struct Args {
@@ -79,6 +82,11 @@ fn sections(args: &Args) -> anyhow::Result<(Vec<Section>, Option<String>)> {
         "concurrency" => concurrency::report(first("FIGURES.json")?)?,
         "journal" => journal::report(first("FIGURES.json")?)?,
         "serve" => serve::report(first("FIGURES.json")?)?,
+        "admission" => {
+            let dynamo = input(args, 0, "DYNAMO_ARGS")?;
+            input(args, 1, "LEGS.jsonl")?;
+            admission::report(&paths(&args.inputs[1..]), dynamo)?
+        }
         "compaction" => compaction::report(first("LEGS.jsonl")?, input(args, 1, "MOCK_ARGS")?)?,
         "mcp" => {
             first("FIGURES.json")?;

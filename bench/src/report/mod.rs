@@ -3,6 +3,7 @@
 //! naming it) and writes the Markdown section that [`crate::splice`] puts between the markers.
 //! `report NAME INPUT...` (the `report` binary) prints the section, and with `--write` splices it.
 
+pub mod admission;
 pub mod compaction;
 pub mod concurrency;
 pub mod criterion;

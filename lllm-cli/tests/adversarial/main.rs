@@ -5,6 +5,7 @@
 //! Cases are grouped by class, one module each; `support` holds the bounded runner and fixtures.
 
 mod durable;
+mod fallback;
 mod files;
 mod http;
 mod mcp;
