@@ -24,7 +24,10 @@ pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Fa
         .output("output", &args.output)
         .check()
         .map_err(usage)?;
-    let items = read_items(&args.inputs).map_err(usage)?;
+    let mut items = read_items(&args.inputs).map_err(usage)?;
+    if let Some(shard) = args.shard {
+        items.retain(|item| shard.contains(&item.id));
+    }
     let done = BatchOutput::answered_ids(&args.output).map_err(usage)?;
     let all = items.len();
     let todo: Vec<BatchItem> = items

@@ -236,6 +236,10 @@ pub(crate) struct BatchArgs {
     /// below every interactive run, or `interactive`.
     #[arg(long, value_name = "CLASS", value_enum, default_value_t = RunClassArg::Batch)]
     pub(crate) priority_class: RunClassArg,
+    /// Run only shard K of N (1-based; a stable split by item id), so N machines can share one
+    /// items file: the shards are disjoint and together they are the whole batch.
+    #[arg(long, value_name = "K/N")]
+    pub(crate) shard: Option<lllm_runtime::Shard>,
 }
 
 /// The classes `--priority-class` takes.

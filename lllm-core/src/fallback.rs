@@ -9,6 +9,10 @@ use crate::model_args::{kind, ModelArgs, ModelArgsError};
 /// Most fallback endpoints of one agent: each is tried at most once per call.
 pub const MAX_FALLBACKS: usize = 8;
 
+pub(crate) const NO_NESTED_FALLBACK: &str = "a fallback endpoint has no fallbacks of its own: list every endpoint under the agent's fallback, in the order to try them";
+pub(crate) const API_BASE_REQUIRED: &str =
+    "is required: the endpoint's base URL, like http://127.0.0.1:8001/v1";
+
 /// One endpoint of `model_args.fallback`: its own server, and optionally its own model name, key,
 /// profile and arguments.
 ///
@@ -92,10 +96,7 @@ impl Fallback {
             ));
         };
         if map.contains_key("fallback") {
-            return Err(ModelArgsError::new(
-                field("fallback"),
-                "a fallback endpoint has no fallbacks of its own: list every endpoint under the agent's fallback, in the order to try them",
-            ));
+            return Err(ModelArgsError::new(field("fallback"), NO_NESTED_FALLBACK));
         }
         let model = take_string(&mut map, "model_name", &field)?;
         let profile = match map.remove("profile") {
@@ -107,14 +108,9 @@ impl Fallback {
                 )
             })?),
         };
+        // The agent's arguments check the entry's `api_base` with the rest (`validate_endpoints`).
         let args =
             ModelArgs::from_json(map).map_err(|e| e.within(&format!("fallback[{index}]")))?;
-        if args.api_base.is_none() {
-            return Err(ModelArgsError::new(
-                field("api_base"),
-                "is required: the endpoint's base URL, like http://127.0.0.1:8001/v1",
-            ));
-        }
         Ok(Fallback {
             model,
             profile,
@@ -169,14 +165,8 @@ pub(crate) fn fallback_list(value: Value) -> Result<Vec<Fallback>, ModelArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model_args::tests::parse;
     use serde_json::json;
-
-    fn parse(value: Value) -> Result<ModelArgs, ModelArgsError> {
-        match value {
-            Value::Object(map) => ModelArgs::from_json(map),
-            _ => unreachable!("tests pass objects"),
-        }
-    }
 
     #[test]
     fn entries_inherit_parameters_but_never_credentials() {

@@ -353,13 +353,13 @@ impl ModelArgs {
             if entry.args.api_base.is_none() {
                 return Err(ModelArgsError::new(
                     format!("{prefix}.api_base"),
-                    "is required: the endpoint's base URL, like http://127.0.0.1:8001/v1",
+                    crate::fallback::API_BASE_REQUIRED,
                 ));
             }
             if !entry.args.fallback.is_empty() {
                 return Err(ModelArgsError::new(
                     format!("{prefix}.fallback"),
-                    "a fallback endpoint has no fallbacks of its own: list every endpoint under the agent's fallback, in the order to try them",
+                    crate::fallback::NO_NESTED_FALLBACK,
                 ));
             }
             entry.args.validate().map_err(|e| e.within(&prefix))?;
@@ -487,11 +487,11 @@ pub(crate) fn check_key(key: &str) -> Result<(), ModelArgsError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse(value: Value) -> Result<ModelArgs, ModelArgsError> {
+    pub(crate) fn parse(value: Value) -> Result<ModelArgs, ModelArgsError> {
         match value {
             Value::Object(map) => ModelArgs::from_json(map),
             _ => unreachable!("tests pass objects"),

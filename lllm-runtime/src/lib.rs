@@ -99,7 +99,7 @@ pub use engine::{
     PreparedTactic, Resumable, RunError, RunHandle, RunOutput, RunPlan, StreamedEvent,
     DEFAULT_BATCH_CONCURRENCY,
 };
-pub use engine::{FileError, RunFiles, MAX_OUTPUT_LINE_BYTES};
+pub use engine::{FileError, RunFiles, Shard, ShardError, MAX_OUTPUT_LINE_BYTES, MAX_SHARDS};
 pub use events::{RunEvent, RunObserver, RunStatus, StepOutcome};
 pub use halt::halt;
 pub use invoker::{

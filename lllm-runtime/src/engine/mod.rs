@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 pub use batch::{
     read_items, BatchError, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport,
-    ItemOutcome, DEFAULT_BATCH_CONCURRENCY, MAX_OUTPUT_LINE_BYTES,
+    ItemOutcome, Shard, ShardError, DEFAULT_BATCH_CONCURRENCY, MAX_OUTPUT_LINE_BYTES, MAX_SHARDS,
 };
 pub use chat::ChatSession;
 pub use error::RunError;

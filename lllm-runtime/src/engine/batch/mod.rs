@@ -3,6 +3,7 @@
 
 mod items;
 mod output;
+mod shard;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -15,6 +16,7 @@ use lllm_core::{PromptVars, RunClass};
 pub(crate) use items::item_id;
 pub use items::{read_items, BatchItem};
 pub use output::{BatchOutput, ItemOutcome, MAX_OUTPUT_LINE_BYTES};
+pub use shard::{Shard, ShardError, MAX_SHARDS};
 
 use super::{Engine, PreparedTactic, RunPlan};
 use crate::tools::Confirm;
