@@ -310,3 +310,56 @@ async fn batch_items_under_priority_auto_rank_below_interactive_runs_unless_told
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_shards_of_one_file_are_disjoint_and_together_the_whole_batch() {
+    let server = StubServer::start().await.expect("stub");
+    let dir = TempDir::new("batch-shards");
+    let file = dir.write("t.yaml", chat(&server.base_url()));
+    let input = inputs(&dir, 60);
+    let mut seen: HashMap<String, String> = HashMap::new();
+    for k in 1..=3 {
+        let output = dir.path(&format!("out-{k}.jsonl"));
+        let shard = format!("{k}/3");
+        let args = [
+            "batch",
+            arg(&file),
+            "--inputs",
+            arg(&input),
+            "--output",
+            arg(&output),
+            "--shard",
+            shard.as_str(),
+        ];
+        lllm(&args)
+            .run()
+            .await
+            .assert_clean(0, &["answered, 0 failed"]);
+        let (answers, errors) = results(&output);
+        assert!(errors.is_empty());
+        assert!(!answers.is_empty(), "shard {k} has items");
+        for id in answers.keys() {
+            assert!(
+                seen.insert(id.clone(), shard.clone()).is_none(),
+                "{id} is in two shards"
+            );
+        }
+    }
+    assert_eq!(seen.len(), 60, "every item in one shard");
+    assert_eq!(server.requests().len(), 60);
+    // A shard written wrongly is a usage error that says how to write it.
+    let output = dir.path("out-bad.jsonl");
+    lllm(&[
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&input),
+        "--output",
+        arg(&output),
+        "--shard",
+        "4/3",
+    ])
+    .run()
+    .await
+    .assert_clean(2, &["write K/N"]);
+}

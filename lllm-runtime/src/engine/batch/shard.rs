@@ -67,8 +67,14 @@ impl FromStr for Shard {
             problem,
         };
         let (k, n) = text.split_once('/').ok_or(refuse("no `/`"))?;
-        let k = k.trim().parse().map_err(|_| refuse("K is not a whole number"))?;
-        let n = n.trim().parse().map_err(|_| refuse("N is not a whole number"))?;
+        let k = k
+            .trim()
+            .parse()
+            .map_err(|_| refuse("K is not a whole number"))?;
+        let n = n
+            .trim()
+            .parse()
+            .map_err(|_| refuse("N is not a whole number"))?;
         Shard::new(k, n).map_err(|e| refuse(e.problem))
     }
 }
@@ -81,7 +87,10 @@ mod tests {
     fn three_shards_are_disjoint_and_cover_every_id() {
         let shards: Vec<Shard> = (1..=3).map(|k| Shard::new(k, 3).expect("shard")).collect();
         let mut sizes = [0usize; 3];
-        for id in (0..3000).map(|i| i.to_string()).chain(["a".into(), "é".into()]) {
+        for id in (0..3000)
+            .map(|i| i.to_string())
+            .chain(["a".into(), "é".into()])
+        {
             let owners: Vec<usize> = (0..3).filter(|&i| shards[i].contains(&id)).collect();
             assert_eq!(owners.len(), 1, "{id} is in {owners:?}");
             sizes[owners[0]] += 1;
