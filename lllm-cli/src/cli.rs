@@ -34,6 +34,9 @@ pub(crate) enum Command {
     /// Replay a trace written by `lllm run --trace` against a server, with synthetic prompts of the same
     /// structure, the recorded timing and forks, and the chosen profile's hints.
     Replay(ReplayArgs),
+    /// Take items of `lllm batch --queue` off a NATS JetStream queue and run them; each item's
+    /// journal lives in JetStream, so an item redelivered after its worker died resumes.
+    Worker(WorkerArgs),
     /// Serve tactics as models over HTTP: OpenAI's Chat Completions and Responses, and runs
     /// (`/v1/runs`) that pause for approvals. The caller's conversation id (Codex's `thread-id`,
     /// Claude Code's `x-claude-code-session-id`, ...) becomes the downstream session.
@@ -240,6 +243,29 @@ pub(crate) struct BatchArgs {
     /// items file: the shards are disjoint and together they are the whole batch.
     #[arg(long, value_name = "K/N")]
     pub(crate) shard: Option<lllm_runtime::Shard>,
+    /// Put the items on this NATS JetStream queue instead of running them here (`lllm worker`s
+    /// run them), and collect their results into --output as they arrive.
+    #[arg(long, value_name = "nats://HOST:PORT/NAME")]
+    pub(crate) queue: Option<lllm_runtime::queue::QueueAddress>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    /// The tactic file (the same file the batch was started with: items are matched by its SHA-256).
+    pub(crate) tactic: PathBuf,
+    /// The queue, as `lllm batch --queue` named it.
+    #[arg(long, value_name = "nats://HOST:PORT/NAME")]
+    pub(crate) queue: lllm_runtime::queue::QueueAddress,
+    /// Items run at the same time.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) concurrency: u16,
+    /// Seconds an item may go without a sign of life before the queue gives it to another worker
+    /// (a running item sends one every third of it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u16).range(1..=3600))]
+    pub(crate) ack_wait: u16,
+    /// How the items' requests rank under `inference_hints.priority: auto`.
+    #[arg(long, value_name = "CLASS", value_enum, default_value_t = RunClassArg::Batch)]
+    pub(crate) priority_class: RunClassArg,
 }
 
 /// The classes `--priority-class` takes.

@@ -20,6 +20,7 @@ mod confirm;
 mod execute;
 mod exit;
 mod otel;
+mod queue;
 mod redact;
 mod replay;
 mod resume;
@@ -56,7 +57,9 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => contained(|| run::run(args, &registry)),
         Command::Resume(args) => contained(|| resume::resume(args, &registry)),
+        Command::Batch(args) if args.queue.is_some() => contained(|| queue::batch(args)),
         Command::Batch(args) => contained(|| batch::batch(args, &registry)),
+        Command::Worker(args) => contained(|| queue::worker(args, &registry)),
         Command::Check(args) => check::check(&args, &registry),
         // MCP servers started to list their tools: their orphans are adopted and killed too.
         Command::Tools(args) => contained(|| tools::tools(&args, &registry)),

@@ -73,6 +73,8 @@ mod journal;
 mod layers;
 mod mcp;
 mod pause;
+#[cfg(feature = "queue")]
+pub mod queue;
 mod replay;
 mod retry;
 #[cfg(feature = "serve")]
@@ -106,7 +108,10 @@ pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
     PreparedRequest, ResponseLimits, ServerDefaults, Urgency, WaitLimit,
 };
-pub use journal::{content_hash, Journal, JournalError, PendingCall, RunStart, JOURNAL_VERSION};
+pub use journal::{
+    content_hash, Journal, JournalError, JournalTap, LineSink, PendingCall, RunStart,
+    JOURNAL_VERSION,
+};
 pub use lllm_core::parse_tactic;
 pub use lllm_core::{full_message, is_variable_name, tactic_schema, CHAT_TACTIC, STEPS_TACTIC};
 pub use lllm_core::{

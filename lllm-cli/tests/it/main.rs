@@ -8,6 +8,7 @@ mod cli;
 mod journal;
 mod mcp;
 mod observability;
+mod queue;
 mod serve;
 
 /// The adversarial suite's bounded runner and fixtures, which `batch`, `journal` and `mcp` use too.

@@ -265,11 +265,8 @@ impl AgentBuilder {
         let toolbox = toolbox(self.tools, &self.mcp)?;
         let output_schema = output_schema(&name, self.compiled_output_schema, self.output_schema)?;
         // The agents of one run share the run's pause; an agent of its own has its own.
+        let retry = retry_with(self.retry, self.max_call_retries);
         let pause = self.pause.unwrap_or_default();
-        let mut retry = self.retry.unwrap_or_default();
-        if let Some(n) = self.max_call_retries {
-            retry.max_call_retries = n;
-        }
         // Under `context: {window: auto}`, what asks the server for the window.
         let window_source = invoker.clone();
         let calls = Arc::new(CallCounter::default());
@@ -417,4 +414,13 @@ fn output_schema(
             .map(|schema| OutputSchema::new(&name, &schema))
             .transpose(),
     }
+}
+
+/// The retry policy (the default when none was given), with `max_call_retries` over it when set.
+fn retry_with(policy: Option<RetryPolicy>, max_call_retries: Option<u32>) -> RetryPolicy {
+    let mut retry = policy.unwrap_or_default();
+    if let Some(n) = max_call_retries {
+        retry.max_call_retries = n;
+    }
+    retry
 }

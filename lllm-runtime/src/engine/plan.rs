@@ -44,6 +44,7 @@ pub struct RunPlan {
     pub(crate) traceparent: Option<(String, Option<String>)>,
     pub(crate) conversation: Option<Arc<Conversation>>,
     pub(crate) dialogs: Vec<(String, DialogTree)>,
+    pub(crate) journal_tap: Option<crate::JournalTap>,
 }
 
 impl RunPlan {
@@ -87,6 +88,14 @@ impl RunPlan {
     /// Journals the run (see [`JournalPlan`]).
     pub fn journal(mut self, journal: JournalPlan) -> Self {
         self.journal = journal;
+        self
+    }
+
+    /// Sends every line of the run's journal to `tap` as well, from the first (a new journal's
+    /// start line, or what a resumed one writes from now on): a copy elsewhere, such as a queue
+    /// worker's in JetStream.
+    pub fn journal_tap(mut self, tap: crate::JournalTap) -> Self {
+        self.journal_tap = Some(tap);
         self
     }
 

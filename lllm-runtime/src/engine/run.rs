@@ -123,6 +123,9 @@ fn open_journal(tactic: &PreparedTactic, plan: &RunPlan) -> Result<Option<Arc<Jo
         JournalPlan::None => return Ok(None),
         JournalPlan::Resume(journal) => {
             journal.redact(tactic.secrets());
+            if let Some(tap) = &plan.journal_tap {
+                journal.tap(tap.clone());
+            }
             return Ok(Some(journal.clone()));
         }
         JournalPlan::Create(path) => path,
@@ -159,5 +162,16 @@ fn open_journal(tactic: &PreparedTactic, plan: &RunPlan) -> Result<Option<Arc<Jo
     };
     let journal = Journal::create(path, start).map_err(RunError::JournalOpen)?;
     journal.redact(secrets);
+    if let Some(tap) = &plan.journal_tap {
+        // The start line is written: the tap gets it from the file, then every line after it.
+        let written = std::fs::read(journal.path()).map_err(|source| {
+            RunError::JournalOpen(crate::JournalError::Io {
+                path: journal.path().to_owned(),
+                source,
+            })
+        })?;
+        (tap.0)(&written);
+        journal.tap(tap.clone());
+    }
     Ok(Some(Arc::new(journal)))
 }

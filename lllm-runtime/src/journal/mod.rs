@@ -22,7 +22,7 @@ mod tests;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use lllm_core::internal::Secrets;
 use lllm_core::{DialogId, Message};
@@ -139,6 +139,21 @@ pub struct Journal {
     resume_marker: Mutex<Option<bool>>,
     /// Credentials of the run, left out of every line written (a server may echo a key back).
     secrets: Mutex<Secrets>,
+    /// Where every line goes besides the file, once set (a queue worker's copy in JetStream).
+    tap: Mutex<Option<JournalTap>>,
+}
+
+/// What a [`JournalTap`] calls with each line.
+pub type LineSink = dyn Fn(&[u8]) + Send + Sync;
+
+/// Receives every line a journal writes, right after it is written to the file.
+#[derive(Clone)]
+pub struct JournalTap(pub Arc<LineSink>);
+
+impl std::fmt::Debug for JournalTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JournalTap")
+    }
 }
 
 /// What a tool call should do, given the journal.
@@ -166,6 +181,7 @@ impl Journal {
             memory: Mutex::default(),
             resume_marker: Mutex::new(None),
             secrets: Mutex::default(),
+            tap: Mutex::default(),
         };
         let started = journal.append(&Event::Start {
             version: JOURNAL_VERSION,
@@ -189,7 +205,14 @@ impl Journal {
             memory: Mutex::new(memory),
             resume_marker: Mutex::new(Some(!ends_cleanly)),
             secrets: Mutex::default(),
+            tap: Mutex::default(),
         })
+    }
+
+    /// Sends every line written from now on to `tap` as well, right after it reached the file (the
+    /// lines written before are in the file).
+    pub fn tap(&self, tap: JournalTap) {
+        *self.tap.lock().unwrap_or_else(|p| p.into_inner()) = Some(tap);
     }
 
     /// Records in the journal in `path` that its run was cancelled, once the run let go of it (a
@@ -436,7 +459,12 @@ impl Journal {
             .map_err(|source| JournalError::Io {
                 path: self.path.clone(),
                 source,
-            })
+            })?;
+        // Still under the file's lock, so the tap sees the lines in the file's order.
+        if let Some(JournalTap(tap)) = &*self.tap.lock().unwrap_or_else(|p| p.into_inner()) {
+            tap(bytes);
+        }
+        Ok(())
     }
 }
 

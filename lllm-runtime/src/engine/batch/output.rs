@@ -1,6 +1,6 @@
 //! A batch's output file: one JSON line per finished item, appended as each finishes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -127,23 +127,33 @@ impl BatchOutput {
     /// is no such file. Each line is read within [`MAX_OUTPUT_LINE_BYTES`]: a longer one (or a line a
     /// crash tore) is no answer.
     pub fn answered_ids(path: &Path) -> Result<HashSet<String>, BatchError> {
+        Self::results(path).map(|(answered, _)| answered)
+    }
+
+    /// The ids the output in `path` answers, and how many error lines each failed id has (a queue
+    /// counts its attempts by them).
+    pub fn results(path: &Path) -> Result<(HashSet<String>, HashMap<String, u32>), BatchError> {
         let unreadable = |source| BatchError::Read {
             path: path.to_owned(),
             source,
         };
+        let (mut answered, mut failed) = (HashSet::new(), HashMap::new());
         if !regular_or_new(path)? {
-            return Ok(HashSet::new());
+            return Ok((answered, failed));
         }
         let file = std::fs::File::open(path).map_err(unreadable)?;
         let mut reader = std::io::BufReader::new(file);
-        let mut ids = HashSet::new();
         let mut line = Vec::new();
         while let Some(whole) = read_line_within(&mut reader, &mut line).map_err(unreadable)? {
-            if let Some(id) = whole.then(|| answered_id(&line)).flatten() {
-                ids.insert(id);
+            match whole.then(|| line_id(&line)).flatten() {
+                Some((id, true)) => {
+                    answered.insert(id);
+                }
+                Some((id, false)) => *failed.entry(id).or_insert(0) += 1,
+                None => {}
             }
         }
-        Ok(ids)
+        Ok((answered, failed))
     }
 }
 
@@ -183,8 +193,8 @@ fn read_line_within(
     }
 }
 
-/// The id of an output line that holds an answer.
-fn answered_id(line: &[u8]) -> Option<String> {
+/// The id of an output line, and whether it holds an answer (else an error).
+pub(crate) fn line_id(line: &[u8]) -> Option<(String, bool)> {
     #[derive(Deserialize)]
     struct Answered<'a> {
         #[serde(borrow)]
@@ -192,8 +202,7 @@ fn answered_id(line: &[u8]) -> Option<String> {
         output: Option<serde::de::IgnoredAny>,
     }
     let answered: Answered<'_> = serde_json::from_slice(line).ok()?;
-    answered.output?;
-    item_id(answered.id?)
+    Some((item_id(answered.id?)?, answered.output.is_some()))
 }
 
 /// Whether `path` is a regular file (`false`: there is none yet); anything else is refused.

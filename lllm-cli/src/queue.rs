@@ -1,0 +1,113 @@
+//! `lllm batch --queue` and `lllm worker`: a batch on NATS JetStream.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use lllm_runtime::queue::{collect, enqueue, run_worker, Collected, WorkerPlan};
+use lllm_runtime::{
+    content_hash, load_tactic, read_items, BatchOutput, Engine, RunFiles, TacticRegistry,
+};
+
+use crate::cli::{BatchArgs, WorkerArgs};
+use crate::exit::{failed, run_failure, usage, Failure};
+
+/// The SHA-256 of the tactic file's bytes, as journals record it.
+fn tactic_sha(path: &std::path::Path) -> Result<String, Failure> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        usage(anyhow::Error::new(e).context(format!("cannot read {}", path.display())))
+    })?;
+    Ok(content_hash(&bytes))
+}
+
+/// Enqueues the items the output does not answer yet, then writes their results as they arrive.
+#[allow(clippy::print_stderr)]
+pub(crate) fn batch(args: BatchArgs) -> Result<(), Failure> {
+    let Some(address) = args.queue.clone() else {
+        return Err(usage(anyhow!("--queue is required here")));
+    };
+    let spec = load_tactic(&args.tactic).map_err(usage)?;
+    crate::redact::remember_tactic(&spec);
+    let vars = crate::vars::parse_vars(&args.vars).map_err(usage)?;
+    RunFiles::new()
+        .input("tactic", &args.tactic)
+        .input("inputs", &args.inputs)
+        .output("output", &args.output)
+        .check()
+        .map_err(usage)?;
+    let sha = tactic_sha(spec.path())?;
+    let mut items = read_items(&args.inputs).map_err(usage)?;
+    if let Some(shard) = args.shard {
+        items.retain(|item| shard.contains(&item.id));
+    }
+    let (answered, rounds) = BatchOutput::results(&args.output).map_err(usage)?;
+    let skipped = items.iter().filter(|i| answered.contains(&i.id)).count();
+    items.retain(|i| !answered.contains(&i.id));
+    let waiting: HashMap<String, u32> = items
+        .iter()
+        .map(|i| (i.id.clone(), rounds.get(&i.id).copied().unwrap_or(0)))
+        .collect();
+    let output = BatchOutput::open(&args.output).map_err(usage)?;
+    let host = crate::execute::host()?;
+    let collected = host.block_on(async {
+        let enqueued = enqueue(&address, &sha, &items, &rounds, &vars)
+            .await
+            .map_err(failed)?;
+        eprintln!(
+            "lllm: batch on {address}: {} item(s) enqueued, {} already on the queue, {skipped} answered before; waiting for results",
+            enqueued.added, enqueued.already
+        );
+        let shown = |c: Collected| tracing::info!(answered = c.answered, failed = c.failed, "results");
+        collect(&address, &sha, waiting, &output, &shown)
+            .await
+            .map_err(failed)
+    })?;
+    eprintln!(
+        "lllm: batch: {} answered, {} failed, {skipped} skipped (answered before)",
+        collected.answered, collected.failed
+    );
+    match collected.failed {
+        0 => Ok(()),
+        n => Err(failed(anyhow!(
+            "{n} item(s) failed; their errors are in {}; run the same command again to retry them",
+            args.output.display()
+        ))),
+    }
+}
+
+/// Runs items off the queue until stopped by a signal.
+#[allow(clippy::print_stderr)]
+pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), Failure> {
+    let spec = load_tactic(&args.tactic).map_err(usage)?;
+    crate::redact::remember_tactic(&spec);
+    let sha = tactic_sha(spec.path())?;
+    let journals = std::env::temp_dir().join(format!("lllm-worker-{}", std::process::id()));
+    let plan = WorkerPlan {
+        concurrency: usize::from(args.concurrency),
+        class: args.priority_class.into(),
+        journals: journals.clone(),
+        ack_wait: Duration::from_secs(u64::from(args.ack_wait)),
+    };
+    let host = crate::execute::host()?;
+    let engine = Engine::new(registry.clone());
+    eprintln!(
+        "lllm: worker on {}: tactic {} (SHA-256 {}), {} at a time",
+        args.queue,
+        args.tactic.display(),
+        &sha[..12],
+        plan.concurrency
+    );
+    let report = host.block_on(async {
+        let tactic = engine.prepare(spec).await.map_err(run_failure)?;
+        let report = run_worker(&engine, &tactic, &sha, &args.queue, &plan, &|| false).await;
+        tactic.shutdown().await;
+        report.map_err(failed)
+    });
+    std::fs::remove_dir_all(&journals).ok();
+    let report = report?;
+    eprintln!(
+        "lllm: worker: {} answered, {} failed, {} refused, {} handed back",
+        report.answered, report.failed, report.refused, report.handed_back
+    );
+    Ok(())
+}

