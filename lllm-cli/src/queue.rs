@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use lllm_runtime::queue::{collect, enqueue, run_worker, Collected, WorkerPlan};
+use lllm_runtime::queue::{collect, enqueue, run_worker, Collected, InFlight, WorkerPlan};
 use lllm_runtime::{
     content_hash, load_tactic, read_items, BatchOutput, Engine, RunFiles, TacticRegistry,
 };
@@ -87,8 +87,22 @@ pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), 
         class: args.priority_class.into(),
         journals: journals.clone(),
         ack_wait: Duration::from_secs(u64::from(args.ack_wait)),
+        in_flight: InFlight::default(),
     };
     let host = crate::execute::host()?;
+    // On SIGTERM or Ctrl-C the runs stop (nothing new is sent); the items in flight go back to the
+    // queue at once, for another worker to resume from their journals.
+    let in_flight = plan.in_flight.clone();
+    crate::signals::on_stop(move || {
+        // The runs halt; the worker hands its items back as it ends: wait for that, then exit.
+        match in_flight.wait_handed_back(Duration::from_secs(10)) {
+            Some(0) => {}
+            Some(n) => eprintln!("lllm: worker: handed {n} item(s) in flight back to the queue"),
+            None => {
+                eprintln!("lllm: worker: the items in flight go back to the queue after --ack-wait")
+            }
+        }
+    });
     let engine = Engine::new(registry.clone());
     eprintln!(
         "lllm: worker on {}: tactic {} (SHA-256 {}), {} at a time",

@@ -292,3 +292,65 @@ async fn a_worker_with_another_tactic_refuses_the_items_and_a_restarted_server_i
         .await
         .expect("worker");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_stopped_by_sigterm_hands_its_items_back_at_once() {
+    let dir = TempDir::new("queue-term");
+    let Some(nats) = Nats::start("queue-term", &dir) else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.answer_unscripted(Duration::from_millis(200), None);
+    let file = tactic(&dir, &server.base_url(), "t.yaml", "You answer.");
+    let input = inputs(&dir, 8);
+    let output = dir.path("out.jsonl");
+    let queue = nats.queue("term");
+    // Items are redelivered after a minute unless handed back: the batch may take 40 s at most.
+    let slow_worker = |file: &Path| {
+        lllm(&[
+            "worker",
+            arg(file),
+            "--queue",
+            &queue,
+            "--concurrency",
+            "4",
+            "--ack-wait",
+            "60",
+        ])
+        .time_limit(Duration::from_secs(60))
+    };
+    let batch = lllm(&[
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&input),
+        "--output",
+        arg(&output),
+        "--queue",
+        &queue,
+    ])
+    .time_limit(Duration::from_secs(40))
+    .spawn();
+    let stopped = slow_worker(&file).spawn();
+    while server.requests().len() < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stopped.signal(nix::sys::signal::Signal::SIGTERM);
+    let stopped = tokio::task::spawn_blocking(move || stopped.wait())
+        .await
+        .expect("worker");
+    // Stopped by the signal (its runs halt, its items go back to the queue), not killed.
+    assert_eq!(stopped.code, Some(143), "{}", stopped.stderr);
+    eprintln!("stopped worker: {}", stopped.stderr);
+    let next = slow_worker(&file).spawn();
+    let batch = tokio::task::spawn_blocking(move || batch.wait())
+        .await
+        .expect("batch");
+    next.signal(nix::sys::signal::Signal::SIGTERM);
+    let next = tokio::task::spawn_blocking(move || next.wait())
+        .await
+        .expect("worker");
+    eprintln!("next worker: {}", next.stderr);
+    batch.assert_clean(0, &["8 answered"]);
+    assert_eq!(answers(&output).len(), 8, "{}", next.stderr);
+}

@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 pub use address::{QueueAddress, QueueAddressError, MAX_QUEUE_NAME};
 pub use collect::{collect, Collected};
 pub use enqueue::{enqueue, Enqueued};
-pub use worker::{run_worker, WorkerPlan, WorkerReport};
+pub use worker::{run_worker, InFlight, WorkerPlan, WorkerReport};
 
 /// How long JetStream remembers a published id, so that publishing the same item or result again
 /// adds nothing: a week.

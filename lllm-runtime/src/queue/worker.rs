@@ -3,6 +3,7 @@
 //! resumes from that journal: answered requests are not sent again, finished tool calls do not run
 //! again.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -33,6 +34,65 @@ pub struct WorkerPlan {
     /// How long an item may go without a sign of life before JetStream gives it to another worker;
     /// a running item sends one every third of it.
     pub ack_wait: Duration,
+    /// Where the items in flight are kept, for [`InFlight::hand_back`].
+    pub in_flight: InFlight,
+}
+
+/// The items a worker is running, so that a worker told to stop can hand them back at once
+/// (another worker then resumes each from its journal) instead of letting them time out.
+#[derive(Debug, Clone, Default)]
+pub struct InFlight {
+    items: Arc<std::sync::Mutex<HashMap<u64, Message>>>,
+    /// Set when the worker ended, with the items it handed back.
+    done: Arc<(std::sync::Mutex<Option<usize>>, std::sync::Condvar)>,
+}
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Message>> {
+        self.items.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn mark_done(&self, handed_back: usize) {
+        let (done, ended) = &*self.done;
+        *done.lock().unwrap_or_else(|p| p.into_inner()) = Some(handed_back);
+        ended.notify_all();
+    }
+
+    /// Blocks (a thread, not a task) until the worker has ended and handed its items back, at
+    /// most `limit`: what a signal handler waits for before the process exits. The items handed
+    /// back, or `None` when the worker did not end in time.
+    pub fn wait_handed_back(&self, limit: Duration) -> Option<usize> {
+        let (done, ended) = &*self.done;
+        let guard = done.lock().unwrap_or_else(|p| p.into_inner());
+        let (guard, _) = ended
+            .wait_timeout_while(guard, limit, |d| d.is_none())
+            .unwrap_or_else(|p| p.into_inner());
+        *guard
+    }
+
+    /// Hands every item in flight back to the queue (for another worker, at once); how many.
+    pub async fn hand_back(&self) -> usize {
+        let messages: Vec<Message> = self.lock().drain().map(|(_, m)| m).collect();
+        let naks = messages.iter().map(|m| async move {
+            tokio::time::timeout(Duration::from_secs(2), m.ack_with(AckKind::Nak(None)))
+                .await
+                .is_ok_and(|sent| sent.is_ok())
+        });
+        let handed = futures::future::join_all(naks)
+            .await
+            .into_iter()
+            .filter(|&n| n)
+            .count();
+        // A nak is only queued in the client: flush it, since the process may exit next.
+        if let Some(message) = messages.first() {
+            let client = message.context.client();
+            let flush = client.flush();
+            tokio::time::timeout(Duration::from_secs(2), flush)
+                .await
+                .ok();
+        }
+        handed
+    }
 }
 
 /// What a worker did.
@@ -53,7 +113,6 @@ struct Counts {
     answered: AtomicUsize,
     failed: AtomicUsize,
     refused: AtomicUsize,
-    handed_back: AtomicUsize,
 }
 
 /// Takes items for the tactic with SHA-256 `sha` until `stopping` says so (then the items in
@@ -70,11 +129,11 @@ pub async fn run_worker(
         .map_err(|e| QueueError::jetstream("making the journals' folder")(&e))?;
     let counts = Counts::default();
     let slots = (0..plan.concurrency.max(1)).map(|_| async {
-        while !stopping() {
+        while !stopping() && !crate::halt::halted() {
             let taking = async {
                 let connection = Connection::open(address).await?;
                 let consumer = workers(&connection, plan).await?;
-                while !stopping() {
+                while !stopping() && !crate::halt::halted() {
                     take_one(&connection, &consumer, engine, tactic, sha, plan, &counts).await?;
                 }
                 Ok::<(), QueueError>(())
@@ -86,11 +145,14 @@ pub async fn run_worker(
         }
     });
     futures::future::join_all(slots).await;
+    // Every slot has stopped: what is still in flight goes back to the queue now.
+    let handed_back = plan.in_flight.hand_back().await;
+    plan.in_flight.mark_done(handed_back);
     Ok(WorkerReport {
         answered: counts.answered.load(Ordering::SeqCst),
         failed: counts.failed.load(Ordering::SeqCst),
         refused: counts.refused.load(Ordering::SeqCst),
-        handed_back: counts.handed_back.load(Ordering::SeqCst),
+        handed_back,
     })
 }
 
@@ -155,6 +217,12 @@ impl Item<'_> {
         plan: &WorkerPlan,
         counts: &Counts,
     ) -> Result<(), QueueError> {
+        if crate::halt::halted() {
+            // Taken as the worker stops: kept for the hand-back at the end of `run_worker`.
+            let sequence = self.message.info().map(|i| i.stream_sequence).unwrap_or(0);
+            plan.in_flight.lock().insert(sequence, self.message.clone());
+            return Ok(());
+        }
         let Ok(item) = serde_json::from_slice::<QueuedItem>(&self.message.payload) else {
             tracing::error!("an item on the queue is not an lllm item; it is dropped");
             return self.ack(AckKind::Term).await;
@@ -170,9 +238,31 @@ impl Item<'_> {
             return self.ack(AckKind::Nak(Some(Duration::from_secs(5)))).await;
         }
         let began = Instant::now();
+        let sequence = self.message.info().map(|i| i.stream_sequence).unwrap_or(0);
+        plan.in_flight.lock().insert(sequence, self.message.clone());
+        let done = self
+            .finish(engine, tactic, &item, plan, counts, began)
+            .await;
+        // A halted worker keeps the entry: `run_worker` hands every item back as it ends.
+        if !crate::halt::halted() {
+            plan.in_flight.lock().remove(&sequence);
+        }
+        done
+    }
+
+    /// Runs the item, publishes its result, acknowledges it.
+    async fn finish(
+        &self,
+        engine: &Engine,
+        tactic: &PreparedTactic,
+        item: &QueuedItem,
+        plan: &WorkerPlan,
+        counts: &Counts,
+        began: Instant,
+    ) -> Result<(), QueueError> {
         let heartbeat = self.heartbeat(plan.ack_wait / 3);
         let outcome = tokio::select! {
-            outcome = self.outcome(engine, tactic, &item, plan) => outcome,
+            outcome = self.outcome(engine, tactic, item, plan) => outcome,
             never = heartbeat => match never {},
         };
         let outcome = match outcome {
@@ -183,16 +273,16 @@ impl Item<'_> {
             }
         };
         if crate::halt::halted() {
-            // The worker is stopping: what the run did is in its journal; another worker resumes.
-            counts.handed_back.fetch_add(1, Ordering::SeqCst);
-            return self.ack(AckKind::Nak(None)).await;
+            // The worker is stopping: what the run did is in its journal; another worker resumes
+            // it once `run_worker` hands it back.
+            return Ok(());
         }
         match &outcome {
             ItemOutcome::Answered { .. } => counts.answered.fetch_add(1, Ordering::SeqCst),
             ItemOutcome::Failed { .. } => counts.failed.fetch_add(1, Ordering::SeqCst),
         };
         let line = outcome.line(&item.id_json, began.elapsed().as_secs_f64());
-        self.publish_result(&item, line).await?;
+        self.publish_result(item, line).await?;
         self.message
             .double_ack()
             .await
