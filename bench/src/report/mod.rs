@@ -13,6 +13,7 @@ pub mod otel;
 pub mod payoff;
 pub mod priority;
 pub mod python;
+pub mod queue;
 pub mod replay;
 pub mod serve;
 

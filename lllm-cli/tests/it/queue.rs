@@ -7,82 +7,19 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use lllm_runtime::testing::StubServer;
+use lllm_runtime::testing::{NatsServer, StubServer};
 use serde_json::Value;
 
 use crate::support::{arg, lllm, TempDir};
 
-/// A nats-server of the test's own, stopped when dropped.
-struct Nats {
-    child: Child,
-    port: u16,
-    store: PathBuf,
-    binary: PathBuf,
-}
+/// A nats-server of the test's own, its store in the test's folder.
+struct Nats;
 
 impl Nats {
-    fn start(test: &str, dir: &TempDir) -> Option<Nats> {
-        let binary = match std::env::var("LLLM_NATS_SERVER") {
-            Ok(path) => PathBuf::from(path),
-            Err(_) if std::env::var("LLLM_REQUIRE_NATS").as_deref() == Ok("1") => {
-                panic!("{test}: LLLM_NATS_SERVER must be set: run `eval \"$(scripts/servers/nats.sh install)\"` (scripts/test.sh does)")
-            }
-            Err(_) => {
-                eprintln!("{test}: skipped: nats-server is not installed (scripts/servers/nats.sh install; scripts/test.sh runs this suite)");
-                return None;
-            }
-        };
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let store = dir.path("nats-store");
-        let child = Self::spawn(&binary, port, &store);
-        Some(Nats {
-            child,
-            port,
-            store,
-            binary,
-        })
-    }
-
-    fn spawn(binary: &Path, port: u16, store: &Path) -> Child {
-        let child = Command::new(binary)
-            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
-            .arg(store)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nats-server starts");
-        for _ in 0..100 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        child
-    }
-
-    fn queue(&self, name: &str) -> String {
-        format!("nats://127.0.0.1:{}/{name}", self.port)
-    }
-
-    /// Stops the server (its store stays) and starts it again after `pause`.
-    fn restart_after(&mut self, pause: Duration) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-        std::thread::sleep(pause);
-        self.child = Self::spawn(&self.binary, self.port, &self.store);
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
+    fn start(test: &str, dir: &TempDir) -> Option<NatsServer> {
+        NatsServer::start(test, &dir.path("nats-store"))
     }
 }
 

@@ -15,6 +15,7 @@ mod hostile_server;
 mod journal_api;
 mod mcp_api;
 mod priority_auto;
+mod queue;
 mod replay_agentic;
 mod serve;
 mod support;
