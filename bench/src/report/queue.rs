@@ -52,7 +52,7 @@ pub fn section(f: &Figures) -> Section {
         "Measured {} on {}, Linux, command `scripts/bench_queue.sh --write`: {} one-turn items, a \
          stub server answering each request after {} ms, {} items at a time per worker (and in \
          the local batch), nats-server 2.15.1 with JetStream on loopback, the workers as tasks of \
-         one process.\n\n{}\nOne item at a time ({} items): {:.1} ms per item locally, {:.1} ms \
+         one process.\n\n{}\n\nOne item at a time ({} items): {:.1} ms per item locally, {:.1} ms \
          through the queue: **{:+.1} ms per item** for the queue, the result and the journal \
          copied into JetStream.\n",
         today(),
