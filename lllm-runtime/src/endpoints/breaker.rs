@@ -80,7 +80,9 @@ impl Breaker {
             let wait = retry_after
                 .unwrap_or(COOLDOWN)
                 .clamp(COOLDOWN, MAX_COOLDOWN);
-            state.open_until = Some(Instant::now() + wait);
+            let until = Instant::now() + wait;
+            // A shorter wait never cuts a longer one the endpoint asked for.
+            state.open_until = Some(state.open_until.map_or(until, |open| open.max(until)));
         }
     }
 }
@@ -116,6 +118,17 @@ mod tests {
         breaker.answered();
         assert_eq!(breaker.admit(), Admit::Closed);
         assert_eq!(breaker.is_open(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_later_failure_never_shortens_a_longer_wait() {
+        let breaker = Breaker::default();
+        for _ in 0..FAILURES_TO_OPEN {
+            breaker.failed(Some(Duration::from_secs(300)));
+        }
+        breaker.failed(None);
+        tokio::time::advance(COOLDOWN * 2).await;
+        assert!(matches!(breaker.admit(), Admit::Open(_)), "still the 300 s");
     }
 
     #[tokio::test(start_paused = true)]

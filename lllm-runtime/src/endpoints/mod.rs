@@ -36,7 +36,8 @@ pub(crate) struct Endpoint {
 }
 
 /// Most endpoints remembered: a process that sends to more (a hostile tactic naming endless URLs)
-/// forgets them all and starts again, which loses breaker history but never memory.
+/// forgets those no request holds now (their breaker history, never a slot in use); past that,
+/// a new endpoint gets state of its own that is not kept.
 const MAX_ENDPOINTS: usize = 4096;
 
 /// The state of the endpoint at `api_base` (`None`: the default server), shared process-wide.
@@ -51,9 +52,11 @@ pub(crate) fn endpoint(api_base: Option<&str>) -> Arc<Endpoint> {
         return found.clone();
     }
     if all.len() >= MAX_ENDPOINTS {
-        all.clear();
+        all.retain(|_, endpoint| Arc::strong_count(endpoint) > 1);
     }
     let made = Arc::new(Endpoint::default());
-    all.insert(key.to_owned(), made.clone());
+    if all.len() < MAX_ENDPOINTS {
+        all.insert(key.to_owned(), made.clone());
+    }
     made
 }

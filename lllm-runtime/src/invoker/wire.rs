@@ -149,7 +149,10 @@ impl fmt::Debug for PreparedRequest {
 fn headers(request: &ChatRequest, defaults: &ServerDefaults) -> Vec<(String, String)> {
     let args = &request.model_args;
     let mut base = Vec::with_capacity(1 + request.hint_fields.headers.len());
-    let key = args.api_key.as_ref().or(defaults.api_key.as_ref());
+    // A fallback endpoint sends its own key or none: the environment's key is the agent's own
+    // server's, and never travels to another host.
+    let default_key = defaults.api_key.as_ref().filter(|_| request.hop == 0);
+    let key = args.api_key.as_ref().or(default_key);
     if let Some(key) = key.filter(|k| !k.expose().is_empty()) {
         base.push((
             "authorization".to_owned(),

@@ -87,6 +87,11 @@ impl FromStr for QueueAddress {
             .strip_prefix("nats://")
             .ok_or(refuse("not a nats:// URL"))?;
         let (host, name) = rest.rsplit_once('/').ok_or(refuse("no queue name"))?;
+        if host.contains('@') {
+            return Err(refuse(
+                "credentials in the URL are not supported yet (use NATS on a trusted network)",
+            ));
+        }
         if host.is_empty() || host.contains(['/', '?', '#', ' ']) {
             return Err(refuse("no server"));
         }

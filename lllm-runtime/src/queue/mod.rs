@@ -50,6 +50,15 @@ pub enum QueueError {
         /// What the server or client said.
         problem: String,
     },
+    /// A journal line or a result is larger than a queue message: the item fails (it would on
+    /// every worker).
+    #[error("{what} is {bytes} bytes, more than a queue message carries (1 MiB)")]
+    TooLarge {
+        /// What.
+        what: &'static str,
+        /// Its size.
+        bytes: usize,
+    },
     /// The output file cannot be written.
     #[error(transparent)]
     Output(#[from] crate::BatchError),

@@ -73,25 +73,21 @@ impl InFlight {
     /// Hands every item in flight back to the queue (for another worker, at once); how many.
     pub async fn hand_back(&self) -> usize {
         let messages: Vec<Message> = self.lock().drain().map(|(_, m)| m).collect();
+        // Acknowledged by the server (each on its own connection), so nothing waits in a
+        // client's buffer when the process exits next.
         let naks = messages.iter().map(|m| async move {
-            tokio::time::timeout(Duration::from_secs(2), m.ack_with(AckKind::Nak(None)))
-                .await
-                .is_ok_and(|sent| sent.is_ok())
+            tokio::time::timeout(
+                Duration::from_secs(2),
+                m.double_ack_with(AckKind::Nak(None)),
+            )
+            .await
+            .is_ok_and(|sent| sent.is_ok())
         });
-        let handed = futures::future::join_all(naks)
+        futures::future::join_all(naks)
             .await
             .into_iter()
             .filter(|&n| n)
-            .count();
-        // A nak is only queued in the client: flush it, since the process may exit next.
-        if let Some(message) = messages.first() {
-            let client = message.context.client();
-            let flush = client.flush();
-            tokio::time::timeout(Duration::from_secs(2), flush)
-                .await
-                .ok();
-        }
-        handed
+            .count()
     }
 }
 
@@ -197,6 +193,7 @@ async fn take_one(
         let item = Item {
             connection,
             message,
+            ack_wait: consumer.cached_info().config.ack_wait,
         };
         item.run(engine, tactic, sha, plan, counts).await?;
     }
@@ -206,6 +203,8 @@ async fn take_one(
 struct Item<'c> {
     connection: &'c Connection,
     message: Message,
+    /// The queue's ack wait as the consumer has it (the first worker's `--ack-wait` made it).
+    ack_wait: Duration,
 }
 
 impl Item<'_> {
@@ -260,7 +259,7 @@ impl Item<'_> {
         counts: &Counts,
         began: Instant,
     ) -> Result<(), QueueError> {
-        let heartbeat = self.heartbeat(plan.ack_wait / 3);
+        let heartbeat = self.heartbeat(self.ack_wait / 3);
         let outcome = tokio::select! {
             outcome = self.outcome(engine, tactic, item, plan) => outcome,
             never = heartbeat => match never {},
@@ -281,12 +280,32 @@ impl Item<'_> {
             ItemOutcome::Answered { .. } => counts.answered.fetch_add(1, Ordering::SeqCst),
             ItemOutcome::Failed { .. } => counts.failed.fetch_add(1, Ordering::SeqCst),
         };
-        let line = outcome.line(&item.id_json, began.elapsed().as_secs_f64());
+        let seconds = began.elapsed().as_secs_f64();
+        let mut line = outcome.line(&item.id_json, seconds);
+        if line.len() > MAX_LINE_BYTES {
+            let error = QueueError::TooLarge {
+                what: "its result",
+                bytes: line.len(),
+            };
+            line = ItemOutcome::Failed {
+                error: error.to_string(),
+            }
+            .line(&item.id_json, seconds);
+        }
         self.publish_result(item, line).await?;
         self.message
             .double_ack()
             .await
-            .map_err(|e| QueueError::jetstream("acknowledging an item")(&e))
+            .map_err(|e| QueueError::jetstream("acknowledging an item")(&e))?;
+        // The result is in: the item's journal is not needed any more.
+        let subject = self.connection.address.journal_subject(&journal_key(
+            &item.tactic,
+            &format!("{}#{}", item.id, item.round),
+        ));
+        if let Err(error) = self.connection.journals.purge().filter(subject).await {
+            tracing::warn!(%error, "a finished item's journal stays in JetStream");
+        }
+        Ok(())
     }
 
     async fn ack(&self, kind: AckKind) -> Result<(), QueueError> {
@@ -343,7 +362,16 @@ impl Item<'_> {
             .journal(journal)
             .journal_tap(tap);
         let result = engine.run(tactic, run).await;
-        publisher.flush().await?;
+        match publisher.flush().await {
+            Ok(()) => {}
+            // Final: the same line would be too large on every worker.
+            Err(error @ QueueError::TooLarge { .. }) => {
+                return Ok(ItemOutcome::Failed {
+                    error: error.to_string(),
+                })
+            }
+            Err(error) => return Err(error),
+        }
         std::fs::remove_file(&path).ok();
         Ok(match result {
             Ok(output) => ItemOutcome::Answered {
@@ -383,13 +411,17 @@ impl Item<'_> {
 
 /// The lines of the journal on `subject`, in order (empty: none yet).
 async fn read_journal(connection: &Connection, subject: &str) -> Result<Vec<u8>, QueueError> {
+    use async_nats::jetstream::stream::LastRawMessageErrorKind;
     let last = match connection
         .journals
         .get_last_raw_message_by_subject(subject)
         .await
     {
         Ok(last) => last.sequence,
-        Err(_) => return Ok(Vec::new()),
+        Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(Vec::new()),
+        // Anything else is no answer, not "no journal": starting afresh would resend what the
+        // journal holds.
+        Err(e) => return Err(QueueError::jetstream("reading a journal")(&e)),
     };
     let consumer = connection
         .journals
@@ -417,6 +449,18 @@ async fn read_journal(connection: &Connection, subject: &str) -> Result<Vec<u8>,
         }
     }
     Ok(lines)
+}
+
+/// Largest journal line or result a queue message carries (the stream's limit, less room for the
+/// message's headers).
+const MAX_LINE_BYTES: usize = super::MAX_MESSAGE_BYTES as usize - 4096;
+
+/// Why a journal's copy stopped.
+enum Copy {
+    /// JetStream did not take a line (the item is tried again).
+    Failed(String),
+    /// A line is too large for a queue message (the item fails).
+    TooLarge(usize),
 }
 
 enum Publishing {
@@ -449,17 +493,27 @@ fn journal_publisher(connection: &Connection, subject: String) -> (JournalTap, P
         while let Some(next) = lines.recv().await {
             match next {
                 Publishing::Line(line) if failed.is_none() => {
+                    if line.len() > MAX_LINE_BYTES {
+                        failed = Some(Copy::TooLarge(line.len()));
+                        continue;
+                    }
                     let sent = match js.publish(subject.clone(), line.into()).await {
                         Ok(ack) => ack.await.map(drop).map_err(|e| e.to_string()),
                         Err(e) => Err(e.to_string()),
                     };
-                    failed = sent.err();
+                    failed = sent.err().map(Copy::Failed);
                 }
                 Publishing::Line(_) => {}
                 Publishing::Flush(done) => {
                     let result = match &failed {
                         None => Ok(()),
-                        Some(problem) => Err(QueueError::jetstream("copying a journal")(problem)),
+                        Some(Copy::Failed(problem)) => {
+                            Err(QueueError::jetstream("copying a journal")(problem))
+                        }
+                        Some(Copy::TooLarge(bytes)) => Err(QueueError::TooLarge {
+                            what: "a line of its journal",
+                            bytes: *bytes,
+                        }),
                     };
                     done.send(result).ok();
                     return;

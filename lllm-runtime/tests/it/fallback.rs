@@ -236,3 +236,33 @@ async fn a_failing_primary_is_skipped_by_its_circuit_while_the_fallback_answers_
     );
     tactic.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_environments_key_never_travels_to_a_fallback() {
+    let (primary, spare) = (
+        StubServer::start().await.expect("stub"),
+        StubServer::start().await.expect("stub"),
+    );
+    primary.push(StubReply::error(503, "overloaded"));
+    let mut args = ModelArgs::new().api_base(primary.base_url());
+    args.fallback = vec![Fallback::new(spare.base_url())];
+    let agent = Agent::builder()
+        .name("worker")
+        .system_prompt("You work.")
+        .model("m")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(ServerDefaults {
+            api_base: None,
+            api_key: Some(lllm_runtime::Secret::new("sk-environment")),
+        })))
+        .model_args(args)
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("hello").expect("receive");
+    agent.respond("main").await.expect("the fallback answers");
+    assert_eq!(
+        primary.requests()[0].header("authorization"),
+        Some("Bearer sk-environment")
+    );
+    assert_eq!(spare.requests()[0].header("authorization"), None);
+}
