@@ -23,6 +23,17 @@ pub fn random_words(rng: &mut fastrand::Rng, words: usize) -> String {
         .join(" ")
 }
 
+/// The number in the environment variable `name`, or `default` when it is unset; a benchmark's
+/// knob set wrongly stops it, naming the variable.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: not a number: {v}")),
+        Err(_) => default,
+    }
+}
+
 /// The value at fraction `p` (0 to 1) of `sorted` (ascending, not empty), by nearest rank.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use lllm_runtime::{
     load_tactic, read_items, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport, Engine,
-    RunFiles, TacticRegistry,
+    PromptVars, RunFiles, TacticRegistry, TacticSpec,
 };
 
 use crate::cli::BatchArgs;
@@ -14,7 +14,15 @@ use crate::execute::announce_servers;
 use crate::exit::run_failure;
 use crate::exit::{failed, usage, Failure};
 
-pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Failure> {
+/// What every batch starts from, here or on a queue: the tactic, the variables, and the items of
+/// its shard, the files checked.
+pub(crate) struct Start {
+    pub(crate) spec: TacticSpec,
+    pub(crate) vars: PromptVars,
+    pub(crate) items: Vec<BatchItem>,
+}
+
+pub(crate) fn start(args: &BatchArgs) -> Result<Start, Failure> {
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     crate::redact::remember_tactic(&spec);
     let vars = crate::vars::parse_vars(&args.vars).map_err(usage)?;
@@ -28,6 +36,11 @@ pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Fa
     if let Some(shard) = args.shard {
         items.retain(|item| shard.contains(&item.id));
     }
+    Ok(Start { spec, vars, items })
+}
+
+pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Failure> {
+    let Start { spec, vars, items } = start(&args)?;
     let done = BatchOutput::answered_ids(&args.output).map_err(usage)?;
     let all = items.len();
     let todo: Vec<BatchItem> = items

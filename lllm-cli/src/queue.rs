@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use lllm_runtime::queue::{collect, enqueue, run_worker, Collected, InFlight, WorkerPlan};
-use lllm_runtime::{
-    content_hash, load_tactic, read_items, BatchOutput, Engine, RunFiles, TacticRegistry,
-};
+use lllm_runtime::{content_hash, load_tactic, BatchOutput, Engine, TacticRegistry};
 
 use crate::cli::{BatchArgs, WorkerArgs};
 use crate::exit::{failed, run_failure, usage, Failure};
@@ -26,20 +24,12 @@ pub(crate) fn batch(args: BatchArgs) -> Result<(), Failure> {
     let Some(address) = args.queue.clone() else {
         return Err(usage(anyhow!("--queue is required here")));
     };
-    let spec = load_tactic(&args.tactic).map_err(usage)?;
-    crate::redact::remember_tactic(&spec);
-    let vars = crate::vars::parse_vars(&args.vars).map_err(usage)?;
-    RunFiles::new()
-        .input("tactic", &args.tactic)
-        .input("inputs", &args.inputs)
-        .output("output", &args.output)
-        .check()
-        .map_err(usage)?;
+    let crate::batch::Start {
+        spec,
+        vars,
+        mut items,
+    } = crate::batch::start(&args)?;
     let sha = tactic_sha(spec.path())?;
-    let mut items = read_items(&args.inputs).map_err(usage)?;
-    if let Some(shard) = args.shard {
-        items.retain(|item| shard.contains(&item.id));
-    }
     let (answered, rounds) = BatchOutput::results(&args.output).map_err(usage)?;
     let skipped = items.iter().filter(|i| answered.contains(&i.id)).count();
     items.retain(|i| !answered.contains(&i.id));

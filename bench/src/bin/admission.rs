@@ -25,16 +25,6 @@ const SHORT_BRANCHES: u64 = 15;
 /// Turns of the long branch.
 const LONG_TURNS: u64 = 6;
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name}: not a number: {v}"))
-        })
-        .unwrap_or(default)
-}
-
 /// One fan-out tactic: its dialogs' sessions start with `t{index}`.
 fn tactic(url: &str, index: u64, slots: u64, priority: &str) -> lllm_runtime::TacticSpec {
     let mut branches = String::new();
@@ -98,9 +88,9 @@ async fn main() {
         .split(',')
         .map(|n| n.trim().parse().expect("LLLM_ADMISSION_TACTICS: counts"))
         .collect();
-    let slots = env_number("LLLM_ADMISSION_SLOTS", 4);
-    let runs = env_number("LLLM_ADMISSION_RUNS", 3).max(1);
-    let service = Duration::from_millis(env_number("LLLM_ADMISSION_SERVICE_MS", 40));
+    let slots = lllm_bench::env_number("LLLM_ADMISSION_SLOTS", 4);
+    let runs = lllm_bench::env_number("LLLM_ADMISSION_RUNS", 3).max(1);
+    let service = Duration::from_millis(lllm_bench::env_number("LLLM_ADMISSION_SERVICE_MS", 40));
     let stub = match std::env::var("LLLM_ADMISSION_URL") {
         Ok(_) => None,
         Err(_) => {

@@ -173,22 +173,12 @@ struct Setup {
     url: String,
 }
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name}: not a number: {v}"))
-        })
-        .unwrap_or(default)
-}
-
 fn setup() -> Setup {
     Setup {
         leg: std::env::var("LLLM_COMPACTION_LEG").unwrap_or_else(|_| "ride".into()),
-        turns: env_number("LLLM_COMPACTION_TURNS", 200) as usize,
-        agents: env_number("LLLM_COMPACTION_AGENTS", 4) as usize,
-        window: env_number("LLLM_COMPACTION_WINDOW", 8192),
+        turns: lllm_bench::env_number("LLLM_COMPACTION_TURNS", 200) as usize,
+        agents: lllm_bench::env_number("LLLM_COMPACTION_AGENTS", 4) as usize,
+        window: lllm_bench::env_number("LLLM_COMPACTION_WINDOW", 8192),
         url: std::env::var("LLLM_DYNAMO_URL").expect("LLLM_DYNAMO_URL"),
     }
 }

@@ -24,16 +24,6 @@ use serde_json::json;
 /// Items each worker (and the local batch) runs at a time.
 const CONCURRENCY: usize = 8;
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name}: not a number: {v}"))
-        })
-        .unwrap_or(default)
-}
-
 fn items(count: usize, tag: &str) -> Vec<BatchItem> {
     (0..count)
         .map(|i| BatchItem {
@@ -136,8 +126,8 @@ impl Queued<'_> {
 
 #[tokio::main]
 async fn main() {
-    let count = env_number("LLLM_QUEUE_ITEMS", 400) as usize;
-    let service = Duration::from_millis(env_number("LLLM_QUEUE_SERVICE_MS", 20));
+    let count = lllm_bench::env_number("LLLM_QUEUE_ITEMS", 400) as usize;
+    let service = Duration::from_millis(lllm_bench::env_number("LLLM_QUEUE_SERVICE_MS", 20));
     let dir = std::env::temp_dir().join(format!("lllm-bench-queue-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let nats = NatsServer::start("queue benchmark", &dir.join("store"))

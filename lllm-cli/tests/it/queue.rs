@@ -54,6 +54,27 @@ fn answers(path: &Path) -> HashMap<String, Vec<Value>> {
     by_id
 }
 
+/// `lllm batch --queue`, within `seconds`.
+fn batch(
+    file: &Path,
+    input: &Path,
+    output: &Path,
+    queue: &str,
+    seconds: u64,
+) -> crate::support::Lllm {
+    lllm(&[
+        "batch",
+        arg(file),
+        "--inputs",
+        arg(input),
+        "--output",
+        arg(output),
+        "--queue",
+        queue,
+    ])
+    .time_limit(Duration::from_secs(seconds))
+}
+
 fn worker(file: &Path, queue: &str) -> crate::support::Lllm {
     lllm(&[
         "worker",
@@ -80,18 +101,7 @@ async fn forty_items_two_workers_one_killed_each_item_answered_once_and_nothing_
     let input = inputs(&dir, 40);
     let output = dir.path("out.jsonl");
     let queue = nats.queue("kill");
-    let batch = lllm(&[
-        "batch",
-        arg(&file),
-        "--inputs",
-        arg(&input),
-        "--output",
-        arg(&output),
-        "--queue",
-        &queue,
-    ])
-    .time_limit(Duration::from_secs(120))
-    .spawn();
+    let batch = batch(&file, &input, &output, &queue, 120).spawn();
     let doomed = worker(&file, &queue).spawn();
     let steady = worker(&file, &queue).spawn();
     // Let both take items, then kill one with its items in flight.
@@ -196,18 +206,7 @@ async fn a_worker_with_another_tactic_refuses_the_items_and_a_restarted_server_i
     let input = inputs(&dir, 3);
     let output = dir.path("out.jsonl");
     let queue = nats.queue("refuse");
-    let batch = lllm(&[
-        "batch",
-        arg(&file),
-        "--inputs",
-        arg(&input),
-        "--output",
-        arg(&output),
-        "--queue",
-        &queue,
-    ])
-    .time_limit(Duration::from_secs(90))
-    .spawn();
+    let batch = batch(&file, &input, &output, &queue, 90).spawn();
     let wrong = worker(&other, &queue).spawn();
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(server.requests().is_empty(), "the wrong tactic ran nothing");
@@ -256,18 +255,7 @@ async fn a_worker_stopped_by_sigterm_hands_its_items_back_at_once() {
         ])
         .time_limit(Duration::from_secs(60))
     };
-    let batch = lllm(&[
-        "batch",
-        arg(&file),
-        "--inputs",
-        arg(&input),
-        "--output",
-        arg(&output),
-        "--queue",
-        &queue,
-    ])
-    .time_limit(Duration::from_secs(40))
-    .spawn();
+    let batch = batch(&file, &input, &output, &queue, 40).spawn();
     let stopped = slow_worker(&file).spawn();
     while server.requests().len() < 2 {
         tokio::time::sleep(Duration::from_millis(20)).await;
