@@ -79,7 +79,7 @@ pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Fa
     }
 }
 
-fn progress_bar(total: u64) -> indicatif::ProgressBar {
+pub(crate) fn progress_bar(total: u64) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }

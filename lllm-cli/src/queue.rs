@@ -39,19 +39,27 @@ pub(crate) fn batch(args: BatchArgs) -> Result<(), Failure> {
         .collect();
     let output = BatchOutput::open(&args.output).map_err(usage)?;
     let host = crate::execute::host()?;
+    let bar = crate::batch::progress_bar(waiting.len() as u64);
     let collected = host.block_on(async {
         let enqueued = enqueue(&address, &sha, &items, &rounds, &vars)
             .await
             .map_err(failed)?;
-        eprintln!(
-            "lllm: batch on {address}: {} item(s) enqueued, {} already on the queue, {skipped} answered before; waiting for results",
-            enqueued.added, enqueued.already
-        );
-        let shown = |c: Collected| tracing::info!(answered = c.answered, failed = c.failed, "results");
+        bar.suspend(|| {
+            eprintln!(
+                "lllm: batch on {address}: {} item(s) enqueued, {} already on the queue, {skipped} answered before; waiting for results",
+                enqueued.added, enqueued.already
+            );
+        });
+        let shown = |c: Collected| {
+            bar.set_position((c.answered + c.failed) as u64);
+            bar.set_message(format!("done {} failed {}", c.answered, c.failed));
+        };
         collect(&address, &sha, waiting, &output, &shown)
             .await
             .map_err(failed)
-    })?;
+    });
+    bar.finish_and_clear();
+    let collected = collected?;
     eprintln!(
         "lllm: batch: {} answered, {} failed, {skipped} skipped (answered before)",
         collected.answered, collected.failed
