@@ -145,6 +145,15 @@ impl ChatRequest {
         Some(request)
     }
 
+    /// The endpoint this request goes to, as it may be shown: its `api_base` without credentials
+    /// (`None`: the default server of `OPENAI_BASE_URL`).
+    pub fn endpoint(&self) -> Option<String> {
+        self.model_args
+            .api_base
+            .as_deref()
+            .map(lllm_core::internal::redact_url)
+    }
+
     /// How long the latest attempt of this request waited for a slot.
     pub fn queue_wait(&self) -> Duration {
         Duration::from_micros(self.queue_wait.0.load(Ordering::Relaxed))

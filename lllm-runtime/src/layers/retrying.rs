@@ -179,11 +179,7 @@ impl<I> Retrying<I> {
 
     fn count_answer(&self, attempt: &ChatRequest) {
         let Some(counter) = &self.calls else { return };
-        let endpoint = attempt
-            .model_args
-            .api_base
-            .as_deref()
-            .map_or_else(|| "default".to_owned(), lllm_core::internal::redact_url);
+        let endpoint = attempt.endpoint().unwrap_or_else(|| "default".to_owned());
         counter.count(|c| {
             *c.answered_by.entry(endpoint).or_default() += 1;
             if attempt.hop > 0 {

@@ -2,7 +2,7 @@
 
 use async_nats::jetstream::message::PublishMessage as Publish;
 
-use super::{message_id, Connection, QueueError, QueuedItem};
+use super::{Connection, QueueError, QueuedItem};
 use crate::engine::BatchItem;
 
 /// What enqueueing did.
@@ -45,7 +45,7 @@ pub async fn enqueue(
         let payload = serde_json::to_vec(&queued)
             .map_err(|e| QueueError::jetstream("encoding an item")(&e))?;
         let publish = Publish::build()
-            .message_id(format!("{}#{}", message_id(tactic, &item.id), queued.round))
+            .message_id(queued.attempt())
             .payload(payload.into());
         let ack = connection
             .js

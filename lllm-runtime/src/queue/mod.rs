@@ -92,14 +92,22 @@ pub(crate) struct QueuedItem {
 /// The header of a result naming the attempt it answers.
 pub(crate) const ROUND_HEADER: &str = "Lllm-Round";
 
-/// The id JetStream deduplicates an item and its result by.
-pub(crate) fn message_id(tactic: &str, id: &str) -> String {
-    format!("{tactic}:{id}")
+/// The id of one attempt of an item (`TACTIC-SHA256:ID#ROUND`): what JetStream deduplicates the
+/// item and its result by, and what names its journal.
+pub(crate) fn attempt_id(tactic: &str, id: &str, round: u32) -> String {
+    format!("{tactic}:{id}#{round}")
 }
 
-/// The key of an item's journal subject: a hash, so that any id makes a valid subject.
-pub(crate) fn journal_key(tactic: &str, id: &str) -> String {
-    crate::content_hash(message_id(tactic, id).as_bytes())[..32].to_owned()
+impl QueuedItem {
+    /// This attempt's id ([`attempt_id`]).
+    pub(crate) fn attempt(&self) -> String {
+        attempt_id(&self.tactic, &self.id, self.round)
+    }
+
+    /// The key of this attempt's journal subject: a hash, so that any id makes a valid subject.
+    pub(crate) fn journal_key(&self) -> String {
+        crate::content_hash(self.attempt().as_bytes())[..32].to_owned()
+    }
 }
 
 /// A connection to the queue's server, with its three streams.

@@ -15,9 +15,7 @@ use async_nats::jetstream::{AckKind, Message};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
-use super::{
-    journal_key, message_id, Connection, QueueAddress, QueueError, QueuedItem, ROUND_HEADER,
-};
+use super::{Connection, QueueAddress, QueueError, QueuedItem, ROUND_HEADER};
 use crate::engine::{Engine, ItemOutcome, JournalPlan, PreparedTactic, RunPlan};
 use crate::journal::{Journal, JournalTap};
 use crate::RunClass;
@@ -216,9 +214,9 @@ impl Item<'_> {
         plan: &WorkerPlan,
         counts: &Counts,
     ) -> Result<(), QueueError> {
+        let sequence = self.message.info().map(|i| i.stream_sequence).unwrap_or(0);
         if crate::halt::halted() {
             // Taken as the worker stops: kept for the hand-back at the end of `run_worker`.
-            let sequence = self.message.info().map(|i| i.stream_sequence).unwrap_or(0);
             plan.in_flight.lock().insert(sequence, self.message.clone());
             return Ok(());
         }
@@ -237,7 +235,6 @@ impl Item<'_> {
             return self.ack(AckKind::Nak(Some(Duration::from_secs(5)))).await;
         }
         let began = Instant::now();
-        let sequence = self.message.info().map(|i| i.stream_sequence).unwrap_or(0);
         plan.in_flight.lock().insert(sequence, self.message.clone());
         let done = self
             .finish(engine, tactic, &item, plan, counts, began)
@@ -298,10 +295,7 @@ impl Item<'_> {
             .await
             .map_err(|e| QueueError::jetstream("acknowledging an item")(&e))?;
         // The result is in: the item's journal is not needed any more.
-        let subject = self.connection.address.journal_subject(&journal_key(
-            &item.tactic,
-            &format!("{}#{}", item.id, item.round),
-        ));
+        let subject = self.connection.address.journal_subject(&item.journal_key());
         if let Err(error) = self.connection.journals.purge().filter(subject).await {
             tracing::warn!(%error, "a finished item's journal stays in JetStream");
         }
@@ -333,7 +327,7 @@ impl Item<'_> {
         item: &QueuedItem,
         plan: &WorkerPlan,
     ) -> Result<ItemOutcome, QueueError> {
-        let key = journal_key(&item.tactic, &format!("{}#{}", item.id, item.round));
+        let key = item.journal_key();
         let subject = self.connection.address.journal_subject(&key);
         let path = plan.journals.join(format!("{key}.jsonl"));
         std::fs::remove_file(&path).ok();
@@ -373,26 +367,14 @@ impl Item<'_> {
             Err(error) => return Err(error),
         }
         std::fs::remove_file(&path).ok();
-        Ok(match result {
-            Ok(output) => ItemOutcome::Answered {
-                output: output.answer,
-                usage: output.usage,
-            },
-            Err(error) => ItemOutcome::Failed {
-                error: tactic.secrets().redact(&lllm_core::full_message(&error)),
-            },
-        })
+        Ok(ItemOutcome::of(result, tactic))
     }
 
     async fn publish_result(&self, item: &QueuedItem, line: String) -> Result<(), QueueError> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(ROUND_HEADER, item.round.to_string().as_str());
         let publish = Publish::build()
-            .message_id(format!(
-                "{}#{}",
-                message_id(&item.tactic, &item.id),
-                item.round
-            ))
+            .message_id(item.attempt())
             .headers(headers)
             .payload(line.into_bytes().into());
         self.connection

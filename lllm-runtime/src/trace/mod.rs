@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use lllm_core::internal::{redact_url, BlockHasher};
+use lllm_core::internal::BlockHasher;
 use lllm_core::{AgenticHeader, AgenticRow, DialogId, Message, Profile, Role};
 use lllm_core::{TraceHeader, TraceRow, TRACE_FORMAT};
 
@@ -310,12 +310,10 @@ impl TraceRecorder {
                 .map(|t| millis(t.saturating_duration_since(answered.sent))),
             prefix_reset: self.first_of_window(request),
             fallback: request.hop,
-            endpoint: (request.hop > 0)
-                .then(|| request.model_args.api_base.as_deref().map(redact_url))
-                .flatten(),
+            endpoint: (request.hop > 0).then(|| request.endpoint()).flatten(),
             queue_ms: Some(request.queue_wait())
                 .filter(|w| !w.is_zero())
-                .map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+                .map(millis),
         }
     }
 

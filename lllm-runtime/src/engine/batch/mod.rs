@@ -242,14 +242,6 @@ impl Engine {
         if let Some(confirm) = &plan.confirm {
             run = run.confirm(confirm.clone());
         }
-        match self.run(tactic, run).await {
-            Ok(output) => ItemOutcome::Answered {
-                output: output.answer,
-                usage: output.usage,
-            },
-            Err(error) => ItemOutcome::Failed {
-                error: tactic.secrets().redact(&lllm_core::full_message(&error)),
-            },
-        }
+        ItemOutcome::of(self.run(tactic, run).await, tactic)
     }
 }

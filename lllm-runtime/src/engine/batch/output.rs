@@ -30,6 +30,23 @@ pub enum ItemOutcome {
 }
 
 impl ItemOutcome {
+    /// How an item's run of `tactic` ended: its answer and usage, or its error with the tactic's
+    /// secrets left out.
+    pub(crate) fn of(
+        run: Result<crate::engine::RunOutput, crate::engine::RunError>,
+        tactic: &crate::engine::PreparedTactic,
+    ) -> ItemOutcome {
+        match run {
+            Ok(output) => ItemOutcome::Answered {
+                output: output.answer,
+                usage: output.usage,
+            },
+            Err(error) => ItemOutcome::Failed {
+                error: tactic.secrets().redact(&lllm_core::full_message(&error)),
+            },
+        }
+    }
+
     /// The output line: `{"id", "output", "usage", "seconds"}` or `{"id", "error", "seconds"}`, the
     /// id exactly as the item wrote it.
     pub fn line(&self, id: &RawValue, seconds: f64) -> String {
