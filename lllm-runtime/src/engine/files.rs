@@ -106,26 +106,28 @@ impl RunFiles {
 }
 
 fn identity(role: &'static str, path: &Path, output: bool) -> Result<Identity, FileError> {
+    let regular = |meta: std::fs::Metadata| match lllm_core::not_regular(&meta) {
+        Some(what) => Err(FileError::NotAFile {
+            output,
+            role,
+            path: path.to_owned(),
+            what,
+        }),
+        None => Ok(inode(&meta)),
+    };
     match std::fs::metadata(path) {
-        Ok(meta) => {
-            if let Some(what) = lllm_core::not_regular(&meta) {
-                return Err(FileError::NotAFile {
-                    output,
-                    role,
-                    path: path.to_owned(),
-                    what,
-                });
-            }
-            Ok(inode(&meta))
-        }
+        Ok(meta) => regular(meta),
         Err(e) if output && e.kind() == std::io::ErrorKind::NotFound => {
-            if std::fs::symlink_metadata(path).is_ok() {
-                return Err(FileError::DanglingLink {
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.file_type().is_symlink() => Err(FileError::DanglingLink {
                     role,
                     path: path.to_owned(),
-                });
+                }),
+                // Another process created the file between the two looks (a second batch on
+                // the same output): it is that file now, not a link.
+                Ok(meta) => regular(meta),
+                Err(_) => Ok(Identity::New(new_file_identity(path))),
             }
-            Ok(Identity::New(new_file_identity(path)))
         }
         Err(source) => Err(FileError::Unreadable {
             role,

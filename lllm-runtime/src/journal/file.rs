@@ -45,7 +45,10 @@ impl NewJournal {
                 path.canonicalize().map_err(io)?
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if std::fs::symlink_metadata(path).is_ok() {
+                // Only a link is refused: a journal another run created since the first look
+                // is found when this one is published.
+                let link = std::fs::symlink_metadata(path).map(|m| m.file_type().is_symlink());
+                if link.unwrap_or(false) {
                     return Err(JournalError::DanglingLink {
                         path: path.to_owned(),
                     });
