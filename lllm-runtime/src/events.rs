@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lllm_core::ToolCall;
+use lllm_core::{DialogId, ToolCall};
 
 /// One thing that happened in a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +58,8 @@ pub enum RunEvent {
         /// The prompt tokens of the request that made it due.
         tokens_before: u64,
     },
+    /// A model call was answered: one per answered attempt, as the serving side saw it.
+    ModelCall(Box<ModelCall>),
     /// A tool call was answered.
     ToolResult {
         /// The agent whose model made the call.
@@ -71,6 +73,45 @@ pub enum RunEvent {
         /// Whether the call failed (the model reads the error).
         is_error: bool,
     },
+}
+
+/// One answered model call: which dialog and session it was, what it was sent with and what the
+/// server gave back (tokens, cached tokens, the worker when the server names it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModelCall {
+    /// The agent that sent it.
+    pub agent: String,
+    /// The dialog's alias in the agent, when a respond sent it.
+    pub alias: Option<String>,
+    /// The dialog's id.
+    pub dialog: Option<DialogId>,
+    /// The dialog it was forked from.
+    pub parent_dialog: Option<DialogId>,
+    /// The session id the request carried (the dialog's, or the caller's conversation's).
+    pub session: Option<String>,
+    /// The parent session id it carried.
+    pub parent_session: Option<String>,
+    /// The priority as sent (after the profile's transformation).
+    pub priority: Option<i64>,
+    /// The queue tier: Dynamo's `strict_priority` as sent, else the admission tier.
+    pub tier: u64,
+    /// Prompt tokens, when the server counted them.
+    pub prompt_tokens: Option<u64>,
+    /// Answer tokens, when the server counted them.
+    pub completion_tokens: Option<u64>,
+    /// Prompt tokens served from the server's prefix cache, when it says.
+    pub cached_tokens: Option<u64>,
+    /// The worker that served it, when the server names it.
+    pub worker: Option<String>,
+    /// The endpoint, when a fallback answered (0: the agent's own).
+    pub hop: u32,
+    /// How many times the dialog's window was compacted before it.
+    pub window: u32,
+    /// How long it waited for a slot (`max_in_flight`).
+    pub queue_wait: Duration,
+    /// How long the server took to answer.
+    pub took: Duration,
 }
 
 /// How a step ended.

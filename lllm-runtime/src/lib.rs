@@ -102,7 +102,7 @@ pub use engine::{
     DEFAULT_BATCH_CONCURRENCY,
 };
 pub use engine::{FileError, RunFiles, Shard, ShardError, MAX_OUTPUT_LINE_BYTES, MAX_SHARDS};
-pub use events::{RunEvent, RunObserver, RunStatus, StepOutcome};
+pub use events::{ModelCall, RunEvent, RunObserver, RunStatus, StepOutcome};
 pub use halt::halt;
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,

@@ -40,12 +40,12 @@ fn a_public_address_needs_a_key_and_the_key_is_never_shown() {
     let serving = Serving::start(&[arg(&tactic)], &[("LLLM_SERVE_KEY", "sk-serve-secret-1")]);
     let (status, body) = http(
         serving.address(),
-        "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(status, 401, "{body}");
     let (status, _) = http(
         serving.address(),
-        "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-serve-secret-1\r\nConnection: close\r\n\r\n",
+        "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-serve-secret-1\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(status, 200);
     assert!(!serving
@@ -79,7 +79,7 @@ async fn slow_idle_and_hostile_clients_do_not_hold_the_server() {
     let address = serving.address().to_owned();
     // A client that never finishes its headers is cut off after the read timeout.
     let mut slow = TcpStream::connect(&address).expect("connect");
-    slow.write_all(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")
+    slow.write_all(b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .expect("write");
     slow.set_read_timeout(Some(Duration::from_secs(10))).ok();
     let started = Instant::now();
@@ -96,7 +96,7 @@ async fn slow_idle_and_hostile_clients_do_not_hold_the_server() {
     assert!(idle.len() > 1900, "{} connections", idle.len());
     let (status, _) = http(
         &address,
-        "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(status, 200);
     // A bound, not a measure (the benchmark measures): idle connections cost kilobytes each.
@@ -110,7 +110,7 @@ async fn slow_idle_and_hostile_clients_do_not_hold_the_server() {
     // (Control characters other than tab are refused by the HTTP parser itself, with 400.)
     for value in ["bad\tid/..\u{e9}", &"x".repeat(8000)] {
         let request = format!(
-            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-session-id: {value}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nx-session-id: {value}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         let (status, text) = http(&address, &request);
@@ -129,10 +129,10 @@ async fn slow_idle_and_hostile_clients_do_not_hold_the_server() {
     // Truncated and oversized bodies get errors, not a hang or a panic.
     let (status, _) = http(
         &address,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\nConnection: close\r\n\r\n{}",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\nConnection: close\r\n\r\n{}",
     );
     assert_eq!(status, 413);
-    let (status, _) = http(&address, "POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\n[1]");
+    let (status, _) = http(&address, "POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\n[1]");
     assert_eq!(status, 400);
     assert!(!serving.stderr.lock().expect("log").contains("panicked"));
 }

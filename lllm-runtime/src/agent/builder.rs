@@ -285,6 +285,7 @@ impl AgentBuilder {
                     budget: self.budget.clone(),
                     pause: Some(pause.clone()),
                     calls: Some(calls.clone()),
+                    observer: self.observer.clone(),
                 },
             ),
             calls,

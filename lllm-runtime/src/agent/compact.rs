@@ -190,7 +190,7 @@ impl Agent {
                 .await
                 .map_err(|problem| AgentErrorKind::Compaction { problem })?,
             None => {
-                self.summary_request(work, &messages[..cut], tools, demand)
+                self.summary_request(alias, work, &messages[..cut], tools, demand)
                     .await?
             }
         };
@@ -227,12 +227,14 @@ impl Agent {
     /// instruction, with the same tools, hints and session, and `tool_choice: "none"`.
     async fn summary_request(
         &self,
+        alias: &str,
         work: &Dialog,
         messages: &[Message],
         tools: &[lllm_core::ToolSpec],
         demand: &Demand,
     ) -> Result<String, AgentErrorKind> {
         let mut request = self.request_for(work, demand)?;
+        request.dialog_alias = Some(alias.to_owned());
         let mut log = MessageLog::new();
         for message in messages {
             log.push(message.clone());

@@ -290,6 +290,7 @@ impl Turn<'_, '_> {
 
     fn request(&self, work: &Dialog, last_round: bool) -> Result<ChatRequest, AgentErrorKind> {
         let mut request = self.agent.request_for(work, &self.demand())?;
+        request.dialog_alias = Some(self.alias.to_owned());
         if !self.feedback.is_empty() {
             let mut messages: MessageLog = request.messages.clone();
             for message in &self.feedback {

@@ -52,6 +52,9 @@ pub struct ChatRequest {
     pub dialog: Option<DialogId>,
     /// The dialog it was forked from, if any (for traces; never sent).
     pub parent_dialog: Option<DialogId>,
+    /// The dialog's alias in its agent, when a respond sends the request (for the run's events;
+    /// never sent).
+    pub dialog_alias: Option<String>,
     /// How many times the dialog's window was compacted (for spans and traces; never sent).
     pub window: u32,
     /// How urgent the request is when it must wait for a slot (`model_args.max_in_flight`); never
@@ -117,6 +120,7 @@ impl ChatRequest {
             response_format: None,
             dialog: None,
             parent_dialog: None,
+            dialog_alias: None,
             window: 0,
             urgency: Urgency::default(),
             fallback_hints: Vec::new(),

@@ -1,7 +1,7 @@
 //! Layers around an [`Invoker`]: what happens to every model call of an agent besides sending it.
 //!
 //! An agent sends through
-//! `Pausable<Budgeted<Journaled<Retrying<Admitted<Traced<TimeLimited<I>>>>>>>`,
+//! `Pausable<Budgeted<Journaled<Retrying<Admitted<Observed<Traced<TimeLimited<I>>>>>>>>`,
 //! composed once when it is built, so the respond loop only decides *what* to ask (tool rounds, structured-output
 //! re-asks). Each layer resends or watches the request it was given, so every attempt carries the
 //! dialog's own hints.
@@ -11,7 +11,8 @@
 //! `crate::telemetry`); the retries also move a call on to the next fallback endpoint, so there is
 //! one retry loop. Admission waits for a slot of the attempt's endpoint inside the retries (each
 //! attempt waits again, holding nothing while it waits) and outside the trace and the timeout (the
-//! trace times the request, not the wait, and records the wait beside it). The journal sits outside the retries: an answer it holds is never sent again,
+//! trace times the request, not the wait, and records the wait beside it); the run's observer sees
+//! each answered attempt where the trace does, so a console shows what the trace records. The journal sits outside the retries: an answer it holds is never sent again,
 //! and an answer is journaled once, whatever it took to get. The budget is outermost: a request
 //! answered from the journal counts against the run's limits as a sent one does, so a resumed run
 //! spends what it replays. Outermost, a run that pauses for a confirmation sends nothing more.
@@ -19,6 +20,7 @@
 mod admitted;
 mod budgeted;
 mod journaled;
+mod observed;
 mod pausable;
 mod retrying;
 mod time_limited;
@@ -31,6 +33,7 @@ use async_trait::async_trait;
 pub(crate) use admitted::Admitted;
 pub(crate) use budgeted::Budgeted;
 pub(crate) use journaled::Journaled;
+pub(crate) use observed::Observed;
 pub(crate) use pausable::Pausable;
 pub(crate) use retrying::Retrying;
 pub(crate) use time_limited::TimeLimited;
@@ -38,6 +41,7 @@ pub(crate) use traced::Traced;
 
 use crate::budget::{LimitReached, RunBudget};
 use crate::endpoints::CallCounter;
+use crate::events::RunObserver;
 use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
 use crate::journal::{Journal, JournalError};
 use crate::pause::Pause;
@@ -82,8 +86,9 @@ pub(crate) trait Service: Send + Sync + std::fmt::Debug {
 }
 
 /// The invoker stack of an agent.
-pub(crate) type Stack =
-    Pausable<Budgeted<Journaled<Retrying<Admitted<Traced<TimeLimited<Arc<dyn Invoker>>>>>>>>;
+pub(crate) type Stack = Pausable<
+    Budgeted<Journaled<Retrying<Admitted<Observed<Traced<TimeLimited<Arc<dyn Invoker>>>>>>>>,
+>;
 
 /// What an agent's layers are made of, besides its invoker.
 #[derive(Debug, Default)]
@@ -94,12 +99,14 @@ pub(crate) struct StackParts {
     pub(crate) budget: Option<Arc<RunBudget>>,
     pub(crate) pause: Option<Arc<Pause>>,
     pub(crate) calls: Option<Arc<CallCounter>>,
+    pub(crate) observer: Option<RunObserver>,
 }
 
 /// Wraps `invoker` in the agent's layers.
 pub(crate) fn stack(invoker: Arc<dyn Invoker>, facts: AgentFacts, parts: StackParts) -> Stack {
     let traced = Traced::new(TimeLimited::new(invoker), &facts.agent, parts.trace);
-    let retrying = Retrying::new(Admitted::new(traced), parts.retry)
+    let observed = Observed::new(traced, &facts.agent, parts.observer);
+    let retrying = Retrying::new(Admitted::new(observed), parts.retry)
         .spans(facts)
         .counting(parts.calls);
     let budgeted = Budgeted::new(Journaled::new(retrying, parts.journal), parts.budget);

@@ -1,4 +1,6 @@
-//! The serve key: with one, every route needs `Authorization: Bearer KEY`.
+//! The serve key: with one, every route needs `Authorization: Bearer KEY`, or, from a browser
+//! showing the console, HTTP Basic with the key as the password (any user name): the browser asks
+//! for it once and sends it with every request of the page, its event streams too.
 
 use std::sync::Arc;
 
@@ -24,11 +26,30 @@ impl ServeKey {
         ServeKey(Arc::from(key))
     }
 
-    /// Whether `header` is `Bearer KEY`, compared in time that does not depend on where it differs.
+    /// Whether `header` is `Bearer KEY` or Basic with the password KEY, compared in time that does
+    /// not depend on where it differs.
     fn admits(&self, header: Option<&[u8]>) -> bool {
-        let Some(given) = header.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+        let Some(header) = header else {
             return false;
         };
+        if let Some(given) = header.strip_prefix(b"Bearer ") {
+            return self.is(given);
+        }
+        let Some(encoded) = header.strip_prefix(b"Basic ") else {
+            return false;
+        };
+        use base64::Engine as _;
+        let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim_ascii())
+        else {
+            return false;
+        };
+        match decoded.iter().position(|&b| b == b':') {
+            Some(colon) => self.is(&decoded[colon + 1..]),
+            None => false,
+        }
+    }
+
+    fn is(&self, given: &[u8]) -> bool {
         let expected = self.0.as_bytes();
         given.len() == expected.len()
             && given
@@ -37,6 +58,11 @@ impl ServeKey {
                 .fold(0u8, |diff, (a, b)| diff | (a ^ b))
                 == 0
     }
+}
+
+/// Whether `path` is one of the console's pages, whose 401 asks a browser for the key.
+fn is_console_page(path: &str) -> bool {
+    path == "/" || path.starts_with("/console/")
 }
 
 /// Refuses a request without the key (401), before any route sees it.
@@ -50,10 +76,20 @@ pub(crate) async fn require_key(
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes());
     if key.admits(given) {
-        next.run(request).await
-    } else {
-        ApiError::unauthorized().into_response()
+        return next.run(request).await;
     }
+    let mut response = ApiError::unauthorized().into_response();
+    let challenge = if is_console_page(request.uri().path()) {
+        // A browser asks its user for a name and password: the password is the key.
+        "Basic realm=\"lllm serve (the password is the serve key)\", charset=\"UTF-8\""
+    } else {
+        "Bearer"
+    };
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        axum::http::HeaderValue::from_static(challenge),
+    );
+    response
 }
 
 #[cfg(test)]
@@ -74,6 +110,12 @@ mod tests {
             assert!(!key.admits(Some(wrong)));
         }
         assert!(!key.admits(None));
+        // user:s3cret, :s3cret, user:s3cre, s3cret (no colon)
+        assert!(key.admits(Some(b"Basic dXNlcjpzM2NyZXQ=")));
+        assert!(key.admits(Some(b"Basic OnMzY3JldA==")));
+        assert!(!key.admits(Some(b"Basic dXNlcjpzM2NyZQ==")));
+        assert!(!key.admits(Some(b"Basic czNjcmV0")));
+        assert!(!key.admits(Some(b"Basic !!!")));
         assert!(!format!("{key:?}").contains("s3cret"));
     }
 }

@@ -51,6 +51,7 @@ pub(crate) async fn complete(
         session: CallerSession::from_headers(&headers),
         dialogs: Vec::new(),
         stream,
+        source: "chat.completions",
     };
     let mut live = LiveRun::start(&state, model, ask).await?;
     let chunk = Chunk {

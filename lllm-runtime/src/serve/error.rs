@@ -45,6 +45,11 @@ impl ApiError {
         .code("invalid_api_key")
     }
 
+    /// The request is not allowed from where it comes (403).
+    pub(crate) fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "permission_error", message)
+    }
+
     /// The request conflicts with what the server holds (409).
     pub(crate) fn conflict(message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, "invalid_request_error", message).code("conflict")

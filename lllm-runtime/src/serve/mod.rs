@@ -26,10 +26,14 @@
 mod admission;
 mod auth;
 mod chat;
+mod console;
 mod error;
 mod input;
 mod listener;
+mod listing;
+mod log;
 mod models;
+mod origin;
 mod responses;
 mod run_stream;
 mod runs;
@@ -202,12 +206,16 @@ impl Served {
     /// The routes, with the key check when a key is set.
     pub fn router(&self) -> Router {
         let routes = Router::new()
+            .route("/", get(console::index))
+            .route("/console/app.js", get(console::script))
+            .route("/console/style.css", get(console::style))
             .route("/v1/models", get(models::list))
             .route("/v1/models/{id}", get(models::one))
             .route("/v1/chat/completions", post(chat::complete))
             .route("/v1/responses", post(responses::respond))
-            .route("/v1/runs", post(runs::create))
+            .route("/v1/runs", post(runs::create).get(listing::list))
             .route("/v1/runs/{id}", get(runs::get))
+            .route("/v1/runs/{id}/dialogs", get(listing::dialogs))
             .route("/v1/runs/{id}/events", get(runs::events))
             .route("/v1/runs/{id}/cancel", post(runs::cancel))
             .route("/v1/runs/{id}/approval", post(runs::approve))
@@ -219,6 +227,10 @@ impl Served {
             .layer(axum::middleware::from_fn_with_state(
                 self.state.max_body,
                 refuse_large_bodies,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                origin::Keyed(self.key.is_some()),
+                origin::same_origin_only,
             ));
         match &self.key {
             Some(key) => routes.layer(axum::middleware::from_fn_with_state(

@@ -111,6 +111,7 @@ pub(crate) async fn respond(
         session,
         dialogs,
         stream,
+        source: "responses",
     };
     let mut live = LiveRun::start(&state, model, ask).await?;
     let meta = Meta {

@@ -16,6 +16,7 @@ use super::admission::Ticket;
 use super::error::ApiError;
 use super::input::{Turn, CLIENT_SYSTEM_VAR};
 use super::session::{CallerSession, ECHO_HEADER};
+use super::store::{new_run_id, RunMeta, RunState};
 use super::{Model, ServeState};
 use crate::engine::{RunError, RunHandle, RunOutput, RunPlan};
 use crate::events::RunEvent;
@@ -88,6 +89,8 @@ pub(crate) struct Ask {
     pub(crate) session: CallerSession,
     pub(crate) dialogs: Vec<(String, DialogTree)>,
     pub(crate) stream: bool,
+    /// The API asked (`chat.completions`, `responses`), as the console names it.
+    pub(crate) source: &'static str,
 }
 
 /// Reads a request body within the server's size limit and read timeout.
@@ -123,13 +126,16 @@ impl LiveRun {
         let conversation = Conversation::new(ask.session.id.clone())
             .parent(ask.session.parent.clone())
             .seed(ask.turn.seed);
+        let log = state.runs.new_log();
         let plan = RunPlan::new()
             .input(ask.turn.input)
             .vars(vars)
             .conversation(conversation)
             .dialogs(ask.dialogs)
-            .stream(ask.stream);
+            .stream(ask.stream)
+            .observer(log.observer());
         let handle = state.engine.start(model.tactic.clone(), plan);
+        shown(state, model, &ask.session, ask.source, &handle, log);
         Ok(LiveRun {
             handle,
             ticket: Some(ticket),
@@ -223,6 +229,33 @@ impl Drop for LiveRun {
             });
         }
     }
+}
+
+/// Shows a run answering one request in the console, in memory, until it is forgotten.
+fn shown(
+    state: &ServeState,
+    model: &Model,
+    session: &CallerSession,
+    source: &'static str,
+    handle: &RunHandle,
+    log: Arc<super::log::RunLog>,
+) {
+    let meta = RunMeta {
+        id: new_run_id(),
+        model: model.id.clone(),
+        created: super::chat::now(),
+        session: session.id.clone(),
+        idempotency: None,
+        source: Some(source.to_owned()),
+        status: None,
+        error: None,
+    };
+    let live = RunState::Live {
+        handle: handle.clone(),
+        base: 0,
+    };
+    let record = state.runs.add_in_memory(meta, live, log);
+    super::runs::watch(model, record, handle.clone(), None);
 }
 
 fn receiver_stream(

@@ -21,7 +21,7 @@ use super::error::ApiError;
 use super::input::{parse_body, CLIENT_SYSTEM_VAR};
 use super::run_stream::{json_event, read_body, Failure};
 use super::session::{CallerSession, ECHO_HEADER};
-use super::store::{is_run_id, status_of, RunMeta, RunRecord, RunState, Stopped};
+use super::store::{is_run_id, new_run_id, status_of, RunMeta, RunRecord, RunState, Stopped};
 use super::{Model, ServeState};
 use crate::engine::{plan_resume, JournalPlan, Resumable, RunHandle, RunPlan, StreamedEvent};
 use crate::events::{RunEvent, RunStatus};
@@ -79,19 +79,18 @@ pub(crate) async fn create(
     let model = state.model(&request.model)?;
     let session = CallerSession::from_headers(&headers);
     let ticket = state.admission.admit(&session.id).await?;
-    let id = format!(
-        "run_{}",
-        lllm_core::DialogId::new().to_string().replace('-', "")
-    );
+    let id = new_run_id();
     let mut vars: lllm_core::PromptVars = request.vars.unwrap_or_default().into_iter().collect();
     vars.entry(CLIENT_SYSTEM_VAR.into())
         .or_insert_with(|| "".into());
+    let log = state.runs.new_log();
     let mut plan = RunPlan::new()
         .maybe_input(request.input)
+        .observer(log.observer())
         .vars(vars)
         .conversation(Conversation::new(session.id.clone()).parent(session.parent.clone()))
         // Every call that needs a confirmation pauses the run (declined without a journal).
-        .confirm(Arc::new(Decisions::new()));
+        .confirm(log.confirm(Decisions::new()));
     if let Some(journal) = state.runs.journal_for(&id) {
         plan = plan.journal(JournalPlan::Create(journal));
     }
@@ -101,6 +100,7 @@ pub(crate) async fn create(
         created: super::chat::now(),
         session: session.id.clone(),
         idempotency: key.map(|k| (k, digest)),
+        source: None,
         status: None,
         error: None,
     };
@@ -113,9 +113,10 @@ pub(crate) async fn create(
                 handle: handle.clone(),
                 base: 0,
             },
+            log,
         )
         .map_err(ApiError::internal)?;
-    watch(&state, model, record.clone(), handle, ticket);
+    watch(model, record.clone(), handle, Some(ticket));
     let mut response = view(&state, &record).into_response();
     if let Ok(value) = session.id.parse() {
         response.headers_mut().insert(ECHO_HEADER, value);
@@ -123,16 +124,14 @@ pub(crate) async fn create(
     Ok(response)
 }
 
-/// Writes the run's record when it ends, and lets go of its admission then.
-fn watch(
-    state: &Arc<ServeState>,
+/// Writes the run's record when it ends, and lets go of its admission (if it holds one) then.
+pub(crate) fn watch(
     model: &Model,
     record: Arc<RunRecord>,
     handle: RunHandle,
-    ticket: super::admission::Ticket,
+    ticket: Option<super::admission::Ticket>,
 ) {
     let secrets = model.tactic.secrets().clone();
-    let _ = state;
     tokio::spawn(async move {
         let outcome = handle.wait().await;
         drop(ticket);
@@ -162,7 +161,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn record(state: &ServeState, id: &str) -> Result<Arc<RunRecord>, ApiError> {
+pub(crate) fn record(state: &ServeState, id: &str) -> Result<Arc<RunRecord>, ApiError> {
     let found = is_run_id(id).then(|| state.runs.get(id)).flatten();
     found.ok_or_else(|| {
         ApiError::not_found(
@@ -182,7 +181,7 @@ pub(crate) async fn get(
 }
 
 /// What a client sees of a run.
-fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
+pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
     let meta = record.meta();
     let stopped = match record.state() {
         RunState::Stopped { stopped, .. } => stopped,
@@ -195,7 +194,12 @@ fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
         "created_at": meta.created,
         "session_id": meta.session,
         "status": stopped.status.as_str(),
+        "revision": record.log.revision(),
     });
+    let totals = record.log.totals();
+    if totals.calls > 0 {
+        out["usage"] = totals.to_json();
+    }
     if let Some(output) = stopped.output {
         out["output"] = output.into();
     }
@@ -206,7 +210,10 @@ fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
         let pending: Vec<Value> = stopped
             .pending
             .iter()
-            .map(|p| json!({"id": p.call, "agent": p.agent, "tool": p.tool, "arguments": p.arguments}))
+            .map(|p| {
+                json!({"id": p.call, "agent": p.agent, "tool": p.tool,
+                       "source": record.log.source(&p.call), "arguments": p.arguments})
+            })
             .collect();
         out["pending"] = pending.into();
     }
@@ -311,14 +318,15 @@ pub(crate) async fn approve(
         Err(e) => return Err(ApiError::conflict(lllm_core::full_message(&e))),
     };
     let ticket = state.admission.admit(&meta.session).await?;
-    let handle = state
-        .engine
-        .start(model.tactic.clone(), plan.confirm(Arc::new(decisions)));
+    let plan = plan
+        .confirm(record.log.confirm(decisions))
+        .observer(record.log.observer());
+    let handle = state.engine.start(model.tactic.clone(), plan);
     record.set_state(RunState::Live {
         handle: handle.clone(),
         base,
     });
-    watch(&state, model, record.clone(), handle, ticket);
+    watch(model, record.clone(), handle, Some(ticket));
     Ok(view(&state, &record))
 }
 
@@ -419,6 +427,7 @@ fn run_event(base: u64, streamed: &StreamedEvent) -> Event {
             "compacted",
             json!({"agent": agent, "dialog": dialog, "tokens_before": tokens_before}),
         ),
+        RunEvent::ModelCall(call) => ("model_call", super::log::call_json(call)),
         RunEvent::ToolCall { agent, call } => (
             "tool_call",
             json!({"agent": agent, "id": call.id, "tool": call.name, "arguments": call.arguments}),

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use super::log::{Changes, RunLog};
 use super::ServeError;
 use crate::engine::{RunError, RunHandle};
 use crate::events::RunStatus;
@@ -27,6 +28,9 @@ pub(crate) struct RunMeta {
     pub(crate) session: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) idempotency: Option<(String, String)>,
+    /// The API that started it, when not `/v1/runs` (`chat.completions`, `responses`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) source: Option<String>,
     /// The final status, once the run ended for good.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) status: Option<String>,
@@ -58,6 +62,8 @@ pub(crate) struct RunRecord {
     pub(crate) meta: Mutex<RunMeta>,
     pub(crate) state: Mutex<RunState>,
     pub(crate) journal: Option<PathBuf>,
+    /// What the console shows of it.
+    pub(crate) log: Arc<RunLog>,
     dir: Option<PathBuf>,
 }
 
@@ -72,6 +78,7 @@ impl RunRecord {
 
     pub(crate) fn set_state(&self, state: RunState) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) = state;
+        self.log.touch();
     }
 
     /// Records the run's final status (and error) beside its journal.
@@ -82,6 +89,7 @@ impl RunRecord {
             meta.error = error;
             meta.clone()
         };
+        self.log.touch();
         if let Some(dir) = &self.dir {
             if let Err(e) = write_meta(dir, &meta) {
                 tracing::warn!("the record of run {} was not written: {e}", meta.id);
@@ -95,6 +103,7 @@ impl RunRecord {
 pub(crate) struct RunStore {
     dir: Option<PathBuf>,
     runs: Mutex<HashMap<String, Arc<RunRecord>>>,
+    changes: Changes,
 }
 
 impl RunStore {
@@ -104,6 +113,7 @@ impl RunStore {
             return Ok(RunStore {
                 dir: None,
                 runs: Mutex::default(),
+                changes: Changes::default(),
             });
         };
         let runs_dir = dir.join("runs");
@@ -112,6 +122,7 @@ impl RunStore {
             source,
         })?;
         let mut runs = HashMap::new();
+        let changes = Changes::default();
         let entries = std::fs::read_dir(&runs_dir).map_err(|source| ServeError::State {
             path: runs_dir.clone(),
             source,
@@ -119,7 +130,7 @@ impl RunStore {
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "json") {
-                match read_back(&runs_dir, &path) {
+                match read_back(&runs_dir, &path, &changes) {
                     Ok(record) => {
                         runs.insert(record.meta().id.clone(), Arc::new(record));
                     }
@@ -132,7 +143,32 @@ impl RunStore {
         Ok(RunStore {
             dir: Some(runs_dir),
             runs: Mutex::new(runs),
+            changes,
         })
+    }
+
+    /// A log for a new run, whose changes this store's watchers hear of.
+    pub(crate) fn new_log(&self) -> Arc<RunLog> {
+        RunLog::new(self.changes.clone())
+    }
+
+    /// Wakes on every change of any run.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The runs, newest first, at most `limit`.
+    pub(crate) fn newest(&self, limit: usize) -> Vec<Arc<RunRecord>> {
+        let mut runs: Vec<(u64, String, Arc<RunRecord>)> = self
+            .lock()
+            .values()
+            .map(|r| {
+                let meta = r.meta();
+                (meta.created, meta.id, r.clone())
+            })
+            .collect();
+        runs.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+        runs.into_iter().take(limit).map(|(_, _, r)| r).collect()
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<RunRecord>> {
@@ -155,21 +191,51 @@ impl RunStore {
     }
 
     /// Adds a run, writing its record.
-    pub(crate) fn add(&self, meta: RunMeta, state: RunState) -> Result<Arc<RunRecord>, String> {
+    pub(crate) fn add(
+        &self,
+        meta: RunMeta,
+        state: RunState,
+        log: Arc<RunLog>,
+    ) -> Result<Arc<RunRecord>, String> {
         if let Some(dir) = &self.dir {
             write_meta(dir, &meta)
                 .map_err(|e| format!("the run's record cannot be written: {e}"))?;
         }
         let record = Arc::new(RunRecord {
             journal: self.journal_for(&meta.id),
-            meta: Mutex::new(meta.clone()),
+            meta: Mutex::new(meta),
             state: Mutex::new(state),
+            log,
             dir: self.dir.clone(),
         });
-        let mut runs = self.lock();
-        runs.insert(meta.id, record.clone());
-        forget_oldest_ended(&mut runs);
-        Ok(record)
+        Ok(self.insert(record))
+    }
+
+    /// Adds a run that answers one request (a chat completion, a response): kept in memory for
+    /// the console, never written (its conversation is the client's to keep).
+    pub(crate) fn add_in_memory(
+        &self,
+        meta: RunMeta,
+        state: RunState,
+        log: Arc<RunLog>,
+    ) -> Arc<RunRecord> {
+        self.insert(Arc::new(RunRecord {
+            journal: None,
+            meta: Mutex::new(meta),
+            state: Mutex::new(state),
+            log,
+            dir: None,
+        }))
+    }
+
+    fn insert(&self, record: Arc<RunRecord>) -> Arc<RunRecord> {
+        {
+            let mut runs = self.lock();
+            runs.insert(record.meta().id, record.clone());
+            forget_oldest_ended(&mut runs);
+        }
+        self.changes.bump();
+        record
     }
 
     /// Cancels every live run.
@@ -205,7 +271,7 @@ fn forget_oldest_ended(runs: &mut HashMap<String, Arc<RunRecord>>) {
 }
 
 /// A run an earlier server left: its record, and where its journal says it is.
-fn read_back(dir: &Path, path: &Path) -> Result<RunRecord, String> {
+fn read_back(dir: &Path, path: &Path, changes: &Changes) -> Result<RunRecord, String> {
     let bytes =
         lllm_core::read_regular(path, MAX_RECORD_BYTES).map_err(|e| lllm_core::full_message(&e))?;
     let meta: RunMeta = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
@@ -218,6 +284,7 @@ fn read_back(dir: &Path, path: &Path) -> Result<RunRecord, String> {
         meta: Mutex::new(meta),
         state: Mutex::new(RunState::Stopped { stopped, base: 0 }),
         journal: Some(journal),
+        log: RunLog::new(changes.clone()),
         dir: Some(dir.to_owned()),
     })
 }
@@ -253,6 +320,14 @@ fn stopped_from(meta: &RunMeta, journal: &Path) -> Stopped {
         }
     };
     stopped
+}
+
+/// A new run id: `run_` and 32 hex digits.
+pub(crate) fn new_run_id() -> String {
+    format!(
+        "run_{}",
+        lllm_core::DialogId::new().to_string().replace('-', "")
+    )
 }
 
 /// Whether `id` is one this server made (`run_` and hex): safe as a file name.

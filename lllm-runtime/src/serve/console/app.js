@@ -1,0 +1,248 @@
+// The console of `lllm serve`: the run list and a run's page, drawn from the server's API.
+// Every piece of text a run holds (answers, tool arguments and results, names) is set as text,
+// never as markup: nothing a model or a tool wrote can become part of the page.
+"use strict";
+
+const main = document.getElementById("main");
+const live = document.getElementById("live");
+const FINAL = new Set(["completed", "failed", "cancelled"]);
+
+// el("td", {class: "num"}, "12", child...): an element with attributes and children; strings become
+// text nodes.
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const number = (n) => (n === undefined || n === null ? "–" : Number(n).toLocaleString("en-US"));
+const share = (part, whole) => (whole ? `${Math.round((100 * (part || 0)) / whole)} %` : "–");
+const status = (s) => el("span", { class: `status ${s}`, "data-status": s }, s.replace("_", " "));
+const runLink = (id) => `#/runs/${encodeURIComponent(id)}`;
+
+function age(created) {
+  const seconds = Math.max(0, Math.round(Date.now() / 1000 - created));
+  if (seconds < 60) return `${seconds} s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return `${Math.floor(seconds / 86400)} d ago`;
+}
+
+async function api(path, options) {
+  const response = await fetch(path, { credentials: "same-origin", ...options });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const message = (body.error && body.error.message) || `HTTP ${response.status}`;
+    throw new Error(message);
+  }
+  return body;
+}
+
+// One stream of the server's runs, shared by both views: the list draws it, a run's page reads
+// its run's revision from it and fetches the run again when it changed.
+const watchers = new Set();
+let latest = null;
+function watchRuns() {
+  const source = new EventSource("/v1/runs?stream=true&limit=1000");
+  source.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; });
+  source.addEventListener("error", () => { live.textContent = "reconnecting"; live.className = "live off"; });
+  source.addEventListener("runs", (event) => {
+    latest = JSON.parse(event.data).data;
+    for (const watcher of watchers) watcher(latest);
+  });
+}
+
+function showList() {
+  document.title = "Runs · lllm serve";
+  const body = el("tbody", { id: "runs" });
+  const table = el("table", { class: "runs" },
+    el("thead", {}, el("tr", {},
+      el("th", {}, "Run"), el("th", {}, "Tactic"), el("th", {}, "Via"), el("th", {}, "Status"),
+      el("th", {}, "Started"), el("th", {}, "Session"), el("th", { class: "num" }, "Calls"),
+      el("th", { class: "num" }, "Tokens in"), el("th", { class: "num" }, "Tokens out"),
+      el("th", { class: "num" }, "Cached"))),
+    body);
+  const empty = el("div", { class: "empty", id: "no-runs" },
+    "No runs yet. Start one with POST /v1/runs, a chat completion or a response; it shows here by itself.");
+  main.replaceChildren(el("h1", {}, "Runs"), table, empty);
+  const draw = (runs) => {
+    empty.hidden = runs.length > 0;
+    table.hidden = runs.length === 0;
+    body.replaceChildren(...runs.map((run) => {
+      const usage = run.usage || {};
+      return el("tr", { "data-run": run.id },
+        el("td", {}, el("a", { href: runLink(run.id), class: "mono" }, run.id)),
+        el("td", {}, run.model),
+        el("td", { class: "muted" }, run.source || "runs"),
+        el("td", {}, status(run.status)),
+        el("td", { title: new Date(run.created_at * 1000).toISOString() }, age(run.created_at)),
+        el("td", { class: "mono" }, run.session_id),
+        el("td", { class: "num" }, number(usage.calls)),
+        el("td", { class: "num" }, number(usage.prompt_tokens)),
+        el("td", { class: "num" }, number(usage.completion_tokens)),
+        el("td", { class: "num", title: `${number(usage.cached_tokens)} of ${number(usage.prompt_tokens)} prompt tokens` },
+          share(usage.cached_tokens, usage.prompt_tokens)));
+    }));
+  };
+  if (latest) draw(latest);
+  return draw;
+}
+
+function showRun(id) {
+  document.title = `${id} · lllm serve`;
+  main.replaceChildren(el("p", { class: "muted" }, "Loading…"));
+  let shown = -1;
+  let loading = false;
+  let timer = null;
+  const load = async () => {
+    if (loading) return;
+    loading = true;
+    try {
+      const [run, dialogs] = await Promise.all([
+        api(`/v1/runs/${encodeURIComponent(id)}`),
+        api(`/v1/runs/${encodeURIComponent(id)}/dialogs`),
+      ]);
+      shown = run.revision;
+      drawRun(run, dialogs, load);
+      // A run too old for the stream's list is looked at again until it ends.
+      clearTimeout(timer);
+      if (!FINAL.has(run.status) && !(latest || []).some((r) => r.id === id)) timer = setTimeout(load, 2000);
+    } catch (error) {
+      main.replaceChildren(el("h1", {}, id), el("p", { class: "error" }, error.message));
+    } finally {
+      loading = false;
+    }
+  };
+  load();
+  return (runs) => {
+    const run = runs.find((r) => r.id === id);
+    if (run && run.revision !== shown) load();
+  };
+}
+
+function drawRun(run, log, reload) {
+  const usage = run.usage || {};
+  const parts = [
+    el("h1", {}, "Run ", el("span", { class: "mono" }, run.id), " ", status(run.status)),
+    el("dl", { class: "facts" },
+      el("dt", {}, "Tactic"), el("dd", {}, run.model),
+      el("dt", {}, "Session"), el("dd", { class: "mono", id: "run-session" }, run.session_id),
+      el("dt", {}, "Started"), el("dd", {}, `${new Date(run.created_at * 1000).toISOString()} (${age(run.created_at)})`),
+      el("dt", {}, "Tokens"), el("dd", {},
+        `${number(usage.prompt_tokens)} in, ${number(usage.completion_tokens)} out, ` +
+        `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)}) over ${number(usage.calls)} calls`)),
+  ];
+  if (run.pending && run.pending.length) parts.push(pendingCalls(run, reload));
+  if (run.output !== undefined) parts.push(el("h2", {}, "Answer"), el("div", { class: "answer", id: "answer" }, run.output));
+  if (run.error) parts.push(el("h2", {}, "Error"), el("div", { class: "answer error", id: "error" }, run.error.message));
+  if (run.status === "running" || run.status === "queued" || run.status === "requires_action") {
+    parts.push(el("p", {}, el("button", { class: "reject", id: "cancel", onclick: () => act(run.id, "cancel", null, reload) }, "Cancel the run")));
+  }
+  parts.push(el("h2", {}, "Dialogs"), dialogTree(log.dialogs));
+  parts.push(el("h2", {}, "Tool calls"), toolCalls(log.tool_calls));
+  main.replaceChildren(...parts);
+}
+
+function pendingCalls(run, reload) {
+  const cards = run.pending.map((call) => el("div", { class: "pending", "data-call": call.id },
+    el("div", {}, el("strong", {}, call.tool), " asked by ", el("strong", {}, call.agent || "an agent"),
+      call.source ? el("span", { class: "muted" }, ` (${call.source})`) : null),
+    el("pre", { class: "arguments" }, JSON.stringify(call.arguments, null, 2)),
+    el("div", { class: "actions" },
+      el("button", { class: "approve", onclick: (e) => decide(e, run.id, "approve", call.id, reload) }, "Approve"),
+      el("button", { class: "reject", onclick: (e) => decide(e, run.id, "reject", call.id, reload) }, "Reject"))));
+  return el("section", { id: "pending" }, el("h2", {}, "Waiting for your decision"), ...cards);
+}
+
+async function decide(event, runId, decision, callId, reload) {
+  for (const button of document.querySelectorAll("#pending button")) button.disabled = true;
+  await act(runId, "approval", { decision, calls: [callId] }, reload);
+}
+
+async function act(runId, action, body, reload) {
+  try {
+    await api(`/v1/runs/${encodeURIComponent(runId)}/${action}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body || {}),
+    });
+  } catch (error) {
+    alert(`${action}: ${error.message}`);
+  }
+  reload();
+}
+
+function dialogTree(dialogs) {
+  if (!dialogs.length) return el("p", { class: "muted" }, "No model call yet.");
+  const known = new Set(dialogs.map((d) => d.id));
+  const children = new Map();
+  for (const dialog of dialogs) {
+    const parent = dialog.parent && known.has(dialog.parent) ? dialog.parent : "";
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent).push(dialog);
+  }
+  const branch = (parent) => el("ul", { class: "tree" },
+    (children.get(parent) || []).map((dialog) => el("li", {}, dialogCard(dialog), branch(dialog.id))));
+  return el("div", { id: "dialogs" }, branch(""));
+}
+
+function dialogCard(dialog) {
+  const usage = dialog.usage || {};
+  const rows = dialog.calls.map((call) => el("tr", {},
+    el("td", { class: "num" }, number(call.prompt_tokens)),
+    el("td", { class: "num" }, number(call.completion_tokens)),
+    el("td", { class: "num" }, `${number(call.cached_tokens)} (${share(call.cached_tokens, call.prompt_tokens)})`),
+    el("td", { class: "num" }, call.priority === null ? "–" : String(call.priority)),
+    el("td", { class: "num" }, String(call.tier)),
+    el("td", { class: "mono" }, call.worker || "–"),
+    el("td", { class: "num" }, `${call.queue_ms} ms`),
+    el("td", { class: "num" }, `${call.took_ms} ms`),
+    el("td", {}, call.fallback ? `fallback ${call.fallback}` : "own"),
+    el("td", { class: "num" }, String(call.window))));
+  return el("div", { class: "dialog", "data-dialog": dialog.id },
+    el("div", {},
+      el("span", { class: "title" }, `${dialog.agent} / ${dialog.alias || "?"}`),
+      el("span", { class: "session mono", title: "the session id its requests carried" }, dialog.session_id || "–"),
+      dialog.parent ? el("span", { class: "muted" }, ` forked from ${dialog.parent_session_id || dialog.parent}`) : null),
+    el("div", { class: "muted" },
+      `${number(usage.calls)} calls · ${number(usage.prompt_tokens)} in · ${number(usage.completion_tokens)} out · ` +
+      `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)})`),
+    el("table", { class: "calls" },
+      el("thead", {}, el("tr", {},
+        el("th", { class: "num" }, "In"), el("th", { class: "num" }, "Out"), el("th", { class: "num" }, "Cached"),
+        el("th", { class: "num" }, "Priority"), el("th", { class: "num" }, "Tier"), el("th", {}, "Worker"),
+        el("th", { class: "num" }, "Queue wait"), el("th", { class: "num" }, "Took"), el("th", {}, "Endpoint"),
+        el("th", { class: "num" }, "Window"))),
+      el("tbody", {}, rows)));
+}
+
+function toolCalls(calls) {
+  if (!calls.length) return el("p", { class: "muted" }, "No tool call.");
+  return el("table", { id: "tools" },
+    el("thead", {}, el("tr", {}, el("th", {}, "Agent"), el("th", {}, "Tool"), el("th", {}, "Arguments"), el("th", {}, "Result"))),
+    el("tbody", {}, calls.map((call) => el("tr", { "data-call": call.id },
+      el("td", {}, call.agent),
+      el("td", {}, call.tool),
+      el("td", {}, el("pre", {}, call.arguments)),
+      el("td", {}, call.result === null
+        ? el("span", { class: "muted" }, "not answered")
+        : el("pre", { class: call.is_error ? "error result" : "result" }, call.result))))));
+}
+
+function route() {
+  watchers.clear();
+  const match = /^#\/runs\/([^/]+)$/.exec(location.hash);
+  watchers.add(match ? showRun(decodeURIComponent(match[1])) : showList());
+}
+
+window.addEventListener("hashchange", route);
+route();
+watchRuns();

@@ -1,0 +1,109 @@
+//! `GET /v1/runs` (the server's runs, newest first, as a list or as a stream that sends the list
+//! again whenever a run changes) and `GET /v1/runs/{id}/dialogs` (a run's dialog tree, model calls
+//! and tool calls): what the console reads.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::run_stream::json_event;
+use super::runs::{record, view};
+use super::ServeState;
+
+/// Runs listed by default.
+const DEFAULT_LIMIT: usize = 100;
+/// The most runs one list holds.
+const MAX_LIMIT: usize = 1_000;
+/// A stream sends the list at most this often, however often runs change.
+const STREAM_PERIOD: Duration = Duration::from_millis(250);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    stream: Option<bool>,
+}
+
+/// `GET /v1/runs?limit=N&stream=true`.
+pub(crate) async fn list(
+    State(state): State<Arc<ServeState>>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| {
+        ApiError::invalid(format!(
+            "the query: {}; it takes `limit` (1 to {MAX_LIMIT}) and `stream` (true or false)",
+            e.body_text()
+        ))
+    })?;
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "`limit` must be 1 to {MAX_LIMIT}, not {limit}"
+        )));
+    }
+    if query.stream != Some(true) {
+        return Ok(Json(runs(&state, limit)).into_response());
+    }
+    let changes = state.runs.changes();
+    let stream = futures::stream::unfold(
+        (state, changes, true),
+        move |(state, mut changes, first)| async move {
+            if !first {
+                // Woken by a change, then a pause, so a busy server sends one list per period.
+                changes.changed().await.ok()?;
+                tokio::time::sleep(STREAM_PERIOD).await;
+            }
+            changes.borrow_and_update();
+            let event = json_event(Some("runs"), &runs(&state, limit));
+            Some((Ok::<Event, Infallible>(event), (state, changes, false)))
+        },
+    );
+    Ok(Sse::new(stream.boxed())
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// The newest `limit` runs.
+fn runs(state: &ServeState, limit: usize) -> Value {
+    let data: Vec<Value> = state
+        .runs
+        .newest(limit)
+        .iter()
+        .map(|record| {
+            let mut run = view(state, record).0;
+            if let Some(source) = record.meta().source {
+                run["source"] = source.into();
+            }
+            // The list is an overview: an answer is read on the run's own page.
+            if let Some(map) = run.as_object_mut() {
+                map.remove("output");
+            }
+            run
+        })
+        .collect();
+    json!({"object": "list", "data": data})
+}
+
+/// `GET /v1/runs/{id}/dialogs`: the run's dialogs as a tree, each with its model calls, and its
+/// tool calls with their results.
+pub(crate) async fn dialogs(
+    State(state): State<Arc<ServeState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = record(&state, &id)?;
+    let mut out = record.log.to_json();
+    out["id"] = record.meta().id.into();
+    out["object"] = "run.dialogs".into();
+    Ok(Json(out))
+}
