@@ -5,11 +5,13 @@
 # PyPI), OpenTelemetry export to Arize Phoenix, Dynamo's offline simulator replaying agentic traces,
 # a smoke run of the benchmark binaries, and the integration suite against a real NVIDIA Dynamo router
 # (started here on 127.0.0.1), `lllm serve` with real clients (the OpenAI Python SDK, Codex CLI), and
-# `lllm batch --queue` with `lllm worker`s on NATS JetStream (nats-server from PyPI).
+# `lllm batch --queue` with `lllm worker`s on NATS JetStream (nats-server from PyPI), and the console of
+# `lllm serve` in headless Chromium (Debian's chromium and chromium-driver: installed with apt-get
+# when the script runs as root and they are missing, as on CI; otherwise install them yourself).
 # The servers and clients are installed into a cache (LLLM_CACHE_DIR, default
 # ~/.cache/lllm) in the background while the code compiles. Needs the Rust toolchain, Python 3 with
-# pip, and nothing from the system's package manager (Node.js for the MCP reference server comes from
-# PyPI when the machine has none). Uses cargo-nextest when it is installed (every test in a process of
+# pip, and from the system's package manager only Chromium (Node.js for the MCP reference server comes
+# from PyPI when the machine has none). Uses cargo-nextest when it is installed (every test in a process of
 # its own, all binaries' tests in parallel), else `cargo test`.
 # LLLM_SKIP_DYNAMO=1 leaves Dynamo out (its tests then say so and pass without checking).
 # Each step's time is printed when the script ends; the last line printed is "N passed, M failed", the
@@ -22,6 +24,7 @@ unset LLLM_DYNAMO_URL LLLM_DYNAMO_LOG LLLM_REQUIRE_DYNAMO
 unset LLLM_MCP_EVERYTHING LLLM_MCP_TIME LLLM_MCP_PYTHON LLLM_REQUIRE_MCP
 unset LLLM_PHOENIX_URL LLLM_REQUIRE_PHOENIX LLLM_DYNAMO_PYTHON LLLM_REQUIRE_DYNAMO_REPLAY
 unset LLLM_OPENAI_PYTHON LLLM_CODEX LLLM_REQUIRE_CLIENTS LLLM_NATS_SERVER LLLM_REQUIRE_NATS
+unset LLLM_CHROMIUM LLLM_CHROMEDRIVER LLLM_REQUIRE_BROWSER LLLM_CONSOLE_SCREENSHOTS
 skip_dynamo=${LLLM_SKIP_DYNAMO:-0}
 results=$(mktemp)   # the output of every test run, for the summary line
 work=$(mktemp -d)   # the background installs' output
@@ -123,6 +126,7 @@ background phoenix scripts/servers/phoenix.sh up
 background mcp scripts/servers/mcp.sh install
 background clients scripts/servers/clients.sh install
 background nats scripts/servers/nats.sh install
+background browser scripts/servers/browser.sh install
 [ "$skip_dynamo" = 1 ] || background dynamo scripts/servers/dynamo.sh install
 
 step "cargo fmt --check"
@@ -166,6 +170,16 @@ else
   failed+=("installing nats-server")
 fi
 export LLLM_REQUIRE_NATS=1
+
+# With LLLM_REQUIRE_BROWSER=1 a missing Chromium fails the console's browser tests instead of skipping them.
+step "waiting for headless Chromium and ChromeDriver (the console's browser tests)"
+if await browser; then
+  eval "$(cat "$work/browser.out")"
+  export LLLM_CHROMIUM LLLM_CHROMEDRIVER
+else
+  failed+=("installing Chromium and ChromeDriver")
+fi
+export LLLM_REQUIRE_BROWSER=1
 
 step "waiting for Arize Phoenix (OpenTelemetry backend)"
 if await phoenix; then

@@ -4,7 +4,9 @@
 //! `cargo test -p lllm-cli --test it -- mcp::`.
 
 mod batch;
+mod browser;
 mod cli;
+mod console;
 mod journal;
 mod mcp;
 mod observability;

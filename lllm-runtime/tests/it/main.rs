@@ -7,6 +7,7 @@ mod admission;
 mod agent_loop;
 mod compaction;
 mod confirm;
+mod console_api;
 mod dynamo;
 mod engine;
 mod fallback;

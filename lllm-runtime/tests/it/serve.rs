@@ -13,7 +13,7 @@ use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, ServerDefaults, TacticReg
 use serde_json::{json, Value};
 
 /// A chat tactic (one agent, no steps) whose system prompt shows the client's system text.
-fn chat_tactic(dir: &TempDir, server: &StubServer, fork_session: &str) -> PathBuf {
+pub(crate) fn chat_tactic(dir: &TempDir, server: &StubServer, fork_session: &str) -> PathBuf {
     dir.write(
         "helper.yaml",
         &format!(
@@ -32,7 +32,7 @@ agent_configs:
 }
 
 /// A steps tactic: the lead answers, a fork of its dialog checks the answer.
-fn fork_tactic(dir: &TempDir, server: &StubServer, fork_session: &str) -> PathBuf {
+pub(crate) fn fork_tactic(dir: &TempDir, server: &StubServer, fork_session: &str) -> PathBuf {
     dir.write(
         "forks.yaml",
         &format!(
@@ -54,11 +54,11 @@ steps:
 }
 
 /// A tactic whose `act` tool needs confirmation, appends its line to `effects.txt` (or sleeps).
-fn tool_tactic(dir: &TempDir, server: &StubServer) -> PathBuf {
+pub(crate) fn tool_tactic(dir: &TempDir, server: &StubServer) -> PathBuf {
     tool_tactic_confirming(dir, server, true)
 }
 
-fn tool_tactic_confirming(dir: &TempDir, server: &StubServer, confirm: bool) -> PathBuf {
+pub(crate) fn tool_tactic_confirming(dir: &TempDir, server: &StubServer, confirm: bool) -> PathBuf {
     let effects = dir.0.join("effects.txt");
     let pid = dir.0.join("pid.txt");
     dir.write(
@@ -87,9 +87,9 @@ agent_configs:
 }
 
 /// A running server.
-struct Running {
-    base: String,
-    served: Served,
+pub(crate) struct Running {
+    pub(crate) base: String,
+    pub(crate) served: Served,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -99,7 +99,7 @@ impl Drop for Running {
     }
 }
 
-async fn serve_with(
+pub(crate) async fn serve_with(
     tactics: &[(&str, &Path)],
     configure: impl FnOnce(lllm_runtime::serve::ServedBuilder) -> lllm_runtime::serve::ServedBuilder,
 ) -> Running {
@@ -129,28 +129,28 @@ async fn serve_with(
     Running { base, served, task }
 }
 
-async fn serve(tactics: &[(&str, &Path)]) -> Running {
+pub(crate) async fn serve(tactics: &[(&str, &Path)]) -> Running {
     serve_with(tactics, |b| b).await
 }
 
 /// A response: status, headers, body text.
-struct Reply {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    text: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) text: String,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
     }
 
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     /// The events of an SSE body: each one's name (if any) and data, fields in any order.
-    fn events(&self) -> Vec<(Option<String>, String)> {
+    pub(crate) fn events(&self) -> Vec<(Option<String>, String)> {
         self.text
             .split("\n\n")
             .filter_map(|block| {
@@ -169,7 +169,7 @@ impl Reply {
     }
 }
 
-async fn post(url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+pub(crate) async fn post(url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     let mut request = reqwest::Client::new().post(url).body(body.to_owned());
     for (name, value) in headers {
         request = request.header(*name, *value);
@@ -182,7 +182,7 @@ async fn post(url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     }
 }
 
-async fn get(url: &str, headers: &[(&str, &str)]) -> Reply {
+pub(crate) async fn get(url: &str, headers: &[(&str, &str)]) -> Reply {
     let mut request = reqwest::Client::new().get(url);
     for (name, value) in headers {
         request = request.header(*name, *value);
@@ -195,7 +195,7 @@ async fn get(url: &str, headers: &[(&str, &str)]) -> Reply {
     }
 }
 
-fn chat_body(model: &str, messages: Value, stream: bool) -> String {
+pub(crate) fn chat_body(model: &str, messages: Value, stream: bool) -> String {
     json!({"model": model, "messages": messages, "stream": stream, "temperature": 0.2, "tools": []})
         .to_string()
 }
@@ -685,7 +685,7 @@ async fn past_the_run_cap_a_request_gets_429_and_one_conversation_runs_in_order(
     );
 }
 
-async fn wait_status(base: &str, id: &str, wanted: &str) -> Value {
+pub(crate) async fn wait_status(base: &str, id: &str, wanted: &str) -> Value {
     let started = Instant::now();
     loop {
         let run = get(&format!("{base}/v1/runs/{id}"), &[]).await.json();

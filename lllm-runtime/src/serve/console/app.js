@@ -26,6 +26,7 @@ function el(tag, attrs, ...children) {
 const number = (n) => (n === undefined || n === null ? "–" : Number(n).toLocaleString("en-US"));
 const share = (part, whole) => (whole ? `${Math.round((100 * (part || 0)) / whole)} %` : "–");
 const status = (s) => el("span", { class: `status ${s}`, "data-status": s }, s.replace("_", " "));
+const calls = (n) => `${number(n)} ${n === 1 ? "call" : "calls"}`;
 const runLink = (id) => `#/runs/${encodeURIComponent(id)}`;
 
 function age(created) {
@@ -138,7 +139,7 @@ function drawRun(run, log, reload) {
       el("dt", {}, "Started"), el("dd", {}, `${new Date(run.created_at * 1000).toISOString()} (${age(run.created_at)})`),
       el("dt", {}, "Tokens"), el("dd", {},
         `${number(usage.prompt_tokens)} in, ${number(usage.completion_tokens)} out, ` +
-        `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)}) over ${number(usage.calls)} calls`)),
+        `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)}) over ${calls(usage.calls)}`)),
   ];
   if (run.pending && run.pending.length) parts.push(pendingCalls(run, reload));
   if (run.output !== undefined) parts.push(el("h2", {}, "Answer"), el("div", { class: "answer", id: "answer" }, run.output));
@@ -213,7 +214,7 @@ function dialogCard(dialog) {
       el("span", { class: "session mono", title: "the session id its requests carried" }, dialog.session_id || "–"),
       dialog.parent ? el("span", { class: "muted" }, ` forked from ${dialog.parent_session_id || dialog.parent}`) : null),
     el("div", { class: "muted" },
-      `${number(usage.calls)} calls · ${number(usage.prompt_tokens)} in · ${number(usage.completion_tokens)} out · ` +
+      `${calls(usage.calls)} · ${number(usage.prompt_tokens)} in · ${number(usage.completion_tokens)} out · ` +
       `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)})`),
     el("table", { class: "calls" },
       el("thead", {}, el("tr", {},

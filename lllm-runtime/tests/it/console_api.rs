@@ -1,0 +1,296 @@
+//! What the console reads and how its pages are guarded, over HTTP against the recording stub: the
+//! run list (and its stream), a run's dialog tree with the sessions the server received, model
+//! calls in a run's events, the page's files and headers, the key as a browser sends it, and
+//! requests a foreign page or a rebound host name would make. The browser itself drives the page
+//! in `lllm-cli/tests/it/console.rs`.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use lllm_runtime::testing::{StubReply, StubServer};
+use serde_json::{json, Value};
+
+use crate::serve::{
+    chat_body, fork_tactic, get, post, serve, serve_with, tool_tactic, wait_status,
+};
+use crate::support::TempDir;
+
+fn cached_answer(text: &str, prompt: u64, cached: u64) -> StubReply {
+    StubReply::json(
+        200,
+        json!({"id": "c", "object": "chat.completion", "model": "stub",
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": prompt, "completion_tokens": 4, "total_tokens": prompt + 4,
+                         "prompt_tokens_details": {"cached_tokens": cached}}}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runs_dialogs_are_a_tree_with_the_sessions_the_server_received_and_their_tokens() {
+    let dir = TempDir::new("console-tree");
+    let stub = StubServer::start().await.expect("stub");
+    let forks = fork_tactic(&dir, &stub, "own");
+    let running = serve(&[("forks", &forks)]).await;
+    stub.push(cached_answer("draft", 100, 0));
+    stub.push(cached_answer("checked", 120, 96));
+    let created = post(
+        &format!("{}/v1/runs", running.base),
+        &[("x-session-id", "conv-1")],
+        &json!({"model": "forks", "input": "go"}).to_string(),
+    )
+    .await;
+    let id = created.json()["id"].as_str().expect("id").to_owned();
+    let run = wait_status(&running.base, &id, "completed").await;
+    assert_eq!(
+        run["usage"],
+        json!({"calls": 2, "prompt_tokens": 220, "completion_tokens": 8, "cached_tokens": 96})
+    );
+    let log = get(&format!("{}/v1/runs/{id}/dialogs", running.base), &[])
+        .await
+        .json();
+    let dialogs = log["dialogs"].as_array().expect("dialogs");
+    assert_eq!(dialogs.len(), 2, "{log}");
+    let received: Vec<String> = stub
+        .requests()
+        .iter()
+        .map(|r| {
+            r.header("x-dynamo-session-id")
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    let (root, fork) = (&dialogs[0], &dialogs[1]);
+    assert_eq!(root["session_id"], "conv-1");
+    assert_eq!(root["alias"], "main");
+    assert_eq!(root["parent"], Value::Null);
+    assert_eq!(fork["alias"], "check");
+    assert_eq!(fork["parent"], root["id"]);
+    assert_eq!(fork["parent_session_id"], "conv-1");
+    assert_eq!(
+        [&root["session_id"], &fork["session_id"]],
+        [&json!(received[0]), &json!(received[1])]
+    );
+    let call = &fork["calls"][0];
+    assert_eq!(
+        (
+            &call["prompt_tokens"],
+            &call["cached_tokens"],
+            &call["tier"]
+        ),
+        (&json!(120), &json!(96), &json!(0))
+    );
+    // The run's events carry the same calls.
+    let events = get(&format!("{}/v1/runs/{id}/events", running.base), &[]).await;
+    let calls: Vec<Value> = events
+        .events()
+        .into_iter()
+        .filter(|(name, _)| name.as_deref() == Some("model_call"))
+        .map(|(_, data)| serde_json::from_str(&data).expect("json"))
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1]["session_id"], json!(received[1]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_run_list_holds_every_kind_of_run_newest_first_and_its_stream_sends_each_change() {
+    let dir = TempDir::new("console-list");
+    let stub = StubServer::start().await.expect("stub");
+    let forks = fork_tactic(&dir, &stub, "own");
+    let running = serve(&[("forks", &forks)]).await;
+    let stream = reqwest::Client::new()
+        .get(format!("{}/v1/runs?stream=true", running.base))
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(stream.status(), 200);
+    let mut stream = stream;
+    let first = next_list(&mut stream).await;
+    assert_eq!(first, json!([]));
+    stub.push(StubReply::text("draft"));
+    stub.push(StubReply::text("checked"));
+    let reply = post(
+        &format!("{}/v1/chat/completions", running.base),
+        &[],
+        &chat_body("forks", json!([{"role": "user", "content": "go"}]), false),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    // The stream sends the list again until the chat's run shows completed, without being asked.
+    let started = Instant::now();
+    loop {
+        let runs = next_list(&mut stream).await;
+        if runs[0]["status"] == "completed" {
+            assert_eq!(runs[0]["source"], "chat.completions");
+            assert_eq!(runs[0]["usage"]["calls"], 2);
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{runs}");
+    }
+    let list = get(&format!("{}/v1/runs?limit=1", running.base), &[]).await;
+    assert_eq!(list.json()["data"].as_array().map(Vec::len), Some(1));
+    for bad in ["limit=0", "limit=1001", "limit=x", "stream=maybe", "what=1"] {
+        let reply = get(&format!("{}/v1/runs?{bad}", running.base), &[]).await;
+        assert_eq!(reply.status, 400, "{bad}: {}", reply.text);
+        assert_eq!(reply.json()["error"]["type"], "invalid_request_error");
+    }
+}
+
+/// The data of the next `runs` event of a list stream.
+async fn next_list(stream: &mut reqwest::Response) -> Value {
+    let mut text = String::new();
+    loop {
+        if let Some(end) = text.find("\n\n") {
+            let block = text[..end].to_owned();
+            text.drain(..end + 2);
+            if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) {
+                return serde_json::from_str::<Value>(data).expect("json")["data"].clone();
+            }
+            continue;
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .expect("an event within 10 s")
+            .expect("bytes")
+            .expect("open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_is_three_embedded_files_under_a_policy_that_runs_no_inline_script() {
+    let dir = TempDir::new("console-files");
+    let stub = StubServer::start().await.expect("stub");
+    let forks = fork_tactic(&dir, &stub, "own");
+    let running = serve(&[("forks", &forks)]).await;
+    for (path, kind, holds) in [
+        ("/", "text/html", "/console/app.js"),
+        ("/console/app.js", "text/javascript", "textContent"),
+        ("/console/style.css", "text/css", ".dialog"),
+    ] {
+        let reply = get(&format!("{}{path}", running.base), &[]).await;
+        assert_eq!(reply.status, 200, "{path}");
+        assert!(reply
+            .header("content-type")
+            .is_some_and(|t| t.starts_with(kind)));
+        assert!(reply.text.contains(holds), "{path}");
+        let policy = reply.header("content-security-policy").expect("policy");
+        assert!(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"));
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+    }
+    // Nothing is fetched from elsewhere, and the script never writes markup.
+    let page = get(&format!("{}/", running.base), &[]).await.text;
+    let script = get(&format!("{}/console/app.js", running.base), &[])
+        .await
+        .text;
+    for text in [&page, &script] {
+        assert!(!text.contains("http://") && !text.contains("https://"));
+    }
+    for sink in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+    ] {
+        assert!(!script.contains(sink), "{sink}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_key_a_browser_gets_a_password_prompt_and_the_key_as_password_opens_everything() {
+    let dir = TempDir::new("console-key");
+    let stub = StubServer::start().await.expect("stub");
+    let forks = fork_tactic(&dir, &stub, "own");
+    let running = serve_with(&[("forks", &forks)], |b| b.api_key("k-123")).await;
+    let page = get(&format!("{}/", running.base), &[]).await;
+    assert_eq!(page.status, 401);
+    assert!(page
+        .header("www-authenticate")
+        .is_some_and(|c| c.starts_with("Basic ")));
+    assert!(!page.text.contains("k-123"));
+    let api = get(&format!("{}/v1/runs", running.base), &[]).await;
+    assert_eq!(
+        (api.status, api.header("www-authenticate")),
+        (401, Some("Bearer"))
+    );
+    let basic = |credentials: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(credentials)
+        )
+    };
+    for (credentials, status) in [
+        ("me:k-123", 200),
+        (":k-123", 200),
+        ("me:k-12", 401),
+        ("k-123", 401),
+    ] {
+        let header = basic(credentials);
+        for path in ["/", "/v1/runs", "/console/app.js"] {
+            let reply = get(
+                &format!("{}{path}", running.base),
+                &[("authorization", &header)],
+            )
+            .await;
+            assert_eq!(reply.status, status, "{credentials} {path}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_sites_page_cannot_start_approve_or_cancel_and_a_rebound_name_gets_nothing() {
+    let dir = TempDir::new("console-origin");
+    let stub = StubServer::start().await.expect("stub");
+    let worker = tool_tactic(&dir, &stub);
+    let state = dir.0.join("state");
+    let running = serve_with(&[("worker", &worker)], |b| b.state_dir(&state)).await;
+    let host = running.base.trim_start_matches("http://").to_owned();
+    let body = json!({"model": "worker", "input": "act"}).to_string();
+    let url = format!("{}/v1/runs", running.base);
+    for headers in [
+        vec![("origin", "http://evil.example")],
+        vec![("origin", "null")],
+        vec![("sec-fetch-site", "cross-site")],
+        vec![("origin", "http://127.0.0.1:1")],
+    ] {
+        let reply = post(&url, &headers, &body).await;
+        assert_eq!(reply.status, 403, "{headers:?}: {}", reply.text);
+        assert_eq!(reply.json()["error"]["code"], "cross_origin");
+    }
+    assert!(
+        stub.requests().is_empty(),
+        "a refused request reached the model"
+    );
+    // A DNS name pointed at 127.0.0.1 by someone else's server: no page, no runs.
+    let rebound = [("host", "evil.example:8642")];
+    for path in ["/", "/v1/runs"] {
+        let reply = get(&format!("{}{path}", running.base), &rebound).await;
+        assert_eq!(reply.status, 403, "{path}");
+    }
+    // The console's own requests, and clients that are no browser, go through.
+    stub.push(StubReply::tool_calls(&[("c1", "act", r#"{"line": "x"}"#)]));
+    let own = format!("http://{host}");
+    let created = post(
+        &url,
+        &[("origin", own.as_str()), ("sec-fetch-site", "same-origin")],
+        &body,
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.text);
+    let id = created.json()["id"].as_str().expect("id").to_owned();
+    let waiting = wait_status(&running.base, &id, "requires_action").await;
+    assert_eq!(waiting["pending"][0]["source"], "a command tool");
+    let approval = format!("{}/v1/runs/{id}/approval", running.base);
+    let foreign = post(
+        &approval,
+        &[("origin", "http://evil.example")],
+        &json!({"decision": "approve"}).to_string(),
+    )
+    .await;
+    assert_eq!(foreign.status, 403);
+    assert_eq!(
+        wait_status(&running.base, &id, "requires_action").await["status"],
+        "requires_action"
+    );
+    assert!(!dir.0.join("effects.txt").exists(), "the tool ran");
+}
