@@ -112,6 +112,19 @@ impl Browser {
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        match self.try_call(method, path, body).await {
+            Ok(value) => value,
+            Err((error, message)) => panic!("WebDriver {method} {path}: {error}: {message}"),
+        }
+    }
+
+    /// The call's value, or WebDriver's error and message.
+    async fn try_call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, (String, Value)> {
         let url = format!("{}{path}", self.base);
         let request = match method {
             "GET" => self.http.get(url),
@@ -125,13 +138,10 @@ impl Browser {
         let response = request.send().await.expect("ChromeDriver answers");
         let text = response.text().await.expect("a body");
         let reply: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-        if let Some(error) = reply["value"]["error"].as_str() {
-            panic!(
-                "WebDriver {method} {path}: {error}: {}",
-                reply["value"]["message"]
-            );
+        match reply["value"]["error"].as_str() {
+            Some(error) => Err((error.to_owned(), reply["value"]["message"].clone())),
+            None => Ok(reply["value"].clone()),
         }
-        reply["value"].clone()
     }
 
     /// Loads `url`.
@@ -173,16 +183,26 @@ impl Browser {
 
     /// Clicks the first element matching `css` as a person would (a real pointer event).
     pub(crate) async fn click(&self, css: &str) {
-        let found = self
-            .call(
-                "POST",
-                "/element",
-                Some(json!({"using": "css selector", "value": css})),
-            )
-            .await;
-        let element = found[ELEMENT].as_str().expect("an element");
-        self.call("POST", &format!("/element/{element}/click"), None)
-            .await;
+        // The page may draw the element again between finding and clicking it: find it again.
+        for _ in 0..10 {
+            let found = self
+                .call(
+                    "POST",
+                    "/element",
+                    Some(json!({"using": "css selector", "value": css})),
+                )
+                .await;
+            let element = found[ELEMENT].as_str().expect("an element");
+            let clicked = self
+                .try_call("POST", &format!("/element/{element}/click"), None)
+                .await;
+            match clicked {
+                Ok(_) => return,
+                Err((error, _)) if error == "stale element reference" => continue,
+                Err((error, message)) => panic!("click {css}: {error}: {message}"),
+            }
+        }
+        panic!("click {css}: the element was drawn again ten times in a row");
     }
 
     /// Saves what the page looks like now as a PNG file.

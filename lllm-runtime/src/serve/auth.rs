@@ -32,10 +32,10 @@ impl ServeKey {
         let Some(header) = header else {
             return false;
         };
-        if let Some(given) = header.strip_prefix(b"Bearer ") {
+        if let Some(given) = scheme(header, b"bearer ") {
             return self.is(given);
         }
-        let Some(encoded) = header.strip_prefix(b"Basic ") else {
+        let Some(encoded) = scheme(header, b"basic ") else {
             return false;
         };
         use base64::Engine as _;
@@ -60,9 +60,23 @@ impl ServeKey {
     }
 }
 
-/// Whether `path` is one of the console's pages, whose 401 asks a browser for the key.
-fn is_console_page(path: &str) -> bool {
-    path == "/" || path.starts_with("/console/")
+/// What follows the scheme `name` (lowercase, with its space), which is matched in any case.
+fn scheme<'h>(header: &'h [u8], name: &[u8]) -> Option<&'h [u8]> {
+    (header.len() >= name.len() && header[..name.len()].eq_ignore_ascii_case(name))
+        .then(|| &header[name.len()..])
+}
+
+/// Whether the 401 asks a browser for the key: a console page, asked for by the server's address
+/// or `localhost` (never by a name that another site's DNS could point here, whose password
+/// prompt would hand the key to that site).
+fn asks_for_password(request: &Request) -> bool {
+    let path = request.uri().path();
+    let page = path == "/" || path.starts_with("/console/");
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok());
+    page && host.is_some_and(super::origin::is_local_host)
 }
 
 /// Refuses a request without the key (401), before any route sees it.
@@ -79,7 +93,7 @@ pub(crate) async fn require_key(
         return next.run(request).await;
     }
     let mut response = ApiError::unauthorized().into_response();
-    let challenge = if is_console_page(request.uri().path()) {
+    let challenge = if asks_for_password(&request) {
         // A browser asks its user for a name and password: the password is the key.
         "Basic realm=\"lllm serve (the password is the serve key)\", charset=\"UTF-8\""
     } else {
@@ -100,13 +114,7 @@ mod tests {
     fn only_the_exact_bearer_key_is_admitted() {
         let key = ServeKey::new("s3cret");
         assert!(key.admits(Some(b"Bearer s3cret")));
-        for wrong in [
-            &b"Bearer s3cre"[..],
-            b"Bearer s3cret2",
-            b"bearer s3cret",
-            b"s3cret",
-            b"",
-        ] {
+        for wrong in [&b"Bearer s3cre"[..], b"Bearer s3cret2", b"s3cret", b""] {
             assert!(!key.admits(Some(wrong)));
         }
         assert!(!key.admits(None));
@@ -116,6 +124,8 @@ mod tests {
         assert!(!key.admits(Some(b"Basic dXNlcjpzM2NyZQ==")));
         assert!(!key.admits(Some(b"Basic czNjcmV0")));
         assert!(!key.admits(Some(b"Basic !!!")));
+        assert!(key.admits(Some(b"bearer s3cret")));
+        assert!(key.admits(Some(b"BASIC dXNlcjpzM2NyZXQ=")));
         assert!(!format!("{key:?}").contains("s3cret"));
     }
 }

@@ -15,8 +15,8 @@ use crate::tools::{Confirm, ConfirmRequest, Decision, Decisions};
 
 /// Dialogs kept per run; calls of later dialogs count in the totals only.
 const MAX_DIALOGS: usize = 1_000;
-/// Model calls kept per dialog (the latest).
-const MAX_CALLS_PER_DIALOG: usize = 500;
+/// Model calls kept per run (the latest, over all its dialogs).
+const MAX_CALLS: usize = 5_000;
 /// Tool calls kept per run (the latest).
 const MAX_TOOL_CALLS: usize = 2_000;
 /// The longest tool argument or result text kept, in characters.
@@ -90,8 +90,10 @@ struct Folded {
     by_id: HashMap<String, usize>,
     tools: VecDeque<ToolEntry>,
     totals: Totals,
-    /// Where each tool asked about comes from, by call id (for the pending calls).
-    sources: HashMap<String, String>,
+    /// Where each tool asked about comes from, by agent and call id (for the pending calls).
+    sources: HashMap<(String, String), String>,
+    /// The dialog of each call kept, oldest first: the oldest goes when a run keeps too many.
+    kept_calls: VecDeque<usize>,
 }
 
 #[derive(Debug)]
@@ -142,9 +144,10 @@ impl RunLog {
         self.changes.bump();
     }
 
-    /// Where the tool of the call `id` comes from, when it was asked about.
-    pub(crate) fn source(&self, id: &str) -> Option<String> {
-        self.lock().sources.get(id).cloned()
+    /// Where the tool of `agent`'s call `id` comes from, when it was asked about.
+    pub(crate) fn source(&self, agent: Option<&str>, id: &str) -> Option<String> {
+        let key = (agent.unwrap_or_default().to_owned(), id.to_owned());
+        self.lock().sources.get(&key).cloned()
     }
 
     /// `decisions`, noting where each tool asked about comes from (the pending calls show it).
@@ -216,12 +219,14 @@ impl Confirm for Noting {
     async fn confirm(&self, request: ConfirmRequest<'_>) -> Decision {
         {
             let mut folded = self.log.lock();
-            if folded.sources.len() < MAX_TOOL_CALLS {
-                folded.sources.insert(
-                    cut(request.call_id, MAX_LABEL),
-                    cut(request.source, MAX_LABEL),
-                );
+            if folded.sources.len() >= MAX_TOOL_CALLS {
+                // A run that asked this often keeps the latest sources: pending calls are recent.
+                folded.sources.clear();
             }
+            folded.sources.insert(
+                (request.agent.to_owned(), request.call_id.to_owned()),
+                cut(request.source, MAX_LABEL),
+            );
         }
         self.decisions.confirm(request).await
     }
@@ -246,14 +251,22 @@ impl Folded {
             dialog.alias = call.alias.as_deref().map(|a| cut(a, MAX_LABEL));
         }
         dialog.calls.push_back(call_json(call));
-        if dialog.calls.len() > MAX_CALLS_PER_DIALOG {
-            dialog.calls.pop_front();
+        self.kept_calls.push_back(index);
+        if self.kept_calls.len() > MAX_CALLS {
+            if let Some(oldest) = self.kept_calls.pop_front() {
+                self.dialogs[oldest].calls.pop_front();
+            }
         }
     }
 
     fn tool_call(&mut self, entry: ToolEntry) {
-        // A run continued from its journal tells its earlier calls again: one entry per call.
-        if self.tools.iter().any(|t| t.id == entry.id) {
+        // A run continued from its journal tells its earlier calls again: one entry per call (an
+        // id is unique among one agent's calls of one dialog; events name the agent).
+        if self
+            .tools
+            .iter()
+            .any(|t| t.id == entry.id && t.agent == entry.agent)
+        {
             return;
         }
         self.tools.push_back(entry);
@@ -263,17 +276,18 @@ impl Folded {
     }
 
     fn tool_result(&mut self, agent: &str, id: &str, tool: &str, content: &str, is_error: bool) {
-        let id = cut(id, MAX_LABEL);
-        if !self.tools.iter().any(|t| t.id == id) {
+        let (id, agent) = (cut(id, MAX_LABEL), cut(agent, MAX_LABEL));
+        let same = |t: &ToolEntry| t.id == id && t.agent == agent;
+        if !self.tools.iter().any(same) {
             self.tool_call(ToolEntry {
                 id: id.clone(),
-                agent: cut(agent, MAX_LABEL),
+                agent: agent.clone(),
                 tool: cut(tool, MAX_LABEL),
                 arguments: String::new(),
                 result: None,
             });
         }
-        if let Some(entry) = self.tools.iter_mut().rev().find(|t| t.id == id) {
+        if let Some(entry) = self.tools.iter_mut().rev().find(|t| same(t)) {
             entry.result = Some((cut(content, MAX_TOOL_TEXT), is_error));
         }
     }
@@ -437,6 +451,36 @@ mod tests {
         assert!(tools[0]["arguments"]
             .as_str()
             .is_some_and(|a| a.ends_with("… (5 more characters)")));
+    }
+
+    #[test]
+    fn the_calls_kept_are_the_latest_and_the_same_id_of_two_agents_is_two_calls() {
+        let log = RunLog::new(Changes::default());
+        let dialog = lllm_core::DialogId::new();
+        for _ in 0..MAX_CALLS + 3 {
+            log.fold(&model_call("a", dialog, None));
+        }
+        let view = log.to_json();
+        assert_eq!(
+            view["dialogs"][0]["calls"].as_array().map(Vec::len),
+            Some(MAX_CALLS)
+        );
+        assert_eq!(view["usage"]["calls"], MAX_CALLS as u64 + 3);
+        let call = ToolCall {
+            id: "call_0".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        };
+        for agent in ["a", "b"] {
+            log.fold(&RunEvent::ToolCall {
+                agent: agent.into(),
+                call: call.clone(),
+            });
+        }
+        assert_eq!(
+            log.to_json()["tool_calls"].as_array().map(Vec::len),
+            Some(2)
+        );
     }
 
     #[test]

@@ -67,7 +67,7 @@ fn from_another_site(headers: &HeaderMap, host: Option<&str>) -> bool {
 }
 
 /// Whether `host` (a `Host` header: name or address, maybe a port) is an IP address or localhost.
-fn is_local_host(host: &str) -> bool {
+pub(crate) fn is_local_host(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         // [::1]:8642
         Some(rest) => {

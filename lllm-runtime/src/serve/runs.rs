@@ -139,7 +139,20 @@ pub(crate) fn watch(
             Err(e) if !e.is_paused() => Some(Failure::of(&secrets, e).message),
             _ => None,
         };
-        record.ended(status_of(&outcome), error);
+        let status = status_of(&outcome);
+        record.ended(status, error.clone());
+        if record.meta().source.is_some() {
+            // A run that answered one request lets go of its handle, and the events it holds.
+            let output = outcome.as_ref().as_ref().ok().map(|o| o.answer.clone());
+            let stopped = Stopped {
+                status,
+                output,
+                error,
+                pending: Vec::new(),
+            };
+            let base = handle.last_event_id();
+            record.set_state(RunState::Stopped { stopped, base });
+        }
     });
 }
 
@@ -212,7 +225,8 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
             .iter()
             .map(|p| {
                 json!({"id": p.call, "agent": p.agent, "tool": p.tool,
-                       "source": record.log.source(&p.call), "arguments": p.arguments})
+                       "source": record.log.source(p.agent.as_deref(), &p.call),
+                       "arguments": p.arguments})
             })
             .collect();
         out["pending"] = pending.into();

@@ -2,7 +2,7 @@
 //! and a journal per run), so that a server started again serves their status and continues a
 //! waiting run on approval.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +16,9 @@ use crate::journal::{Journal, PendingCall};
 
 /// Runs kept in memory; past it, the oldest ended ones are forgotten (their files stay).
 const KEPT_RUNS: usize = 10_000;
+/// Ended runs that answered one request (a chat completion, a response) kept for the console: they
+/// never push out the runs of `/v1/runs`.
+const KEPT_REQUEST_RUNS: usize = 1_000;
 /// The largest run record read back.
 const MAX_RECORD_BYTES: u64 = 64 * 1024;
 
@@ -103,6 +106,8 @@ impl RunRecord {
 pub(crate) struct RunStore {
     dir: Option<PathBuf>,
     runs: Mutex<HashMap<String, Arc<RunRecord>>>,
+    /// The ids of the runs that answered one request, oldest first.
+    request_runs: Mutex<VecDeque<String>>,
     changes: Changes,
 }
 
@@ -113,6 +118,7 @@ impl RunStore {
             return Ok(RunStore {
                 dir: None,
                 runs: Mutex::default(),
+                request_runs: Mutex::default(),
                 changes: Changes::default(),
             });
         };
@@ -143,6 +149,7 @@ impl RunStore {
         Ok(RunStore {
             dir: Some(runs_dir),
             runs: Mutex::new(runs),
+            request_runs: Mutex::default(),
             changes,
         })
     }
@@ -230,8 +237,14 @@ impl RunStore {
 
     fn insert(&self, record: Arc<RunRecord>) -> Arc<RunRecord> {
         {
+            let meta = record.meta();
             let mut runs = self.lock();
-            runs.insert(record.meta().id, record.clone());
+            runs.insert(meta.id.clone(), record.clone());
+            if meta.source.is_some() {
+                let mut order = self.request_runs.lock().unwrap_or_else(|p| p.into_inner());
+                order.push_back(meta.id);
+                forget_request_runs(&mut runs, &mut order);
+            }
             forget_oldest_ended(&mut runs);
         }
         self.changes.bump();
@@ -267,6 +280,24 @@ fn forget_oldest_ended(runs: &mut HashMap<String, Arc<RunRecord>>) {
             Some(id) => runs.remove(&id),
             None => break,
         };
+    }
+}
+
+/// Forgets the oldest ended runs that answered one request, past [`KEPT_REQUEST_RUNS`]; `order`
+/// holds their ids, oldest first (one still running goes to the back).
+fn forget_request_runs(runs: &mut HashMap<String, Arc<RunRecord>>, order: &mut VecDeque<String>) {
+    let mut looked = 0;
+    while order.len() > KEPT_REQUEST_RUNS && looked < order.len() {
+        let Some(id) = order.pop_front() else { break };
+        match runs.get(&id) {
+            Some(run) if run.meta().status.is_none() => {
+                order.push_back(id);
+                looked += 1;
+            }
+            _ => {
+                runs.remove(&id);
+            }
+        }
     }
 }
 

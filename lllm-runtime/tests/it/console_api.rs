@@ -92,7 +92,7 @@ async fn a_runs_dialogs_are_a_tree_with_the_sessions_the_server_received_and_the
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_run_list_holds_every_kind_of_run_newest_first_and_its_stream_sends_each_change() {
+async fn the_run_list_holds_every_kind_of_run_and_its_stream_sends_the_list_again_as_runs_change() {
     let dir = TempDir::new("console-list");
     let stub = StubServer::start().await.expect("stub");
     let forks = fork_tactic(&dir, &stub, "own");
@@ -288,9 +288,24 @@ async fn another_sites_page_cannot_start_approve_or_cancel_and_a_rebound_name_ge
     )
     .await;
     assert_eq!(foreign.status, 403);
-    assert_eq!(
-        wait_status(&running.base, &id, "requires_action").await["status"],
-        "requires_action"
-    );
+    // Nothing moved: the run still waits, the model was asked nothing more, the tool never ran.
+    let asked = stub.requests().len();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let run = get(&format!("{}/v1/runs/{id}", running.base), &[])
+        .await
+        .json();
+    assert_eq!(run["status"], "requires_action");
+    assert_eq!(stub.requests().len(), asked);
     assert!(!dir.0.join("effects.txt").exists(), "the tool ran");
+    // The same approval from the console's own page goes through.
+    stub.push(StubReply::text("done"));
+    let own_approval = post(
+        &approval,
+        &[("origin", own.as_str())],
+        &json!({"decision": "approve"}).to_string(),
+    )
+    .await;
+    assert_eq!(own_approval.status, 200, "{}", own_approval.text);
+    wait_status(&running.base, &id, "completed").await;
+    assert!(dir.0.join("effects.txt").exists(), "the tool did not run");
 }

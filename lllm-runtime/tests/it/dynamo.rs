@@ -619,3 +619,78 @@ async fn a_compaction_summary_rides_the_cached_prefix_on_the_same_worker() {
         seen[1].prompt_tokens
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_shows_each_requests_worker_cache_and_priority_as_dynamo_reported_them() {
+    let Some((url, _)) = dynamo() else {
+        return;
+    };
+    let dir = crate::support::TempDir::new("console-dynamo");
+    let tactic = dir.write(
+        "team.yaml",
+        &format!(
+            "global:
+  model_name: dynamo/tiny
+  model_args: {{api_base: \"{url}\", max_tokens: 16, extra_body: {{nvext: {{extra_fields: [worker_id]}}}}}}
+  inference_hints: {{profile: dynamo, priority: 5, strict_priority: 1}}
+agent_configs:
+  - name: engineer
+    system_prompt: \"{prompt}\"
+steps:
+  - {{agent: engineer, receive: \"{{{{ input }}}}\", save: first}}
+  - {{agent: engineer, receive: Say it again in fewer words., save: second}}
+  - {{agent: engineer, fork_from: main, dialog: check, receive: Check it.}}
+",
+            prompt = long_system_prompt().trim()
+        ),
+    );
+    let running = crate::serve::serve(&[("team", &tactic)]).await;
+    let created = crate::serve::post(
+        &format!("{}/v1/runs", running.base),
+        &[("x-session-id", "console-dyn-1")],
+        &serde_json::json!({"model": "team", "input": "The index build failed at shard 17."})
+            .to_string(),
+    )
+    .await;
+    let id = created.json()["id"].as_str().expect("id").to_owned();
+    crate::serve::wait_status(&running.base, &id, "completed").await;
+    let log = crate::serve::get(&format!("{}/v1/runs/{id}/dialogs", running.base), &[])
+        .await
+        .json();
+    let dialogs = log["dialogs"].as_array().expect("dialogs");
+    assert_eq!(dialogs.len(), 2, "{log}");
+    let main = &dialogs[0];
+    assert_eq!(main["session_id"], "console-dyn-1");
+    assert_eq!(dialogs[1]["parent"], main["id"]);
+    let calls = main["calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 2, "{main}");
+    for call in dialogs
+        .iter()
+        .flat_map(|d| d["calls"].as_array().into_iter().flatten())
+    {
+        let worker = call["worker"].as_str().expect("Dynamo names the worker");
+        assert!(worker.parse::<u64>().is_ok(), "{call}");
+        assert_eq!(
+            (&call["priority"], &call["tier"]),
+            (&serde_json::json!(5), &serde_json::json!(1))
+        );
+        assert!(
+            call["prompt_tokens"].as_u64().is_some_and(|n| n > 0),
+            "{call}"
+        );
+    }
+    assert_eq!(
+        calls[0]["worker"], calls[1]["worker"],
+        "the dialog stayed on its worker"
+    );
+    let cached = calls[1]["cached_tokens"].as_u64().unwrap_or(0);
+    assert!(
+        cached > 0,
+        "the second turn was served partly from the cache: {}",
+        calls[1]
+    );
+    eprintln!(
+        "console on Dynamo: second turn {cached} of {} prompt tokens cached on worker {}",
+        calls[1]["prompt_tokens"], calls[1]["worker"]
+    );
+}

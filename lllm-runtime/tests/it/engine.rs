@@ -105,6 +105,10 @@ async fn a_started_run_streams_its_events_in_order_and_ends_completed() {
             RunEvent::StepEnded { agent, .. } => format!("end {agent}"),
             RunEvent::ToolCall { call, .. } => format!("call {}", call.name),
             RunEvent::ToolResult { content, .. } => format!("result {content}"),
+            RunEvent::ModelCall(call) => format!(
+                "model {} {:?} {:?}",
+                call.agent, call.alias, call.prompt_tokens
+            ),
             other => format!("{other:?}"),
         })
         .collect();
@@ -113,10 +117,13 @@ async fn a_started_run_streams_its_events_in_order_and_ends_completed() {
         [
             "status running",
             "start worker",
+            "model worker Some(\"main\") Some(11)",
             "call act",
             "result one",
+            "model worker Some(\"main\") Some(11)",
             "end worker",
             "start reviewer",
+            "model reviewer Some(\"main\") Some(11)",
             "end reviewer",
             "status completed"
         ]

@@ -29,6 +29,12 @@ const status = (s) => el("span", { class: `status ${s}`, "data-status": s }, s.r
 const calls = (n) => `${number(n)} ${n === 1 ? "call" : "calls"}`;
 const runLink = (id) => `#/runs/${encodeURIComponent(id)}`;
 
+// A date the server sent, as text; a bad one (a hand-edited record) is shown as it is.
+function when(created) {
+  const date = new Date(Number(created) * 1000);
+  return Number.isNaN(date.getTime()) ? String(created) : date.toISOString();
+}
+
 function age(created) {
   const seconds = Math.max(0, Math.round(Date.now() / 1000 - created));
   if (seconds < 60) return `${seconds} s ago`;
@@ -84,7 +90,7 @@ function showList() {
         el("td", {}, run.model),
         el("td", { class: "muted" }, run.source || "runs"),
         el("td", {}, status(run.status)),
-        el("td", { title: new Date(run.created_at * 1000).toISOString() }, age(run.created_at)),
+        el("td", { title: when(run.created_at) }, age(run.created_at)),
         el("td", { class: "mono" }, run.session_id),
         el("td", { class: "num" }, number(usage.calls)),
         el("td", { class: "num" }, number(usage.prompt_tokens)),
@@ -97,35 +103,44 @@ function showList() {
   return draw;
 }
 
+// The view on screen: a load that ends after the user went elsewhere draws nothing.
+let view = 0;
+let retry = null;
+
 function showRun(id) {
   document.title = `${id} · lllm serve`;
   main.replaceChildren(el("p", { class: "muted" }, "Loading…"));
+  const mine = view;
   let shown = -1;
   let loading = false;
-  let timer = null;
+  let again = false;
   const load = async () => {
-    if (loading) return;
+    if (loading) { again = true; return; }
     loading = true;
     try {
       const [run, dialogs] = await Promise.all([
         api(`/v1/runs/${encodeURIComponent(id)}`),
         api(`/v1/runs/${encodeURIComponent(id)}/dialogs`),
       ]);
-      shown = run.revision;
+      if (mine !== view) return;
+      // What is drawn is as new as the older of the two reads.
+      shown = Math.min(run.revision, dialogs.revision);
       drawRun(run, dialogs, load);
       // A run too old for the stream's list is looked at again until it ends.
-      clearTimeout(timer);
-      if (!FINAL.has(run.status) && !(latest || []).some((r) => r.id === id)) timer = setTimeout(load, 2000);
+      clearTimeout(retry);
+      const listed = latest === null || latest.some((r) => r.id === id);
+      if (!FINAL.has(run.status) && !listed) retry = setTimeout(load, 2000);
     } catch (error) {
-      main.replaceChildren(el("h1", {}, id), el("p", { class: "error" }, error.message));
+      if (mine === view) main.replaceChildren(el("h1", {}, id), el("p", { class: "error" }, error.message));
     } finally {
       loading = false;
+      if (again && mine === view) { again = false; load(); }
     }
   };
   load();
   return (runs) => {
     const run = runs.find((r) => r.id === id);
-    if (run && run.revision !== shown) load();
+    if (!run || run.revision !== shown) load();
   };
 }
 
@@ -136,7 +151,7 @@ function drawRun(run, log, reload) {
     el("dl", { class: "facts" },
       el("dt", {}, "Tactic"), el("dd", {}, run.model),
       el("dt", {}, "Session"), el("dd", { class: "mono", id: "run-session" }, run.session_id),
-      el("dt", {}, "Started"), el("dd", {}, `${new Date(run.created_at * 1000).toISOString()} (${age(run.created_at)})`),
+      el("dt", {}, "Started"), el("dd", {}, `${when(run.created_at)} (${age(run.created_at)})`),
       el("dt", {}, "Tokens"), el("dd", {},
         `${number(usage.prompt_tokens)} in, ${number(usage.completion_tokens)} out, ` +
         `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)}) over ${calls(usage.calls)}`)),
@@ -183,16 +198,28 @@ async function act(runId, action, body, reload) {
 
 function dialogTree(dialogs) {
   if (!dialogs.length) return el("p", { class: "muted" }, "No model call yet.");
+  // A dialog hangs under its parent when the parent is shown (and is not itself); each is drawn once.
   const known = new Set(dialogs.map((d) => d.id));
+  const roots = [];
   const children = new Map();
   for (const dialog of dialogs) {
-    const parent = dialog.parent && known.has(dialog.parent) ? dialog.parent : "";
-    if (!children.has(parent)) children.set(parent, []);
-    children.get(parent).push(dialog);
+    const parent = dialog.parent;
+    if (parent && parent !== dialog.id && known.has(parent)) {
+      if (!children.has(parent)) children.set(parent, []);
+      children.get(parent).push(dialog);
+    } else {
+      roots.push(dialog);
+    }
   }
-  const branch = (parent) => el("ul", { class: "tree" },
-    (children.get(parent) || []).map((dialog) => el("li", {}, dialogCard(dialog), branch(dialog.id))));
-  return el("div", { id: "dialogs" }, branch(""));
+  const drawn = new Set();
+  const branch = (list) => el("ul", { class: "tree" }, list.filter((d) => !drawn.has(d)).map((dialog) => {
+    drawn.add(dialog);
+    return el("li", {}, dialogCard(dialog), branch(children.get(dialog.id) || []));
+  }));
+  const tree = branch(roots);
+  // Dialogs in a loop of parents (no root) are shown at the top level too.
+  const lost = dialogs.filter((d) => !drawn.has(d));
+  return el("div", { id: "dialogs" }, tree, lost.length ? branch(lost) : null);
 }
 
 function dialogCard(dialog) {
@@ -240,10 +267,18 @@ function toolCalls(calls) {
 
 function route() {
   watchers.clear();
+  view += 1;
+  clearTimeout(retry);
   const match = /^#\/runs\/([^/]+)$/.exec(location.hash);
-  watchers.add(match ? showRun(decodeURIComponent(match[1])) : showList());
+  let id = null;
+  try {
+    id = match ? decodeURIComponent(match[1]) : null;
+  } catch {
+    id = null;
+  }
+  watchers.add(id ? showRun(id) : showList());
 }
 
 window.addEventListener("hashchange", route);
-route();
 watchRuns();
+route();
