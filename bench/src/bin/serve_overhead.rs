@@ -200,7 +200,7 @@ fn resident(
         ] {
             let body = body.to_string();
             let mut stream = std::net::TcpStream::connect(&address)?;
-            write!(stream, "POST {path} HTTP/1.1\r\nHost: x\r\nthread-id: conversation-{i}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len())?;
+            write!(stream, "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nthread-id: conversation-{i}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len())?;
             let mut reader = BufReader::new(stream.try_clone()?);
             let mut status = String::new();
             reader.read_line(&mut status)?;
