@@ -56,17 +56,28 @@ pub(crate) async fn list(
         return Ok(Json(runs(&state, limit)).into_response());
     }
     let changes = state.runs.changes();
+    let closing = state.closing.subscribe();
     let stream = futures::stream::unfold(
-        (state, changes, true),
-        move |(state, mut changes, first)| async move {
+        (state, changes, closing, true),
+        move |(state, mut changes, mut closing, first)| async move {
             if !first {
-                // Woken by a change, then a pause, so a busy server sends one list per period.
-                changes.changed().await.ok()?;
+                // Woken by a change, then a pause, so a busy server sends one list per period;
+                // the stream ends when the server stops.
+                tokio::select! {
+                    changed = changes.changed() => changed.ok()?,
+                    _ = closing.wait_for(|closing| *closing) => return None,
+                }
                 tokio::time::sleep(STREAM_PERIOD).await;
+            }
+            if *closing.borrow() {
+                return None;
             }
             changes.borrow_and_update();
             let event = json_event(Some("runs"), &runs(&state, limit));
-            Some((Ok::<Event, Infallible>(event), (state, changes, false)))
+            Some((
+                Ok::<Event, Infallible>(event),
+                (state, changes, closing, false),
+            ))
         },
     );
     Ok(Sse::new(stream.boxed())

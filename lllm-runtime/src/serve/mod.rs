@@ -111,6 +111,9 @@ pub(crate) struct ServeState {
     pub(crate) runs: RunStore,
     pub(crate) max_body: usize,
     pub(crate) read_timeout: Duration,
+    /// Set when the server stops accepting: streams that never end by themselves (the run list)
+    /// end then, so that the connections in flight can finish.
+    pub(crate) closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl ServeState {
@@ -249,6 +252,11 @@ impl Served {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ServeError> {
+        let closing = self.state.closing.clone();
+        let shutdown = async move {
+            shutdown.await;
+            closing.send_replace(true);
+        };
         listener::serve(
             listener,
             self.router(),
@@ -341,6 +349,7 @@ impl ServedBuilder {
                 runs,
                 max_body: self.max_body,
                 read_timeout: self.read_timeout,
+                closing: tokio::sync::watch::channel(false).0,
             }),
             key: self.key.as_deref().map(ServeKey::new),
             max_connections: self.max_connections,

@@ -75,6 +75,15 @@ impl RunRecord {
         self.meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether the run ended for good (its record has its final status).
+    fn has_ended(&self) -> bool {
+        self.meta
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .status
+            .is_some()
+    }
+
     pub(crate) fn state(&self) -> RunState {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -237,12 +246,15 @@ impl RunStore {
 
     fn insert(&self, record: Arc<RunRecord>) -> Arc<RunRecord> {
         {
-            let meta = record.meta();
+            let (id, answers_a_request) = {
+                let meta = record.meta.lock().unwrap_or_else(|p| p.into_inner());
+                (meta.id.clone(), meta.source.is_some())
+            };
             let mut runs = self.lock();
-            runs.insert(meta.id.clone(), record.clone());
-            if meta.source.is_some() {
+            runs.insert(id.clone(), record.clone());
+            if answers_a_request {
                 let mut order = self.request_runs.lock().unwrap_or_else(|p| p.into_inner());
-                order.push_back(meta.id);
+                order.push_back(id);
                 forget_request_runs(&mut runs, &mut order);
             }
             forget_oldest_ended(&mut runs);
@@ -290,7 +302,7 @@ fn forget_request_runs(runs: &mut HashMap<String, Arc<RunRecord>>, order: &mut V
     while order.len() > KEPT_REQUEST_RUNS && looked < order.len() {
         let Some(id) = order.pop_front() else { break };
         match runs.get(&id) {
-            Some(run) if run.meta().status.is_none() => {
+            Some(run) if !run.has_ended() => {
                 order.push_back(id);
                 looked += 1;
             }
@@ -408,5 +420,49 @@ pub(crate) fn status_of(outcome: &Result<crate::engine::RunOutput, RunError>) ->
         Err(e) if e.is_paused() => RunStatus::RequiresAction,
         Err(RunError::Cancelled) => RunStatus::Cancelled,
         Err(_) => RunStatus::Failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request_run(store: &RunStore, created: u64, ended: bool) -> String {
+        let meta = RunMeta {
+            id: new_run_id(),
+            model: "m".into(),
+            created,
+            session: "s".into(),
+            idempotency: None,
+            source: Some("chat.completions".into()),
+            status: ended.then(|| "completed".into()),
+            error: None,
+        };
+        let stopped = Stopped {
+            status: RunStatus::Completed,
+            output: None,
+            error: None,
+            pending: Vec::new(),
+        };
+        let id = meta.id.clone();
+        store.add_in_memory(
+            meta,
+            RunState::Stopped { stopped, base: 0 },
+            store.new_log(),
+        );
+        id
+    }
+
+    #[test]
+    fn runs_that_answered_a_request_are_kept_up_to_their_cap_and_a_running_one_stays() {
+        let store = RunStore::open(None).expect("store");
+        let running = request_run(&store, 0, false);
+        let first = request_run(&store, 1, true);
+        for n in 0..KEPT_REQUEST_RUNS + 50 {
+            request_run(&store, 2 + n as u64, true);
+        }
+        assert_eq!(store.lock().len(), KEPT_REQUEST_RUNS);
+        assert!(store.get(&running).is_some(), "a running run was forgotten");
+        assert!(store.get(&first).is_none(), "the oldest ended run was kept");
     }
 }

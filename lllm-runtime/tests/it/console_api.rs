@@ -309,3 +309,39 @@ async fn another_sites_page_cannot_start_approve_or_cancel_and_a_rebound_name_ge
     wait_status(&running.base, &id, "completed").await;
     assert!(dir.0.join("effects.txt").exists(), "the tool did not run");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_run_list_stream_does_not_hold_the_server_at_shutdown() {
+    let dir = TempDir::new("console-shutdown");
+    let stub = StubServer::start().await.expect("stub");
+    let forks = fork_tactic(&dir, &stub, "own");
+    let running = serve(&[("forks", &forks)]).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = running.served.clone();
+    let server = tokio::spawn(async move {
+        served
+            .serve(listener, async {
+                stopped.await.ok();
+            })
+            .await
+    });
+    let mut stream = reqwest::Client::new()
+        .get(format!("{base}/v1/runs?stream=true"))
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(next_list(&mut stream).await, json!([]));
+    stop.send(()).expect("stop");
+    let ended = tokio::time::timeout(Duration::from_secs(5), server).await;
+    assert!(
+        matches!(ended, Ok(Ok(Ok(())))),
+        "the server waited for the open stream"
+    );
+    // The stream was ended by the server, not cut.
+    let rest = tokio::time::timeout(Duration::from_secs(5), stream.chunk()).await;
+    assert!(matches!(rest, Ok(Ok(None))), "{rest:?}");
+}
