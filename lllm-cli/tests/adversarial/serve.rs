@@ -136,3 +136,63 @@ async fn slow_idle_and_hostile_clients_do_not_hold_the_server() {
     assert_eq!(status, 400);
     assert!(!serving.stderr.lock().expect("log").contains("panicked"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn console_watchers_and_a_flood_of_runs_neither_hold_the_server_nor_grow_it_without_bound() {
+    let dir = TempDir::new("serve-console-flood");
+    let stub = StubServer::start().await.expect("stub");
+    let tactic = chat_tactic(&dir, &stub);
+    stub.answer_unscripted(Duration::ZERO, Some(StubReply::text("ok")));
+    let serving = Serving::start(&[arg(&tactic)], &[]);
+    let address = serving.address().to_owned();
+    // 200 browsers watching the run list, none of them reading.
+    let watchers: Vec<TcpStream> = (0..200)
+        .filter_map(|_| {
+            let mut stream = TcpStream::connect(&address).ok()?;
+            stream
+                .write_all(b"GET /v1/runs?stream=true HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                .ok()?;
+            Some(stream)
+        })
+        .collect();
+    assert_eq!(watchers.len(), 200);
+    let body = r#"{"model":"helper","messages":[{"role":"user","content":"hi"}]}"#;
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let flood = tokio::task::spawn_blocking(move || {
+        (0..1200)
+            .filter(|_| http(&address, &request).0 == 200)
+            .count()
+    });
+    let answered = flood.await.expect("flood");
+    assert_eq!(answered, 1200);
+    // The server still answers and lists the runs (1,000 at most per list; how many it keeps is a
+    // unit test of the store), and its memory is bounded.
+    let (status, text) = http(
+        serving.address(),
+        "GET /v1/runs?limit=1000 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200);
+    let listed = text.matches("\"object\":\"run\"").count();
+    assert_eq!(listed, 1000, "{listed} runs listed");
+    // Hostile queries and pages that do not exist.
+    for path in [
+        "/v1/runs?limit=99999999999999999999",
+        "/v1/runs?stream=1&stream=2",
+        "/v1/runs/run_00000000000000000000000000000000/dialogs",
+        "/v1/runs/..%2f..%2fetc%2fpasswd/dialogs",
+        "/console/../../etc/passwd",
+    ] {
+        let (status, _) = http(
+            serving.address(),
+            &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+        );
+        assert!((400..500).contains(&status), "{path}: {status}");
+    }
+    let rss = serving.rss_mib();
+    assert!(rss < 256, "{rss} MiB after 1,200 runs with 200 watchers");
+    drop(watchers);
+    assert!(!serving.stderr.lock().expect("log").contains("panicked"));
+}

@@ -2,8 +2,9 @@
 //! again whenever a run changes) and `GET /v1/runs/{id}/dialogs` (a run's dialog tree, model calls
 //! and tool calls): what the console reads.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
@@ -15,7 +16,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::run_stream::json_event;
 use super::runs::{record, view};
 use super::ServeState;
 
@@ -72,8 +72,11 @@ pub(crate) async fn list(
             if *closing.borrow() {
                 return None;
             }
-            changes.borrow_and_update();
-            let event = json_event(Some("runs"), &runs(&state, limit));
+            let version = *changes.borrow_and_update();
+            let data = state
+                .lists
+                .get(version, limit, || runs(&state, limit).to_string());
+            let event = Event::default().event("runs").data(data.as_str());
             Some((
                 Ok::<Event, Infallible>(event),
                 (state, changes, closing, false),
@@ -83,6 +86,29 @@ pub(crate) async fn list(
     Ok(Sse::new(stream.boxed())
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+/// The lists sent lately, by length: the streams woken by one change send the list built once.
+#[derive(Debug, Default)]
+pub(crate) struct ListCache(Mutex<HashMap<usize, (u64, Arc<String>)>>);
+
+impl ListCache {
+    /// The list of `limit` runs as of `version` of the runs, built by `build` if nobody did yet.
+    fn get(&self, version: u64, limit: usize, build: impl FnOnce() -> String) -> Arc<String> {
+        let mut lists = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match lists.get(&limit) {
+            Some((built, data)) if *built == version => data.clone(),
+            _ => {
+                let data = Arc::new(build());
+                // At most a few lengths are asked for; an odd one replaces the others.
+                if lists.len() >= 4 {
+                    lists.clear();
+                }
+                lists.insert(limit, (version, data.clone()));
+                data
+            }
+        }
+    }
 }
 
 /// The newest `limit` runs.

@@ -114,6 +114,8 @@ pub(crate) struct ServeState {
     /// Set when the server stops accepting: streams that never end by themselves (the run list)
     /// end then, so that the connections in flight can finish.
     pub(crate) closing: tokio::sync::watch::Sender<bool>,
+    /// The run lists the streams send, built once per change.
+    pub(crate) lists: listing::ListCache,
 }
 
 impl ServeState {
@@ -350,6 +352,7 @@ impl ServedBuilder {
                 max_body: self.max_body,
                 read_timeout: self.read_timeout,
                 closing: tokio::sync::watch::channel(false).0,
+                lists: listing::ListCache::default(),
             }),
             key: self.key.as_deref().map(ServeKey::new),
             max_connections: self.max_connections,
