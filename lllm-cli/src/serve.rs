@@ -50,7 +50,7 @@ pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Fa
             .map_err(|e| failed(anyhow!(e).context(format!("cannot listen on {}", args.listen))))?;
         let address = listener.local_addr().map_err(|e| failed(anyhow!(e)))?;
         eprintln!(
-            "lllm: serving {} on http://{address}/v1 (runs kept in {})",
+            "lllm: serving {} on http://{address}/v1 (runs kept in {}); the console is http://{address}/",
             served.models().join(", "),
             state.display()
         );
