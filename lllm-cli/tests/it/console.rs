@@ -356,3 +356,49 @@ async fn markup_from_a_model_or_a_tool_is_shown_as_text_and_never_runs() {
         .as_str()
         .is_some_and(|a| a.starts_with(attack)));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_key_the_browser_signs_in_once_and_the_console_works() {
+    let Some(browser) = Browser::start("console key").await else {
+        return;
+    };
+    let dir = TempDir::new("console-key");
+    let stub = StubServer::start().await.expect("stub");
+    let team = tactic(&dir, &stub, false);
+    let serving = Serving::start(
+        &[arg(&team), "--state", arg(&dir.path("state"))],
+        &[("LLLM_SERVE_KEY", "k-console-7")],
+    );
+    stub.push(StubReply::text("draft"));
+    stub.push(StubReply::text("checked"));
+    let id = {
+        let reply = reqwest::Client::new()
+            .post(format!("{}/v1/runs", serving.base))
+            .header("authorization", "Bearer k-console-7")
+            .body(json!({"model": "team", "input": "go"}).to_string())
+            .send()
+            .await
+            .expect("sent");
+        let run: Value = serde_json::from_str(&reply.text().await.expect("body")).expect("json");
+        run["id"].as_str().expect("id").to_owned()
+    };
+    // The password a person types into the browser's prompt, given in the address here.
+    let address = serving.base.trim_start_matches("http://");
+    browser
+        .goto(&format!("http://me:k-console-7@{address}/"))
+        .await;
+    browser
+        .wait_until(
+            "the run, live, with the key",
+            &format!("return document.querySelector('#live').textContent === 'live' && !!document.querySelector(\"tr[data-run='{id}'] [data-status=completed]\")"),
+        )
+        .await;
+    browser.goto(&format!("http://{address}/#/runs/{id}")).await;
+    browser
+        .wait_until(
+            "the run's dialogs, with the key remembered",
+            "return document.querySelectorAll('#dialogs .dialog').length === 2",
+        )
+        .await;
+    assert!(!serving.stderr.lock().expect("log").contains("k-console-7"));
+}

@@ -1,6 +1,6 @@
 //! The serve key: with one, every route needs `Authorization: Bearer KEY`, or, from a browser
 //! showing the console, HTTP Basic with the key as the password (any user name): the browser asks
-//! for it once and sends it with every request of the page, its event streams too.
+//! for it once and answers every later challenge of the server with it, its event streams' too.
 
 use std::sync::Arc;
 
@@ -66,17 +66,16 @@ fn scheme<'h>(header: &'h [u8], name: &[u8]) -> Option<&'h [u8]> {
         .then(|| &header[name.len()..])
 }
 
-/// Whether the 401 asks a browser for the key: a console page, asked for by the server's address
-/// or `localhost` (never by a name that another site's DNS could point here, whose password
-/// prompt would hand the key to that site).
-fn asks_for_password(request: &Request) -> bool {
-    let path = request.uri().path();
-    let page = path == "/" || path.starts_with("/console/");
+/// Whether the 401 also offers Basic, which a browser answers with the password its user typed
+/// (the console's page prompts; its API requests and event streams are answered from the browser's
+/// password cache): only when asked by the server's address or `localhost`, never by a name that
+/// another site's DNS could point here, whose prompt would hand the key to that site.
+fn offers_basic(request: &Request) -> bool {
     let host = request
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok());
-    page && host.is_some_and(super::origin::is_local_host)
+    host.is_some_and(super::origin::is_local_host)
 }
 
 /// Refuses a request without the key (401), before any route sees it.
@@ -93,16 +92,20 @@ pub(crate) async fn require_key(
         return next.run(request).await;
     }
     let mut response = ApiError::unauthorized().into_response();
-    let challenge = if asks_for_password(&request) {
-        // A browser asks its user for a name and password: the password is the key.
-        "Basic realm=\"lllm serve (the password is the serve key)\", charset=\"UTF-8\""
-    } else {
-        "Bearer"
-    };
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         header::WWW_AUTHENTICATE,
-        axum::http::HeaderValue::from_static(challenge),
+        axum::http::HeaderValue::from_static("Bearer"),
     );
+    if offers_basic(&request) {
+        // A browser asks its user for a name and password: the password is the key.
+        headers.append(
+            header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static(
+                "Basic realm=\"lllm serve (the password is the serve key)\", charset=\"UTF-8\"",
+            ),
+        );
+    }
     response
 }
 

@@ -202,17 +202,29 @@ async fn with_a_key_a_browser_gets_a_password_prompt_and_the_key_as_password_ope
     let stub = StubServer::start().await.expect("stub");
     let forks = fork_tactic(&dir, &stub, "own");
     let running = serve_with(&[("forks", &forks)], |b| b.api_key("k-123")).await;
-    let page = get(&format!("{}/", running.base), &[]).await;
-    assert_eq!(page.status, 401);
-    assert!(page
-        .header("www-authenticate")
-        .is_some_and(|c| c.starts_with("Basic ")));
-    assert!(!page.text.contains("k-123"));
-    let api = get(&format!("{}/v1/runs", running.base), &[]).await;
-    assert_eq!(
-        (api.status, api.header("www-authenticate")),
-        (401, Some("Bearer"))
-    );
+    // Bearer for clients; Basic too, for a browser, when asked by address or localhost.
+    let challenges = |reply: &crate::serve::Reply| -> Vec<String> {
+        reply
+            .headers
+            .get_all("www-authenticate")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(|v| v.split(' ').next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    for path in ["/", "/v1/runs"] {
+        let reply = get(&format!("{}{path}", running.base), &[]).await;
+        assert_eq!(reply.status, 401);
+        assert_eq!(challenges(&reply), ["Bearer", "Basic"], "{path}");
+        assert!(!reply.text.contains("k-123"));
+    }
+    let rebound = get(
+        &format!("{}/", running.base),
+        &[("host", "evil.example:8642")],
+    )
+    .await;
+    assert_eq!(rebound.status, 401);
+    assert_eq!(challenges(&rebound), ["Bearer"]);
     let basic = |credentials: &str| {
         format!(
             "Basic {}",
