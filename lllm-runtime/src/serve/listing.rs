@@ -142,5 +142,7 @@ pub(crate) async fn dialogs(
     let mut out = record.log.to_json();
     out["id"] = record.meta().id.into();
     out["object"] = "run.dialogs".into();
+    // A run an earlier server started: what it did before this server is in its journal only.
+    out["restored"] = record.read_back.into();
     Ok(Json(out))
 }

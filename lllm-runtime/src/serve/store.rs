@@ -67,6 +67,8 @@ pub(crate) struct RunRecord {
     pub(crate) journal: Option<PathBuf>,
     /// What the console shows of it.
     pub(crate) log: Arc<RunLog>,
+    /// Whether an earlier server started it: its log holds what happened since this one did.
+    pub(crate) read_back: bool,
     dir: Option<PathBuf>,
 }
 
@@ -222,6 +224,7 @@ impl RunStore {
             meta: Mutex::new(meta),
             state: Mutex::new(state),
             log,
+            read_back: false,
             dir: self.dir.clone(),
         });
         Ok(self.insert(record))
@@ -240,6 +243,7 @@ impl RunStore {
             meta: Mutex::new(meta),
             state: Mutex::new(state),
             log,
+            read_back: false,
             dir: None,
         }))
     }
@@ -328,6 +332,7 @@ fn read_back(dir: &Path, path: &Path, changes: &Changes) -> Result<RunRecord, St
         state: Mutex::new(RunState::Stopped { stopped, base: 0 }),
         journal: Some(journal),
         log: RunLog::new(changes.clone()),
+        read_back: true,
         dir: Some(dir.to_owned()),
     })
 }

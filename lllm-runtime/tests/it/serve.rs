@@ -758,6 +758,14 @@ async fn an_approval_after_a_restart_completes_the_run_and_the_tool_runs_once() 
     assert_eq!(approved.status, 200, "{}", approved.text);
     let done = wait_status(&running.base, &id, "completed").await;
     assert_eq!(done["output"], "done");
+    // The console's log: marked as begun by an earlier server, with what this one saw.
+    let log = get(&format!("{}/v1/runs/{id}/dialogs", running.base), &[])
+        .await
+        .json();
+    assert_eq!(log["restored"], true, "{log}");
+    assert_eq!(log["usage"]["calls"], 1, "{log}");
+    assert_eq!(log["tool_calls"][0]["id"], "c1", "{log}");
+    assert_eq!(log["tool_calls"][0]["result"], "did it", "{log}");
     let effects = std::fs::read_to_string(dir.0.join("effects.txt")).expect("effects");
     assert_eq!(effects.lines().collect::<Vec<_>>(), ["did it"]);
     // The answered request was not sent again: one request before the pause, one after.

@@ -162,7 +162,12 @@ function drawRun(run, log, reload) {
   if (run.status === "running" || run.status === "queued" || run.status === "requires_action") {
     parts.push(el("p", {}, el("button", { class: "reject", id: "cancel", onclick: () => act(run.id, "cancel", null, reload) }, "Cancel the run")));
   }
-  parts.push(el("h2", {}, "Dialogs"), dialogTree(log.dialogs));
+  parts.push(el("h2", {}, "Dialogs"));
+  if (log.restored) {
+    parts.push(el("p", { class: "muted", id: "restored" },
+      "This run began before the server last started: its earlier requests are in its journal, not shown here."));
+  }
+  parts.push(dialogTree(log.dialogs));
   parts.push(el("h2", {}, "Tool calls"), toolCalls(log.tool_calls));
   main.replaceChildren(...parts);
 }
