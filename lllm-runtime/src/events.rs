@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lllm_core::{DialogId, ToolCall};
+use lllm_core::{DialogId, ToolCall, Usage};
 
 /// One thing that happened in a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,12 +96,8 @@ pub struct ModelCall {
     pub priority: Option<i64>,
     /// The queue tier: Dynamo's `strict_priority` as sent, else the admission tier.
     pub tier: u64,
-    /// Prompt tokens, when the server counted them.
-    pub prompt_tokens: Option<u64>,
-    /// Answer tokens, when the server counted them.
-    pub completion_tokens: Option<u64>,
-    /// Prompt tokens served from the server's prefix cache, when it says.
-    pub cached_tokens: Option<u64>,
+    /// Its tokens, cached ones among them, when the server counted them.
+    pub usage: Option<Usage>,
     /// The worker that served it, when the server names it.
     pub worker: Option<String>,
     /// The endpoint, when a fallback answered (0: the agent's own).

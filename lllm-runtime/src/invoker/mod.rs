@@ -149,6 +149,21 @@ impl ChatRequest {
         Some(request)
     }
 
+    /// The session and parent session this request is recorded under (traces, run events): those
+    /// it carries as sent, else its dialog's id and its parent dialog's.
+    pub(crate) fn recorded_sessions(&self) -> (Option<String>, Option<String>) {
+        let sent = self.sent_hints();
+        let session = sent
+            .session
+            .clone()
+            .or_else(|| self.dialog.map(|d| d.to_string()));
+        let parent = sent
+            .parent_session
+            .clone()
+            .or_else(|| self.parent_dialog.map(|d| d.to_string()));
+        (session, parent)
+    }
+
     /// The endpoint this request goes to, as it may be shown: its `api_base` without credentials
     /// (`None`: the default server of `OPENAI_BASE_URL`).
     pub fn endpoint(&self) -> Option<String> {

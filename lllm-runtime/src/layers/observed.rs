@@ -30,28 +30,20 @@ impl<I> Observed<I> {
             return;
         };
         let hints = request.sent_hints();
-        let usage = response.message.usage;
+        let (session, parent_session) = request.recorded_sessions();
         observer.notify(&RunEvent::ModelCall(Box::new(ModelCall {
             agent: self.agent.clone(),
             alias: request.dialog_alias.clone(),
             dialog: request.dialog,
             parent_dialog: request.parent_dialog,
-            session: hints
-                .session
-                .clone()
-                .or_else(|| request.dialog.map(|d| d.to_string())),
-            parent_session: hints
-                .parent_session
-                .clone()
-                .or_else(|| request.parent_dialog.map(|d| d.to_string())),
+            session,
+            parent_session,
             priority: hints.wire.priority,
             tier: hints
                 .wire
                 .strict_priority
                 .unwrap_or(u64::from(request.urgency.tier)),
-            prompt_tokens: usage.map(|u| u.prompt_tokens),
-            completion_tokens: usage.map(|u| u.completion_tokens),
-            cached_tokens: usage.and_then(|u| u.cached_tokens),
+            usage: response.message.usage,
             worker: response.worker.clone(),
             hop: request.hop,
             window: request.window,

@@ -7,6 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use lllm_core::Usage;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -50,27 +51,24 @@ impl Changes {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Totals {
     pub(crate) calls: u64,
-    pub(crate) prompt_tokens: u64,
-    pub(crate) completion_tokens: u64,
-    pub(crate) cached_tokens: u64,
+    usage: Usage,
 }
 
 impl Totals {
     fn add(&mut self, call: &ModelCall) {
         self.calls += 1;
-        let add = |total: &mut u64, n: Option<u64>| *total = total.saturating_add(n.unwrap_or(0));
-        add(&mut self.prompt_tokens, call.prompt_tokens);
-        add(&mut self.completion_tokens, call.completion_tokens);
-        add(&mut self.cached_tokens, call.cached_tokens);
+        if let Some(usage) = &call.usage {
+            self.usage.add(usage);
+        }
     }
 
     /// The `usage` object of a run.
     pub(crate) fn to_json(self) -> Value {
         json!({
             "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "cached_tokens": self.usage.cached_tokens.unwrap_or(0),
         })
     }
 }
@@ -351,9 +349,9 @@ pub(crate) fn call_json(call: &ModelCall) -> Value {
         "parent_session_id": label(&call.parent_session),
         "priority": call.priority,
         "tier": call.tier,
-        "prompt_tokens": call.prompt_tokens,
-        "completion_tokens": call.completion_tokens,
-        "cached_tokens": call.cached_tokens,
+        "prompt_tokens": call.usage.map(|u| u.prompt_tokens),
+        "completion_tokens": call.usage.map(|u| u.completion_tokens),
+        "cached_tokens": call.usage.and_then(|u| u.cached_tokens),
         "worker": label(&call.worker),
         "fallback": call.hop,
         "window": call.window,
@@ -395,9 +393,11 @@ mod tests {
             parent_session: parent.map(|p| format!("s-{p}")),
             priority: Some(5),
             tier: 1,
-            prompt_tokens: Some(100),
-            completion_tokens: Some(10),
-            cached_tokens: Some(60),
+            usage: Some(lllm_core::Usage {
+                prompt_tokens: 100,
+                completion_tokens: 10,
+                cached_tokens: Some(60),
+            }),
             worker: Some("w1".into()),
             hop: 0,
             window: 0,

@@ -273,11 +273,8 @@ impl TraceRecorder {
         let request = answered.request;
         let chain = request.dialog.map(|d| d.to_string()).unwrap_or_default();
         let sent_hints = request.sent_hints();
-        let session_id = sent_hints.session.clone().unwrap_or_else(|| chain.clone());
-        let parent_session_id = sent_hints
-            .parent_session
-            .clone()
-            .or_else(|| request.parent_dialog.map(|d| d.to_string()));
+        let (session_id, parent_session_id) = request.recorded_sessions();
+        let session_id = session_id.unwrap_or_default();
         let messages: Vec<&Message> = request.messages.iter().collect();
         let usage = answered.response.message.usage;
         let prompt = self.prompt(&messages, usage.map(|u| u.prompt_tokens));

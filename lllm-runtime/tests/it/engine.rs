@@ -107,7 +107,9 @@ async fn a_started_run_streams_its_events_in_order_and_ends_completed() {
             RunEvent::ToolResult { content, .. } => format!("result {content}"),
             RunEvent::ModelCall(call) => format!(
                 "model {} {:?} {:?}",
-                call.agent, call.alias, call.prompt_tokens
+                call.agent,
+                call.alias,
+                call.usage.map(|u| u.prompt_tokens)
             ),
             other => format!("{other:?}"),
         })
