@@ -1,6 +1,7 @@
 //! `lllm serve` under hostile HTTP: a public address without a key, wrong keys, clients that never
 //! finish their headers, thousands of idle connections, header values that are not text or are 8 KiB
-//! long, bodies announced too large or malformed. The server answers, bounded, and never panics.
+//! long, bodies announced too large, malformed or followed by more text. The server answers,
+//! bounded, and never panics.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -194,5 +195,61 @@ async fn console_watchers_and_a_flood_of_runs_neither_hold_the_server_nor_grow_i
     let rss = serving.rss_mib();
     assert!(rss < 256, "{rss} MiB after 1,200 runs with 200 watchers");
     drop(watchers);
+    assert!(!serving.stderr.lock().expect("log").contains("panicked"));
+}
+
+/// A raw `POST` of `body` to `path`, closed after the answer.
+fn post_request(path: &str, body: &str) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_with_text_after_its_json_value_is_refused_on_every_route() {
+    let dir = TempDir::new("serve-trailing");
+    let stub = StubServer::start().await.expect("stub");
+    let tactic = chat_tactic(&dir, &stub);
+    let state = dir.0.join("state");
+    let serving = Serving::start(&[arg(&tactic), "--state", arg(&state)], &[]);
+    let routes = [
+        (
+            "/v1/chat/completions",
+            r#"{"model":"helper","messages":[{"role":"user","content":"WORDS"}]}"#,
+        ),
+        ("/v1/responses", r#"{"model":"helper","input":"WORDS"}"#),
+        ("/v1/runs", r#"{"model":"helper","input":"WORDS"}"#),
+    ];
+    for (path, body) in routes {
+        // A second request run into the first, a stray character, a closing bracket too many.
+        for tail in [
+            r#"{"model":"helper","input":"refused"}"#,
+            "x",
+            "\n]",
+        ] {
+            let sent = format!("{}{tail}", body.replace("WORDS", "refused"));
+            let (status, text) = http(serving.address(), &post_request(path, &sent));
+            assert_eq!(status, 400, "{path} {sent}: {text}");
+            assert!(
+                text.contains("one JSON value and nothing after it") && text.contains("column"),
+                "{path}: {text}"
+            );
+        }
+        // The value alone, whitespace after it, is served.
+        let sent = format!("{} \r\n", body.replace("WORDS", "served"));
+        let (status, text) = http(serving.address(), &post_request(path, &sent));
+        assert_eq!(status, 200, "{path}: {text}");
+    }
+    let records = std::fs::read_dir(state.join("runs"))
+        .expect("runs")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .count();
+    assert_eq!(records, 1, "one run: the one whose body was only its value");
+    assert!(stub
+        .requests()
+        .iter()
+        .all(|r| !r.body.to_string().contains("refused")));
     assert!(!serving.stderr.lock().expect("log").contains("panicked"));
 }

@@ -134,10 +134,12 @@ pub(crate) fn push_paragraph(out: &mut String, text: &str) {
     out.push_str(text);
 }
 
-/// Reads a JSON body into `T`, naming the field that is wrong.
+/// Reads a JSON body into `T`, naming the field that is wrong. The body is one JSON value and
+/// nothing after it (whitespace aside): text after the value is refused, not ignored, so that
+/// two requests run together, or a value cut and pasted twice, are not half-read.
 pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if path == "." {
@@ -145,7 +147,15 @@ pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
         } else {
             ApiError::invalid(format!("`{path}`: {inner}"))
         }
-    })
+    })?;
+    deserializer.end().map_err(|e| {
+        ApiError::invalid(format!(
+            "the body must be one JSON value and nothing after it: text follows the value at line {}, column {}; send the value alone",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    Ok(value)
 }
 
 /// Messages of the Responses `input`: a string is one user message.
@@ -208,6 +218,27 @@ mod tests {
         let list =
             messages(json!([{"role": "wizard", "content": "a"}, {"role": "user", "content": "b"}]));
         assert!(turn(&list, "messages").is_err());
+    }
+
+    #[test]
+    fn text_after_the_json_value_is_refused_and_whitespace_is_not() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Body {
+            #[allow(dead_code)]
+            model: String,
+        }
+        assert!(parse_body::<Body>(b"{\"model\": \"m\"} \r\n\t").is_ok());
+        for body in [
+            &b"{\"model\": \"m\"}{\"model\": \"n\"}"[..],
+            b"{\"model\": \"m\"} x",
+            b"{\"model\": \"m\"}\n\"more\"",
+        ] {
+            let error = parse_body::<Body>(body).expect_err("trailing text");
+            assert_eq!(error.status(), axum::http::StatusCode::BAD_REQUEST);
+            let message = error.body()["message"].as_str().unwrap_or("").to_owned();
+            assert!(message.contains("nothing after it"), "{message}");
+            assert!(message.contains("column"), "{message}");
+        }
     }
 
     #[test]
