@@ -1,7 +1,7 @@
 //! `lllm serve` under hostile HTTP: a public address without a key, wrong keys, clients that never
 //! finish their headers, thousands of idle connections, header values that are not text or are 8 KiB
-//! long, bodies announced too large, malformed or followed by more text. The server answers,
-//! bounded, and never panics.
+//! long, bodies announced too large, malformed or followed by more text, two `Host` headers. The
+//! server answers, bounded, and never panics.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -252,4 +252,58 @@ async fn a_body_with_text_after_its_json_value_is_refused_on_every_route() {
         .iter()
         .all(|r| !r.body.to_string().contains("refused")));
     assert!(!serving.stderr.lock().expect("log").contains("panicked"));
+}
+
+#[test]
+fn a_request_with_two_host_headers_is_refused() {
+    let dir = TempDir::new("serve-hosts");
+    let tactic = dir.write(
+        "t.yaml",
+        "global: {model_name: m}\nagent_configs: [{name: a, system_prompt: s}]\n",
+    );
+    let state = dir.0.join("state");
+    let serving = Serving::start(&[arg(&tactic), "--state", arg(&state)], &[]);
+    let body = r#"{"model":"t","input":"hi"}"#;
+    for hosts in [
+        "Host: 127.0.0.1\r\nHost: evil.example\r\n",
+        "Host: evil.example\r\nHost: 127.0.0.1\r\n",
+        "Host: 127.0.0.1\r\nHost: 127.0.0.1\r\n",
+        "Host: 127.0.0.1\r\nhost: localhost:1\r\n",
+    ] {
+        let (status, text) = http(
+            serving.address(),
+            &format!("GET /v1/models HTTP/1.1\r\n{hosts}Connection: close\r\n\r\n"),
+        );
+        assert_eq!(status, 400, "{hosts:?}: {text}");
+        assert!(text.contains("more than one Host header"), "{text}");
+        let (status, text) = http(
+            serving.address(),
+            &format!(
+                "POST /v1/runs HTTP/1.1\r\n{hosts}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        );
+        assert_eq!(status, 400, "{hosts:?}: {text}");
+    }
+    let records = std::fs::read_dir(state.join("runs"))
+        .map(|entries| entries.count())
+        .unwrap_or(0);
+    assert_eq!(records, 0, "no run was started");
+    let (status, _) = http(
+        serving.address(),
+        "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200, "one Host is served");
+
+    // With a key too: the duplicate is refused before the key is looked at.
+    let keyed_state = dir.0.join("keyed-state");
+    let keyed = Serving::start(
+        &[arg(&tactic), "--state", arg(&keyed_state)],
+        &[("LLLM_SERVE_KEY", "sk-hosts-1")],
+    );
+    let (status, text) = http(
+        keyed.address(),
+        "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nAuthorization: Bearer sk-hosts-1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 400, "{text}");
 }

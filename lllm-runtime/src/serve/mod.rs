@@ -28,6 +28,7 @@ mod auth;
 mod chat;
 mod console;
 mod error;
+mod host;
 mod input;
 mod listener;
 mod listing;
@@ -237,13 +238,15 @@ impl Served {
                 origin::Keyed(self.key.is_some()),
                 origin::same_origin_only,
             ));
-        match &self.key {
+        let routes = match &self.key {
             Some(key) => routes.layer(axum::middleware::from_fn_with_state(
                 key.clone(),
                 auth::require_key,
             )),
             None => routes,
-        }
+        };
+        // Outermost: every other layer reads `Host` as if there were one.
+        routes.layer(axum::middleware::from_fn(host::one_host_only))
     }
 
     /// Serves on `listener` until `shutdown` completes, then waits for the connections in flight.
