@@ -1,27 +1,26 @@
 //! How many runs the server runs at once, and one at a time per conversation.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::ApiError;
+use super::named_locks::{NamedGuard, NamedLocks};
 
 /// The server's run slots and the conversations' turns.
 #[derive(Debug)]
 pub(crate) struct Admission {
     slots: Arc<Semaphore>,
     limit: usize,
-    turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    turns: Arc<NamedLocks>,
 }
 
 /// A run's admission: one slot, and its conversation's turn. Dropped when the run ended.
 #[derive(Debug)]
 pub(crate) struct Ticket {
+    // The turn goes first: the conversation's next request may start as the slot is freed.
+    _turn: NamedGuard,
     _slot: OwnedSemaphorePermit,
-    turn: Option<OwnedMutexGuard<()>>,
-    conversation: String,
-    admission: Arc<Admission>,
 }
 
 impl Admission {
@@ -29,7 +28,7 @@ impl Admission {
         Arc::new(Admission {
             slots: Arc::new(Semaphore::new(limit)),
             limit,
-            turns: Mutex::default(),
+            turns: Arc::default(),
         })
     }
 
@@ -41,39 +40,10 @@ impl Admission {
             .clone()
             .try_acquire_owned()
             .map_err(|_| ApiError::busy(self.limit))?;
-        let turn = self
-            .turns
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(conversation.to_owned())
-            .or_default()
-            .clone();
-        let turn = turn.lock_owned().await;
         Ok(Ticket {
+            _turn: self.turns.lock(conversation).await,
             _slot: slot,
-            turn: Some(turn),
-            conversation: conversation.to_owned(),
-            admission: self.clone(),
         })
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        drop(self.turn.take());
-        let mut turns = self
-            .admission
-            .turns
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        // Forgotten once nobody holds or waits for the conversation's turn: the map stays as large
-        // as the conversations in flight, not as all conversations ever seen.
-        if turns
-            .get(&self.conversation)
-            .is_some_and(|turn| Arc::strong_count(turn) == 1)
-        {
-            turns.remove(&self.conversation);
-        }
     }
 }
 
@@ -96,6 +66,6 @@ mod tests {
             .await
             .expect("joined")
             .expect("admitted after the first");
-        assert!(admission.turns.lock().expect("lock").is_empty());
+        assert_eq!(admission.turns.in_use(), 0);
     }
 }

@@ -34,6 +34,7 @@ mod listener;
 mod listing;
 mod log;
 mod models;
+mod named_locks;
 mod origin;
 mod responses;
 mod run_stream;
@@ -55,6 +56,7 @@ pub use session::{ECHO_HEADER, PARENT_SESSION_HEADERS, SESSION_HEADERS};
 use crate::engine::{Engine, PreparedTactic};
 use admission::Admission;
 use auth::ServeKey;
+use named_locks::NamedLocks;
 use responses::ResponseStore;
 use store::RunStore;
 
@@ -110,6 +112,8 @@ pub(crate) struct ServeState {
     pub(crate) admission: Arc<Admission>,
     pub(crate) responses: ResponseStore,
     pub(crate) runs: RunStore,
+    /// One creation at a time per `Idempotency-Key`.
+    pub(crate) keys: Arc<NamedLocks>,
     pub(crate) max_body: usize,
     pub(crate) read_timeout: Duration,
     /// Set when the server stops accepting: streams that never end by themselves (the run list)
@@ -352,6 +356,7 @@ impl ServedBuilder {
                 admission: Admission::new(self.max_runs),
                 responses: ResponseStore::default(),
                 runs,
+                keys: Arc::default(),
                 max_body: self.max_body,
                 read_timeout: self.read_timeout,
                 closing: tokio::sync::watch::channel(false).0,

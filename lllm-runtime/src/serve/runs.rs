@@ -65,14 +65,15 @@ pub(crate) async fn create(
     let bytes = read_body(&state, body).await?;
     let key = idempotency_key(&headers)?;
     let digest = hex(&Sha256::digest(&bytes));
+    // The look-up and the creation of a keyed run are one step: a request with the key waits here
+    // while another creates its run, then finds it.
+    let _creating = match &key {
+        Some(key) => Some(state.keys.lock(key).await),
+        None => None,
+    };
     if let Some(key) = &key {
         if let Some(record) = state.runs.by_key(key) {
-            return match record.meta().idempotency {
-                Some((_, same)) if same == digest => Ok(view(&state, &record).into_response()),
-                _ => Err(ApiError::conflict(
-                    "this Idempotency-Key was used for a run with a different body",
-                )),
-            };
+            return keyed_again(&state, &record, &digest);
         }
     }
     let request: CreateRun = parse_body(&bytes)?;
@@ -122,6 +123,16 @@ pub(crate) async fn create(
         response.headers_mut().insert(ECHO_HEADER, value);
     }
     Ok(response)
+}
+
+/// The run an `Idempotency-Key` already started: itself for the same body, else 409.
+fn keyed_again(state: &ServeState, record: &RunRecord, digest: &str) -> Result<Response, ApiError> {
+    match record.meta().idempotency {
+        Some((_, same)) if same == digest => Ok(view(state, record).into_response()),
+        _ => Err(ApiError::conflict(
+            "this Idempotency-Key was used for a run with a different body",
+        )),
+    }
 }
 
 /// Writes the run's record when it ends, and lets go of its admission (if it holds one) then.

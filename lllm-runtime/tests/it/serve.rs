@@ -2,6 +2,8 @@
 //! (streamed or not), the caller's session carried downstream, runs with approvals across a
 //! restart, cancellation, admission, keys and bad requests.
 
+mod races;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
