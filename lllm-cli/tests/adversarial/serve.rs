@@ -223,11 +223,7 @@ async fn a_body_with_text_after_its_json_value_is_refused_on_every_route() {
     ];
     for (path, body) in routes {
         // A second request run into the first, a stray character, a closing bracket too many.
-        for tail in [
-            r#"{"model":"helper","input":"refused"}"#,
-            "x",
-            "\n]",
-        ] {
+        for tail in [r#"{"model":"helper","input":"refused"}"#, "x", "\n]"] {
             let sent = format!("{}{tail}", body.replace("WORDS", "refused"));
             let (status, text) = http(serving.address(), &post_request(path, &sent));
             assert_eq!(status, 400, "{path} {sent}: {text}");

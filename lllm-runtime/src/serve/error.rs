@@ -12,6 +12,8 @@ pub(crate) struct ApiError {
     code: Option<&'static str>,
     message: String,
     retry_after: Option<u64>,
+    /// The run the request was about, as `GET /v1/runs/{id}` shows it, beside `error`.
+    run: Option<Box<serde_json::Value>>,
 }
 
 impl ApiError {
@@ -22,6 +24,7 @@ impl ApiError {
             code: None,
             message: message.into(),
             retry_after: None,
+            run: None,
         }
     }
 
@@ -87,6 +90,13 @@ impl ApiError {
         Self::new(StatusCode::BAD_GATEWAY, "server_error", message).code("run_failed")
     }
 
+    /// Answers with the run as it is now beside the error (a decision that lost says where the run
+    /// went instead).
+    pub(crate) fn with_run(mut self, run: serde_json::Value) -> Self {
+        self.run = Some(Box::new(run));
+        self
+    }
+
     /// Sets the machine-readable code.
     pub(crate) fn code(mut self, code: &'static str) -> Self {
         self.code = Some(code);
@@ -112,8 +122,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response =
-            (self.status, axum::Json(json!({ "error": self.body() }))).into_response();
+        let mut body = json!({ "error": self.body() });
+        if let Some(run) = self.run {
+            body["run"] = *run;
+        }
+        let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(seconds) = self.retry_after {
             response
                 .headers_mut()

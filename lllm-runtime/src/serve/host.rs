@@ -12,7 +12,13 @@ use super::error::ApiError;
 
 /// Answers 400 to a request with more than one `Host` header.
 pub(crate) async fn one_host_only(request: Request, next: Next) -> Response {
-    if request.headers().get_all(header::HOST).iter().nth(1).is_some() {
+    if request
+        .headers()
+        .get_all(header::HOST)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
         return ApiError::invalid(
             "the request has more than one Host header: send exactly one, naming this server",
         )

@@ -27,6 +27,7 @@ mod admission;
 mod auth;
 mod chat;
 mod console;
+mod decisions;
 mod error;
 mod host;
 mod input;
@@ -114,6 +115,8 @@ pub(crate) struct ServeState {
     pub(crate) runs: RunStore,
     /// One creation at a time per `Idempotency-Key`.
     pub(crate) keys: Arc<NamedLocks>,
+    /// One decision (an approval, a cancel) at a time per run id.
+    pub(crate) decisions: Arc<NamedLocks>,
     pub(crate) max_body: usize,
     pub(crate) read_timeout: Duration,
     /// Set when the server stops accepting: streams that never end by themselves (the run list)
@@ -227,8 +230,8 @@ impl Served {
             .route("/v1/runs/{id}", get(runs::get))
             .route("/v1/runs/{id}/dialogs", get(listing::dialogs))
             .route("/v1/runs/{id}/events", get(runs::events))
-            .route("/v1/runs/{id}/cancel", post(runs::cancel))
-            .route("/v1/runs/{id}/approval", post(runs::approve))
+            .route("/v1/runs/{id}/cancel", post(decisions::cancel))
+            .route("/v1/runs/{id}/approval", post(decisions::approve))
             .fallback(models::no_route)
             .with_state(self.state.clone())
             // The handlers read bodies themselves, within the limit and the read timeout; a body
@@ -357,6 +360,7 @@ impl ServedBuilder {
                 responses: ResponseStore::default(),
                 runs,
                 keys: Arc::default(),
+                decisions: Arc::default(),
                 max_body: self.max_body,
                 read_timeout: self.read_timeout,
                 closing: tokio::sync::watch::channel(false).0,

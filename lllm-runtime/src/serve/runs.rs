@@ -1,8 +1,7 @@
-//! `/v1/runs`: runs started, watched, cancelled and approved over HTTP. A run whose tool needs a
-//! confirmation waits in `requires_action` with its pending calls; an approval continues it from
-//! its journal, so nothing answered is sent again and no finished tool runs twice.
+//! `/v1/runs`: runs started and watched over HTTP (cancels and approvals: `decisions.rs`). A run
+//! whose tool needs a confirmation waits in `requires_action` with its pending calls; an approval
+//! continues it from its journal, so nothing answered is sent again and no finished tool runs twice.
 
-use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -23,9 +22,9 @@ use super::run_stream::{json_event, read_body, Failure};
 use super::session::{CallerSession, ECHO_HEADER};
 use super::store::{is_run_id, new_run_id, status_of, RunMeta, RunRecord, RunState, Stopped};
 use super::{Model, ServeState};
-use crate::engine::{plan_resume, JournalPlan, Resumable, RunHandle, RunPlan, StreamedEvent};
-use crate::events::{RunEvent, RunStatus};
-use crate::tools::{Decision, Decisions};
+use crate::engine::{JournalPlan, RunHandle, RunPlan, StreamedEvent};
+use crate::events::RunEvent;
+use crate::tools::Decisions;
 use crate::Conversation;
 
 /// The longest `Idempotency-Key` taken.
@@ -39,21 +38,6 @@ struct CreateRun {
     input: Option<String>,
     #[serde(default)]
     vars: Option<Map<String, Value>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Approval {
-    decision: Verdict,
-    #[serde(default)]
-    calls: Option<Vec<String>>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Verdict {
-    Approve,
-    Reject,
 }
 
 /// `POST /v1/runs`.
@@ -265,124 +249,6 @@ fn live_view(state: &ServeState, meta: &RunMeta, handle: &RunHandle) -> Stopped 
         }
     }
     view
-}
-
-/// `POST /v1/runs/{id}/cancel`: returns once the run stopped and its journal records it.
-pub(crate) async fn cancel(
-    State(state): State<Arc<ServeState>>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let record = record(&state, &id)?;
-    match record.state() {
-        RunState::Live { handle, .. }
-            if !handle.status().is_final() && handle.outcome().is_none() =>
-        {
-            handle.cancel().await;
-        }
-        RunState::Live { handle, base } if handle.status() == RunStatus::RequiresAction => {
-            stop_waiting(&record, base)?;
-        }
-        RunState::Stopped { stopped, base } if stopped.status == RunStatus::RequiresAction => {
-            stop_waiting(&record, base)?;
-        }
-        _ => {
-            return Err(ApiError::conflict(format!(
-                "the run already ended ({})",
-                view(&state, &record)["status"].as_str().unwrap_or("ended")
-            )))
-        }
-    }
-    Ok(view(&state, &record))
-}
-
-/// Cancels a run that waits for a confirmation: nothing runs; its journal records the cancel.
-fn stop_waiting(record: &RunRecord, base: u64) -> Result<(), ApiError> {
-    if let Some(journal) = &record.journal {
-        crate::journal::Journal::record_cancel(journal)
-            .map_err(|e| ApiError::internal(lllm_core::full_message(&e)))?;
-    }
-    let stopped = Stopped {
-        status: RunStatus::Cancelled,
-        output: None,
-        error: None,
-        pending: Vec::new(),
-    };
-    record.set_state(RunState::Stopped { stopped, base });
-    record.ended(RunStatus::Cancelled, None);
-    Ok(())
-}
-
-/// `POST /v1/runs/{id}/approval`: approves or rejects the pending calls (all, or those named) and
-/// continues the run from its journal.
-pub(crate) async fn approve(
-    State(state): State<Arc<ServeState>>,
-    Path(id): Path<String>,
-    body: Body,
-) -> Result<Json<Value>, ApiError> {
-    let approval: Approval = parse_body(&read_body(&state, body).await?)?;
-    let record = record(&state, &id)?;
-    let (pending, base) = match record.state() {
-        RunState::Live { handle, base } if handle.status() == RunStatus::RequiresAction => {
-            (handle.pending(), base + handle.last_event_id())
-        }
-        RunState::Stopped { stopped, base } if stopped.status == RunStatus::RequiresAction => {
-            (stopped.pending, base + 1)
-        }
-        _ => return Err(ApiError::conflict("the run does not wait for an approval")),
-    };
-    let decisions = decisions(&approval, &pending)?;
-    let meta = record.meta();
-    let model = state.model(&meta.model)?;
-    let journal = record
-        .journal
-        .clone()
-        .ok_or_else(|| ApiError::conflict("the run has no journal to continue from"))?;
-    let plan = match plan_resume(&journal, false, Vec::new()) {
-        Ok(Resumable::Unfinished { plan, .. }) => plan,
-        Ok(Resumable::Finished { .. }) => return Err(ApiError::conflict("the run already ended")),
-        Err(e) => return Err(ApiError::conflict(lllm_core::full_message(&e))),
-    };
-    let ticket = state.admission.admit(&meta.session).await?;
-    let plan = plan
-        .confirm(record.log.confirm(decisions))
-        .observer(record.log.observer());
-    let handle = state.engine.start(model.tactic.clone(), plan);
-    record.set_state(RunState::Live {
-        handle: handle.clone(),
-        base,
-    });
-    watch(model, record.clone(), handle, Some(ticket));
-    Ok(view(&state, &record))
-}
-
-/// The decisions of `approval` over the `pending` calls.
-fn decisions(
-    approval: &Approval,
-    pending: &[crate::journal::PendingCall],
-) -> Result<Decisions, ApiError> {
-    let decision = match approval.decision {
-        Verdict::Approve => Decision::Approve,
-        Verdict::Reject => Decision::Decline,
-    };
-    let known: HashSet<&str> = pending.iter().map(|p| p.call.as_str()).collect();
-    let named: Vec<&str> = match &approval.calls {
-        Some(calls) => calls.iter().map(String::as_str).collect(),
-        None => known.iter().copied().collect(),
-    };
-    if let Some(unknown) = named.iter().find(|c| !known.contains(*c)) {
-        return Err(ApiError::invalid(format!(
-            "`calls`: `{}` is not a pending call of the run (pending: {})",
-            super::shorten(unknown),
-            pending
-                .iter()
-                .map(|p| p.call.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    Ok(named
-        .into_iter()
-        .fold(Decisions::new(), |d, call| d.decide(call, decision)))
 }
 
 /// `GET /v1/runs/{id}/events`: the run's events as server-sent events, after `Last-Event-ID`.

@@ -95,10 +95,14 @@ impl RunRecord {
         self.log.touch();
     }
 
-    /// Records the run's final status (and error) beside its journal.
+    /// Records the run's final status (and error) beside its journal. A final status stays: the
+    /// watcher of a paused run may report the pause after a cancel ended the run.
     pub(crate) fn ended(&self, status: RunStatus, error: Option<String>) {
         let meta = {
             let mut meta = self.meta.lock().unwrap_or_else(|p| p.into_inner());
+            if meta.status.is_some() {
+                return;
+            }
             meta.status = status.is_final().then(|| status.as_str().to_owned());
             meta.error = error;
             meta.clone()
