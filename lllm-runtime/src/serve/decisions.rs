@@ -55,7 +55,7 @@ pub(crate) async fn cancel(
             match handle.status() {
                 // Paused, before the cancel or as it came: nothing runs, and it waits no more.
                 RunStatus::RequiresAction => {
-                    stop_waiting(&record, base)?;
+                    stop_waiting(&record, base + handle.last_event_id())?;
                     true
                 }
                 // By this cancel, unless it was cancelled before.
@@ -63,8 +63,8 @@ pub(crate) async fn cancel(
                 _ => false,
             }
         }
-        RunState::Stopped { stopped, base } if stopped.status == RunStatus::RequiresAction => {
-            stop_waiting(&record, base)?;
+        RunState::Stopped { stopped, last } if stopped.status == RunStatus::RequiresAction => {
+            stop_waiting(&record, last)?;
             true
         }
         RunState::Stopped { .. } => false,
@@ -77,8 +77,9 @@ pub(crate) async fn cancel(
     Err(ApiError::conflict(format!("the run already ended ({status})")).with_run(run))
 }
 
-/// Cancels a run that waits for a confirmation: nothing runs; its journal records the cancel.
-fn stop_waiting(record: &RunRecord, base: u64) -> Result<(), ApiError> {
+/// Cancels a run that waits for a confirmation: nothing runs; its journal records the cancel. Its
+/// status is a new event, after the one of id `last`.
+fn stop_waiting(record: &RunRecord, last: u64) -> Result<(), ApiError> {
     if let Some(journal) = &record.journal {
         crate::journal::Journal::record_cancel(journal)
             .map_err(|e| ApiError::internal(lllm_core::full_message(&e)))?;
@@ -89,8 +90,11 @@ fn stop_waiting(record: &RunRecord, base: u64) -> Result<(), ApiError> {
         error: None,
         pending: Vec::new(),
     };
-    record.set_state(RunState::Stopped { stopped, base });
-    record.ended(RunStatus::Cancelled, None);
+    record.set_state(RunState::Stopped {
+        stopped,
+        last: last + 1,
+    });
+    record.ended(RunStatus::Cancelled, None, last + 1);
     Ok(())
 }
 
@@ -111,8 +115,9 @@ pub(crate) async fn approve(
             handle.wait().await;
             (handle.pending(), base + handle.last_event_id())
         }
-        RunState::Stopped { stopped, base } if stopped.status == RunStatus::RequiresAction => {
-            (stopped.pending, base + 1)
+        // Numbered on after its status event, which a restarted server numbers as its record says.
+        RunState::Stopped { stopped, last } if stopped.status == RunStatus::RequiresAction => {
+            (stopped.pending, last)
         }
         _ => return Err(conflict("the run does not wait for an approval".into())),
     };
@@ -137,7 +142,7 @@ pub(crate) async fn approve(
         handle: handle.clone(),
         base,
     });
-    watch(model, record.clone(), handle, Some(ticket));
+    watch(model, record.clone(), handle, base, Some(ticket));
     Ok(view(&state, &record))
 }
 

@@ -249,13 +249,14 @@ fn shown(
         source: Some(source.to_owned()),
         status: None,
         error: None,
+        last_event: 0,
     };
     let live = RunState::Live {
         handle: handle.clone(),
         base: 0,
     };
     let record = state.runs.add_in_memory(meta, live, log);
-    super::runs::watch(model, record, handle.clone(), None);
+    super::runs::watch(model, record, handle.clone(), 0, None);
 }
 
 fn receiver_stream(

@@ -88,6 +88,7 @@ pub(crate) async fn create(
         source: None,
         status: None,
         error: None,
+        last_event: 0,
     };
     let handle = state.engine.start(model.tactic.clone(), plan);
     let record = state
@@ -101,7 +102,7 @@ pub(crate) async fn create(
             log,
         )
         .map_err(ApiError::internal)?;
-    watch(model, record.clone(), handle, Some(ticket));
+    watch(model, record.clone(), handle, 0, Some(ticket));
     let mut response = view(&state, &record).into_response();
     if let Ok(value) = session.id.parse() {
         response.headers_mut().insert(ECHO_HEADER, value);
@@ -120,10 +121,12 @@ fn keyed_again(state: &ServeState, record: &RunRecord, digest: &str) -> Result<R
 }
 
 /// Writes the run's record when it ends, and lets go of its admission (if it holds one) then.
+/// `base`: the id of the run's event before the handle's first.
 pub(crate) fn watch(
     model: &Model,
     record: Arc<RunRecord>,
     handle: RunHandle,
+    base: u64,
     ticket: Option<super::admission::Ticket>,
 ) {
     let secrets = model.tactic.secrets().clone();
@@ -135,7 +138,8 @@ pub(crate) fn watch(
             _ => None,
         };
         let status = status_of(&outcome);
-        record.ended(status, error.clone());
+        let last = base + handle.last_event_id();
+        record.ended(status, error.clone(), last);
         if record.meta().source.is_some() {
             // A run that answered one request lets go of its handle, and the events it holds.
             let output = outcome.as_ref().as_ref().ok().map(|o| o.answer.clone());
@@ -145,8 +149,7 @@ pub(crate) fn watch(
                 error,
                 pending: Vec::new(),
             };
-            let base = handle.last_event_id();
-            record.set_state(RunState::Stopped { stopped, base });
+            record.set_state(RunState::Stopped { stopped, last });
         }
     });
 }
@@ -268,9 +271,9 @@ pub(crate) async fn events(
             .events(after.saturating_sub(base))
             .map(move |event| Ok::<_, Infallible>(run_event(base, &event)))
             .boxed(),
-        RunState::Stopped { stopped, base } => {
+        RunState::Stopped { stopped, last } => {
             let event = StreamedEvent {
-                id: base + 1,
+                id: last,
                 event: RunEvent::Status(stopped.status),
             };
             let events: Vec<Result<Event, Infallible>> = if after < event.id {

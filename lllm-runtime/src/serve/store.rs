@@ -39,6 +39,14 @@ pub(crate) struct RunMeta {
     pub(crate) status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
+    /// The id of the run's latest event when the record was written, so that a server started
+    /// again numbers the run's later events after it (ids grow for the life of a run).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) last_event: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A run that is not running: how it ended, or what it waits for.
@@ -55,8 +63,9 @@ pub(crate) struct Stopped {
 pub(crate) enum RunState {
     /// Started by this server: its handle (its events numbered after `base`).
     Live { handle: RunHandle, base: u64 },
-    /// Read back from the state directory.
-    Stopped { stopped: Stopped, base: u64 },
+    /// Ended, waiting after a restart, or cancelled while waiting: shown as one status event, whose
+    /// id is `last`.
+    Stopped { stopped: Stopped, last: u64 },
 }
 
 /// One run.
@@ -95,9 +104,10 @@ impl RunRecord {
         self.log.touch();
     }
 
-    /// Records the run's final status (and error) beside its journal. A final status stays: the
-    /// watcher of a paused run may report the pause after a cancel ended the run.
-    pub(crate) fn ended(&self, status: RunStatus, error: Option<String>) {
+    /// Records where the run stopped beside its journal: its final status (and error), or none when
+    /// it waits, and `last_event`, the id of its latest event. A final status stays: the watcher of
+    /// a paused run may report the pause after a cancel ended the run.
+    pub(crate) fn ended(&self, status: RunStatus, error: Option<String>, last_event: u64) {
         let meta = {
             let mut meta = self.meta.lock().unwrap_or_else(|p| p.into_inner());
             if meta.status.is_some() {
@@ -105,6 +115,7 @@ impl RunRecord {
             }
             meta.status = status.is_final().then(|| status.as_str().to_owned());
             meta.error = error;
+            meta.last_event = meta.last_event.max(last_event);
             meta.clone()
         };
         self.log.touch();
@@ -331,9 +342,11 @@ fn read_back(dir: &Path, path: &Path, changes: &Changes) -> Result<RunRecord, St
     }
     let journal = dir.join(format!("{}.journal", meta.id));
     let stopped = stopped_from(&meta, &journal);
+    // Its status is its latest event, shown again under the same id (1 for a record that has none).
+    let last = meta.last_event.max(1);
     Ok(RunRecord {
         meta: Mutex::new(meta),
-        state: Mutex::new(RunState::Stopped { stopped, base: 0 }),
+        state: Mutex::new(RunState::Stopped { stopped, last }),
         journal: Some(journal),
         log: RunLog::new(changes.clone()),
         read_back: true,
@@ -446,6 +459,7 @@ mod tests {
             source: Some("chat.completions".into()),
             status: ended.then(|| "completed".into()),
             error: None,
+            last_event: 0,
         };
         let stopped = Stopped {
             status: RunStatus::Completed,
@@ -456,7 +470,7 @@ mod tests {
         let id = meta.id.clone();
         store.add_in_memory(
             meta,
-            RunState::Stopped { stopped, base: 0 },
+            RunState::Stopped { stopped, last: 1 },
             store.new_log(),
         );
         id
