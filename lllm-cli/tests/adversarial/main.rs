@@ -14,6 +14,7 @@ mod replay;
 mod second_round;
 mod secrets;
 mod serve;
+mod serve_runs;
 mod signals;
 mod support;
 mod terminal;

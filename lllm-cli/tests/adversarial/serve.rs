@@ -56,8 +56,8 @@ fn a_public_address_needs_a_key_and_the_key_is_never_shown() {
         .contains("sk-serve-secret-1"));
 }
 
-/// One raw HTTP exchange: the status and the body.
-fn http(address: &str, request: &str) -> (u16, String) {
+/// One raw HTTP exchange: the status and the answer (head and body).
+pub(crate) fn http(address: &str, request: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(address).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
     stream.write_all(request.as_bytes()).expect("write");
@@ -199,7 +199,7 @@ async fn console_watchers_and_a_flood_of_runs_neither_hold_the_server_nor_grow_i
 }
 
 /// A raw `POST` of `body` to `path`, closed after the answer.
-fn post_request(path: &str, body: &str) -> String {
+pub(crate) fn post_request(path: &str, body: &str) -> String {
     format!(
         "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
