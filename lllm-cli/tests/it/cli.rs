@@ -1151,10 +1151,22 @@ async fn a_bad_limit_is_refused_before_any_mcp_server_starts() {
     );
     let journal = dir.0.join("none.jsonl");
     let cases = [
-        ("max_requests=-1", "max_requests must be a whole number from 0"),
-        ("max_seconds=0", "max_seconds must be a number of seconds from 0.001"),
-        ("max_tokens=5", "unknown limit `max_tokens`; the limits are max_requests"),
-        ("max_requests", "is not KEY=VALUE: write a limit and its value"),
+        (
+            "max_requests=-1",
+            "max_requests must be a whole number from 0",
+        ),
+        (
+            "max_seconds=0",
+            "max_seconds must be a number of seconds from 0.001",
+        ),
+        (
+            "max_tokens=5",
+            "unknown limit `max_tokens`; the limits are max_requests",
+        ),
+        (
+            "max_requests",
+            "is not KEY=VALUE: write a limit and its value",
+        ),
     ];
     for (bad, rule) in cases {
         let commands = [
@@ -1168,7 +1180,10 @@ async fn a_bad_limit_is_refused_before_any_mcp_server_starts() {
             let expected = format!("invalid value '{bad}' for '--limit <KEY=VALUE>': ");
             assert!(stderr.contains(&expected), "{stderr}");
             assert!(stderr.contains(rule), "{stderr}");
-            assert!(!marker.exists(), "{command:?} {bad}: the MCP server started");
+            assert!(
+                !marker.exists(),
+                "{command:?} {bad}: the MCP server started"
+            );
         }
     }
     // With a good limit the run goes on to start the server (which fails its handshake).

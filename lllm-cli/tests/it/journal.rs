@@ -315,11 +315,11 @@ async fn limits_are_journaled_typed_and_a_journal_of_text_limits_still_resumes()
     let (first, rest) = written.split_once('\n').expect("lines");
     let mut start: Value = serde_json::from_str(first).expect("start line");
     assert_eq!(
-        start["start"]["limits"],
+        start["limits"],
         json!([{"max_requests": 1}, {"max_seconds": 600.0}])
     );
     // The start line as journals wrote it before the limits were typed.
-    start["start"]["limits"] = json!(["max_requests=1", "max_seconds=600"]);
+    start["limits"] = json!(["max_requests=1", "max_seconds=600"]);
     std::fs::write(&journal, format!("{start}\n{rest}")).expect("rewrite");
 
     lllm(&["resume", arg(&journal)])

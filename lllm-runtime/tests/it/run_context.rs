@@ -123,10 +123,7 @@ fn the_agent_builder_refuses_the_parallel_tools_a_tactic_file_refuses() {
 #[tokio::test]
 async fn the_served_builder_refuses_zero_runs_and_connections() {
     let engine = Engine::new(TacticRegistry::new());
-    let tactic = engine
-        .prepare(spec(TWO_AGENTS))
-        .await
-        .expect("prepared");
+    let tactic = engine.prepare(spec(TWO_AGENTS)).await.expect("prepared");
     let builder = || Served::builder(engine.clone()).tactic("t", tactic.clone());
     let refused = [
         ("max_runs", builder().max_runs(0).build()),
