@@ -81,10 +81,10 @@ impl fmt::Display for LimitSetting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.limit().name();
         match self.0 {
-            SetLimit::MaxRequests(n) | SetLimit::MaxTotalTokens(n) | SetLimit::MaxToolCalls(n) => {
+            SetLimit::Requests(n) | SetLimit::TotalTokens(n) | SetLimit::ToolCalls(n) => {
                 write!(f, "{name}={n}")
             }
-            SetLimit::MaxSeconds(s) => write!(f, "{name}={s}"),
+            SetLimit::Seconds(s) => write!(f, "{name}={s}"),
         }
     }
 }
@@ -94,10 +94,10 @@ impl Serialize for LimitSetting {
         let mut map = serializer.serialize_map(Some(1))?;
         let name = self.limit().name();
         match self.0 {
-            SetLimit::MaxRequests(n) | SetLimit::MaxTotalTokens(n) | SetLimit::MaxToolCalls(n) => {
+            SetLimit::Requests(n) | SetLimit::TotalTokens(n) | SetLimit::ToolCalls(n) => {
                 map.serialize_entry(name, &n)?;
             }
-            SetLimit::MaxSeconds(s) => map.serialize_entry(name, &s)?,
+            SetLimit::Seconds(s) => map.serialize_entry(name, &s)?,
         }
         map.end()
     }

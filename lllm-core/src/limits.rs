@@ -88,11 +88,14 @@ pub enum LimitError {
 /// One limit with its value, read by its rule (the value of [`LimitSetting`](crate::LimitSetting)).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum SetLimit {
-    MaxRequests(u64),
-    MaxTotalTokens(u64),
-    MaxToolCalls(u64),
-    /// Within [`SecondsRange::RUN`].
-    MaxSeconds(f64),
+    /// `max_requests`.
+    Requests(u64),
+    /// `max_total_tokens`.
+    TotalTokens(u64),
+    /// `max_tool_calls`.
+    ToolCalls(u64),
+    /// `max_seconds`, within [`SecondsRange::RUN`].
+    Seconds(f64),
 }
 
 impl SetLimit {
@@ -109,30 +112,30 @@ impl SetLimit {
             })
         };
         Ok(match limit {
-            Limit::MaxRequests => SetLimit::MaxRequests(count()?),
-            Limit::MaxTotalTokens => SetLimit::MaxTotalTokens(count()?),
-            Limit::MaxToolCalls => SetLimit::MaxToolCalls(count()?),
-            Limit::MaxSeconds => SetLimit::MaxSeconds(SecondsRange::RUN.read(value)?),
+            Limit::MaxRequests => SetLimit::Requests(count()?),
+            Limit::MaxTotalTokens => SetLimit::TotalTokens(count()?),
+            Limit::MaxToolCalls => SetLimit::ToolCalls(count()?),
+            Limit::MaxSeconds => SetLimit::Seconds(SecondsRange::RUN.read(value)?),
         })
     }
 
     /// The limit set.
     pub(crate) fn limit(self) -> Limit {
         match self {
-            SetLimit::MaxRequests(_) => Limit::MaxRequests,
-            SetLimit::MaxTotalTokens(_) => Limit::MaxTotalTokens,
-            SetLimit::MaxToolCalls(_) => Limit::MaxToolCalls,
-            SetLimit::MaxSeconds(_) => Limit::MaxSeconds,
+            SetLimit::Requests(_) => Limit::MaxRequests,
+            SetLimit::TotalTokens(_) => Limit::MaxTotalTokens,
+            SetLimit::ToolCalls(_) => Limit::MaxToolCalls,
+            SetLimit::Seconds(_) => Limit::MaxSeconds,
         }
     }
 
     /// Sets it in `limits`.
     pub(crate) fn apply(self, limits: &mut RunLimits) {
         match self {
-            SetLimit::MaxRequests(n) => limits.max_requests = Some(n),
-            SetLimit::MaxTotalTokens(n) => limits.max_total_tokens = Some(n),
-            SetLimit::MaxToolCalls(n) => limits.max_tool_calls = Some(n),
-            SetLimit::MaxSeconds(s) => limits.max_seconds = Some(s),
+            SetLimit::Requests(n) => limits.max_requests = Some(n),
+            SetLimit::TotalTokens(n) => limits.max_total_tokens = Some(n),
+            SetLimit::ToolCalls(n) => limits.max_tool_calls = Some(n),
+            SetLimit::Seconds(s) => limits.max_seconds = Some(s),
         }
     }
 }
