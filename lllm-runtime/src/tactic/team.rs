@@ -187,9 +187,6 @@ impl Team {
     }
 }
 
-/// What a session prefix may contain to name the batch item its dialogs answer.
-pub const ITEM_ID_PLACEHOLDER: &str = "{item_id}";
-
 /// Builds a [`Team`]. Setters never fail; [`build`](Self::build) reports what is missing or invalid.
 #[derive(Debug)]
 pub struct TeamBuilder<'a> {
@@ -198,6 +195,9 @@ pub struct TeamBuilder<'a> {
     mcp: Option<&'a McpServers>,
     run: RunContext,
 }
+
+/// What a session prefix may contain to name the batch item its dialogs answer.
+pub const ITEM_ID_PLACEHOLDER: &str = "{item_id}";
 
 impl<'a> TeamBuilder<'a> {
     /// The run the team answers, handed to every agent: its budget, journal, trace, confirmations,
