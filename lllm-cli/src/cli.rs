@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use lllm_runtime::LimitSetting;
 
 /// Run agent tactics written in YAML against any OpenAI-compatible server, with inference hints that
 /// tell the server which calls belong to the same reasoning chain.
@@ -59,8 +60,8 @@ pub(crate) struct ServeArgs {
     /// LLLM_CACHE_DIR or ~/.cache/lllm).
     #[arg(long, value_name = "DIR")]
     pub(crate) state: Option<PathBuf>,
-    /// Runs at once; past it, requests get 429 with Retry-After.
-    #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_MAX_RUNS, value_name = "N")]
+    /// Runs at once (at least 1); past it, requests get 429 with Retry-After.
+    #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_MAX_RUNS, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) max_runs: usize,
     /// The largest request body, in bytes; past it, 413.
     #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
@@ -125,7 +126,7 @@ pub(crate) struct RunArgs {
     /// Sets or overrides a limit of the run (`limits:` in the tactic): max_requests,
     /// max_total_tokens, max_tool_calls or max_seconds (repeatable).
     #[arg(long = "limit", value_name = "KEY=VALUE")]
-    pub(crate) limits: Vec<String>,
+    pub(crate) limits: Vec<LimitSetting>,
 }
 
 #[derive(Debug, Args)]
@@ -144,7 +145,7 @@ pub(crate) struct ResumeArgs {
     pub(crate) force: bool,
     /// Sets or raises a limit for the rest of the run (repeatable).
     #[arg(long = "limit", value_name = "KEY=VALUE")]
-    pub(crate) limits: Vec<String>,
+    pub(crate) limits: Vec<LimitSetting>,
     /// Print one JSON object with the answer, usage and the dialogs' ids.
     #[arg(long)]
     pub(crate) json: bool,

@@ -70,7 +70,6 @@ pub(crate) fn run_failure(error: RunError) -> Failure {
         RunError::TacticChanged { .. } => usage(anyhow!(
             "{error}; restore the file, or pass --force to resume anyway"
         )),
-        RunError::Limit { item, problem } => usage(anyhow!("--limit {item}: {problem}")),
         _ if wants_input(&error) => usage(anyhow!(
             "this tactic uses `{{{{ input }}}}`: pass --input TEXT or pipe the input on standard input"
         )),

@@ -53,7 +53,7 @@ pub(crate) fn run(args: RunArgs, registry: &TacticRegistry) -> Result<(), Failur
             args.journal.is_some(),
         ));
     for setting in &args.limits {
-        plan = plan.limit(setting.clone());
+        plan = plan.limit(*setting);
     }
     if let Some(path) = &args.journal {
         plan = plan.journal(JournalPlan::Create(path.clone()));

@@ -36,6 +36,7 @@ mod dialog;
 mod fallback;
 mod files;
 mod hints;
+mod limit_setting;
 mod limits;
 mod mcp;
 mod merge;
@@ -78,6 +79,7 @@ pub use hints::{
     InferenceHints, InferenceHintsBuilder, Priority, PrioritySign, Profile, RequestFields,
     RunClass, SessionIds, WireHints, WireShape, MAX_CALLER_SESSION_BYTES, MAX_WEIGHT,
 };
+pub use limit_setting::LimitSetting;
 pub use limits::{Limit, LimitError, RunLimits};
 pub use mcp::{
     ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter, DEFAULT_MCP_STARTUP_TIMEOUT_S,

@@ -59,7 +59,7 @@ impl Limit {
     }
 }
 
-/// A `--limit KEY=VALUE` that cannot be used.
+/// A limit setting (`--limit KEY=VALUE`, a journal's `limits`) that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LimitError {
@@ -77,6 +77,67 @@ pub enum LimitError {
         /// What is wrong, and what is allowed.
         problem: ValueError,
     },
+    /// Not `KEY=VALUE`.
+    #[error("{written} is not KEY=VALUE: write a limit and its value, such as max_requests=5")]
+    NotKeyValue {
+        /// What was written, quoted and shortened.
+        written: String,
+    },
+}
+
+/// One limit with its value, read by its rule (the value of [`LimitSetting`](crate::LimitSetting)).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum SetLimit {
+    /// `max_requests`.
+    Requests(u64),
+    /// `max_total_tokens`.
+    TotalTokens(u64),
+    /// `max_tool_calls`.
+    ToolCalls(u64),
+    /// `max_seconds`, within [`SecondsRange::RUN`].
+    Seconds(f64),
+}
+
+impl SetLimit {
+    /// `limit` set to `value` as written: the one rule of every limit.
+    pub(crate) fn read(limit: Limit, value: &Written) -> Result<SetLimit, ValueError> {
+        let count = || {
+            match value.number() {
+                Some(Number::Whole(n)) => u64::try_from(n).ok(),
+                _ => None,
+            }
+            .ok_or_else(|| ValueError::Number {
+                allowed: COUNT_ALLOWED.to_owned(),
+                written: value.shown(),
+            })
+        };
+        Ok(match limit {
+            Limit::MaxRequests => SetLimit::Requests(count()?),
+            Limit::MaxTotalTokens => SetLimit::TotalTokens(count()?),
+            Limit::MaxToolCalls => SetLimit::ToolCalls(count()?),
+            Limit::MaxSeconds => SetLimit::Seconds(SecondsRange::RUN.read(value)?),
+        })
+    }
+
+    /// The limit set.
+    pub(crate) fn limit(self) -> Limit {
+        match self {
+            SetLimit::Requests(_) => Limit::MaxRequests,
+            SetLimit::TotalTokens(_) => Limit::MaxTotalTokens,
+            SetLimit::ToolCalls(_) => Limit::MaxToolCalls,
+            SetLimit::Seconds(_) => Limit::MaxSeconds,
+        }
+    }
+
+    /// Sets it in `limits`.
+    pub(crate) fn apply(self, limits: &mut RunLimits) {
+        match self {
+            SetLimit::Requests(n) => limits.max_requests = Some(n),
+            SetLimit::TotalTokens(n) => limits.max_total_tokens = Some(n),
+            SetLimit::ToolCalls(n) => limits.max_tool_calls = Some(n),
+            SetLimit::Seconds(s) => limits.max_seconds = Some(s),
+        }
+    }
 }
 
 /// What a count allows, for messages.
@@ -91,38 +152,11 @@ impl RunLimits {
         "max_seconds",
     ];
 
-    /// Sets the limit `name` from `value` as `--limit KEY=VALUE` gives it.
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), LimitError> {
-        let limit = Limit::named(name).ok_or_else(|| LimitError::Unknown {
-            name: name.to_owned(),
-        })?;
-        self.set_limit(limit, &Written::from(value))
-            .map_err(|problem| LimitError::Invalid {
-                name: limit.name(),
-                problem,
-            })
-    }
-
     /// Sets `limit` from `value` as written in a tactic file or on the command line: the one parser
     /// of every limit. A count takes a whole number from 0 to `u64::MAX` (0 allows none; a fraction,
     /// a negative or a larger number is refused); `max_seconds` a number in [`SecondsRange::RUN`].
     pub fn set_limit(&mut self, limit: Limit, value: &Written) -> Result<(), ValueError> {
-        let count = || {
-            match value.number() {
-                Some(Number::Whole(n)) => u64::try_from(n).ok(),
-                _ => None,
-            }
-            .ok_or_else(|| ValueError::Number {
-                allowed: COUNT_ALLOWED.to_owned(),
-                written: value.shown(),
-            })
-        };
-        match limit {
-            Limit::MaxRequests => self.max_requests = Some(count()?),
-            Limit::MaxTotalTokens => self.max_total_tokens = Some(count()?),
-            Limit::MaxToolCalls => self.max_tool_calls = Some(count()?),
-            Limit::MaxSeconds => self.max_seconds = Some(SecondsRange::RUN.read(value)?),
-        }
+        SetLimit::read(limit, value)?.apply(self);
         Ok(())
     }
 

@@ -77,6 +77,7 @@ mod pause;
 pub mod queue;
 mod replay;
 mod retry;
+mod run_context;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod tactic;
@@ -123,13 +124,16 @@ pub use lllm_core::{
 pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
 pub use lllm_core::{ContextError, ContextPolicy, SessionOnCompaction, Window};
 pub use lllm_core::{Fallback, MAX_FALLBACKS, MAX_IN_FLIGHT};
-pub use lllm_core::{Limit, LimitError, RunLimits, SecondsRange, ValueError, Written};
+pub use lllm_core::{
+    Limit, LimitError, LimitSetting, RunLimits, SecondsRange, ValueError, Written,
+};
 pub use mcp::{McpError, McpServer, McpServerBuilder, McpServers};
 pub use replay::{
     check_api_base, check_speed, limits as replay_limits, replay, replay_trace, ReplayError,
     ReplayOptions, ReplayReport, Replayed, Trace,
 };
 pub use retry::RetryPolicy;
+pub use run_context::RunContext;
 pub use tactic::{
     preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
     TacticRegistry, Team, TeamBuilder, ITEM_ID_PLACEHOLDER,

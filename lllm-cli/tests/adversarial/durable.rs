@@ -55,6 +55,57 @@ async fn what_is_not_a_journal_is_refused_with_its_line() {
         .assert_clean(2, &["nothing-here.jsonl"]);
 }
 
+/// A journal's `limits` are read by the rule of `limits:` too: a value out of range, an unknown or
+/// enormous name, two limits in one entry, text that is not KEY=VALUE, or another kind of value is
+/// refused naming the journal's line, in a short message without the hostile text's control
+/// characters.
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_limits_in_a_journal_are_refused_with_its_line() {
+    let dir = TempDir::new("durable-limits");
+    let file = dir.write("t.yaml", tactic());
+    let huge = format!("\\u001b[31m{}", "a".repeat(100_000));
+    let cases = [
+        (
+            r#"[{"max_requests": -1}]"#.to_owned(),
+            "max_requests must be a whole number from 0",
+        ),
+        (
+            r#"[{"max_seconds": 1e308}]"#.to_owned(),
+            "max_seconds must be a number of seconds",
+        ),
+        (
+            r#"["max_tool_calls=abc"]"#.to_owned(),
+            "max_tool_calls must be a whole number",
+        ),
+        (r#"["max_requests"]"#.to_owned(), "is not KEY=VALUE"),
+        (
+            r#"[{"max_requests": 1, "max_seconds": 2}]"#.to_owned(),
+            "names one limit",
+        ),
+        (r#"[{}]"#.to_owned(), "names one limit"),
+        (r#"[42]"#.to_owned(), "a limit and its value"),
+        (r#"{"max_requests": 1}"#.to_owned(), "not a journal event"),
+        (format!(r#"[{{"{huge}": 1}}]"#), "unknown limit `[31maaaa"),
+    ];
+    for (n, (limits, expected)) in cases.iter().enumerate() {
+        // A line after the start: a broken last line alone would be a crash's torn line.
+        let journal = dir.write(
+            &format!("j{n}.jsonl"),
+            format!(
+                "{{\"event\":\"start\",\"version\":1,\"tactic\":\"{}\",\"tactic_sha256\":\"x\",\"input\":\"hi\",\"vars\":{{}},\"limits\":{limits}}}\nmore\n",
+                file.display()
+            ),
+        );
+        let outcome = lllm(&["resume", arg(&journal)]).run().await;
+        outcome.assert_clean(
+            2,
+            &[&format!("j{n}.jsonl:1: not a journal event"), expected],
+        );
+        assert!(outcome.stderr.len() < 1000, "{}", outcome.stderr.len());
+        assert!(!outcome.stderr.contains('\u{1b}'), "{limits}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_journal_that_cannot_be_written_stops_the_run_before_it_starts() {
     let dir = TempDir::new("durable-write");

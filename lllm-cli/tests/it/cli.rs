@@ -1120,7 +1120,10 @@ async fn a_limit_means_the_same_in_the_file_and_on_the_command_line() {
     let rule = "must be a whole number from 0 to 18446744073709551615 (0 allows none), not `-1`";
     for (out, field) in [
         (&by_file, "refused.yaml:8:26: limits.max_tool_calls: "),
-        (&by_flag, "--limit max_tool_calls=-1: max_tool_calls "),
+        (
+            &by_flag,
+            "invalid value 'max_tool_calls=-1' for '--limit <KEY=VALUE>': max_tool_calls ",
+        ),
     ] {
         assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
         assert!(
@@ -1129,6 +1132,76 @@ async fn a_limit_means_the_same_in_the_file_and_on_the_command_line() {
             text(&out.stderr)
         );
     }
+}
+
+/// A bad `--limit` is refused while the arguments are read (exit 2, naming the flag, the value and
+/// the rule), before the journal is opened and before any MCP server of the tactic starts: the
+/// server here leaves a marker file the moment it starts, and a good limit shows that it would.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_limit_is_refused_before_any_mcp_server_starts() {
+    let dir = TempDir::new("limit-before-mcp");
+    let marker = dir.0.join("started");
+    let touch = serde_json::to_string(&format!("touch '{}'", path_str(&marker))).expect("json");
+    let file = dir.write(
+        "t.yaml",
+        format!(
+            "mcp_servers:\n  m: {{command: [sh, -c, {touch}], startup_timeout_s: 5}}\nagent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"http://127.0.0.1:9/v1\"}}\n    system_prompt: hi\n    mcp: [m]\n"
+        )
+        .as_bytes(),
+    );
+    let journal = dir.0.join("none.jsonl");
+    let cases = [
+        (
+            "max_requests=-1",
+            "max_requests must be a whole number from 0",
+        ),
+        (
+            "max_seconds=0",
+            "max_seconds must be a number of seconds from 0.001",
+        ),
+        (
+            "max_tokens=5",
+            "unknown limit `max_tokens`; the limits are max_requests",
+        ),
+        (
+            "max_requests",
+            "is not KEY=VALUE: write a limit and its value",
+        ),
+    ];
+    for (bad, rule) in cases {
+        let commands = [
+            vec!["run", path_str(&file), "--input", "go"],
+            vec!["resume", path_str(&journal)],
+        ];
+        for command in commands {
+            let out = run(&[&command[..], &["--limit", bad]].concat(), None, &[]).await;
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{command:?} {bad}: {stderr}");
+            let expected = format!("invalid value '{bad}' for '--limit <KEY=VALUE>': ");
+            assert!(stderr.contains(&expected), "{stderr}");
+            assert!(stderr.contains(rule), "{stderr}");
+            assert!(
+                !marker.exists(),
+                "{command:?} {bad}: the MCP server started"
+            );
+        }
+    }
+    // With a good limit the run goes on to start the server (which fails its handshake).
+    let out = run(
+        &[
+            "run",
+            path_str(&file),
+            "--input",
+            "go",
+            "--limit",
+            "max_requests=1",
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(marker.exists(), "{}", text(&out.stderr));
 }
 
 /// A chat answer whose prompt the server counted as `prompt_tokens`.

@@ -286,6 +286,55 @@ async fn a_limit_stops_the_run_and_resume_with_a_raised_limit_finishes_it() {
     .assert_clean(2, &["unknown limit `max_nonsense`"]);
 }
 
+/// A journal keeps the run's `--limit`s typed (`{"max_requests": 1}`), and a journal written before
+/// they were typed (`"max_requests=1"`) still resumes under them.
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_are_journaled_typed_and_a_journal_of_text_limits_still_resumes() {
+    let dir = TempDir::new("journal-text-limits");
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::text("worked"));
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &dir.0, false, ""));
+    let journal = dir.path("run.jsonl");
+    lllm(&[
+        "run",
+        arg(&file),
+        "--input",
+        "go",
+        "--journal",
+        arg(&journal),
+        "--limit",
+        "max_requests=1",
+        "--limit",
+        "max_seconds=600",
+    ])
+    .run()
+    .await
+    .assert_clean(1, &["the run reached its limit max_requests = 1"]);
+    assert_eq!(server.requests().len(), 1);
+    let written = std::fs::read_to_string(&journal).expect("journal");
+    let (first, rest) = written.split_once('\n').expect("lines");
+    let mut start: Value = serde_json::from_str(first).expect("start line");
+    assert_eq!(
+        start["limits"],
+        json!([{"max_requests": 1}, {"max_seconds": 600.0}])
+    );
+    // The start line as journals wrote it before the limits were typed.
+    start["limits"] = json!(["max_requests=1", "max_seconds=600"]);
+    std::fs::write(&journal, format!("{start}\n{rest}")).expect("rewrite");
+
+    lllm(&["resume", arg(&journal)])
+        .run()
+        .await
+        .assert_clean(1, &["the run reached its limit max_requests = 1"]);
+    assert_eq!(server.requests().len(), 1, "the journal's limit held");
+    server.push(StubReply::text("reviewed"));
+    lllm(&["resume", arg(&journal), "--limit", "max_requests=2"])
+        .run()
+        .await
+        .assert_clean(0, &[]);
+    assert_eq!(server.requests().len(), 2, "only the review was sent");
+}
+
 /// A model server whose answer depends only on the request: the worker calls `append` until its
 /// dialog holds three tool results, then answers; the reviewer answers at once. Every request is
 /// recorded (session id, number of messages) and answered after a short delay, so that a kill can

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::{Limit, LimitError, RunLimits, ValueError};
+use crate::{Limit, LimitError, LimitSetting, RunLimits, ValueError};
 
 /// What reading one value gave: the limits, or the rule that refused it.
 #[derive(Debug, PartialEq)]
@@ -41,8 +41,11 @@ fn in_file(limit: Limit, yaml: &str) -> Outcome {
 /// The value given as `--limit NAME=flag`.
 fn on_command_line(limit: Limit, flag: &str) -> Outcome {
     let mut limits = RunLimits::default();
-    match limits.set(limit.name(), flag) {
-        Ok(()) => Outcome::Set(limits),
+    match format!("{}={flag}", limit.name()).parse::<LimitSetting>() {
+        Ok(setting) => {
+            setting.apply(&mut limits);
+            Outcome::Set(limits)
+        }
         Err(LimitError::Invalid { name, problem }) => {
             assert_eq!(name, limit.name());
             let shown = problem.to_string();
@@ -141,16 +144,14 @@ fn a_refused_limit_names_its_field_and_rule() {
         .expect_err("below a millisecond")
         .to_string();
     assert_eq!(error, "t.yaml:2:23: limits.max_seconds: must be a number of seconds from 0.001 to 1000000000 (about 31 years), not `1e-300`");
-    let mut limits = RunLimits::default();
-    let error = limits
-        .set("max_seconds", "1e-300")
+    let error = "max_seconds=1e-300"
+        .parse::<LimitSetting>()
         .expect_err("below a millisecond")
         .to_string();
     assert_eq!(error, "max_seconds must be a number of seconds from 0.001 to 1000000000 (about 31 years), not `1e-300`");
-    let error = limits
-        .set("max_request", "3")
+    let error = "max_request=3"
+        .parse::<LimitSetting>()
         .expect_err("unknown")
         .to_string();
     assert_eq!(error, "unknown limit `max_request`; the limits are max_requests, max_total_tokens, max_tool_calls, max_seconds");
-    assert_eq!(limits, RunLimits::default(), "nothing was set");
 }

@@ -17,8 +17,8 @@ use crate::invoker::Invoker;
 use crate::journal::Journal;
 use crate::layers;
 use crate::mcp::McpServer;
-use crate::pause::Pause;
 use crate::retry::RetryPolicy;
+use crate::run_context::RunContext;
 use crate::telemetry::AgentFacts;
 use crate::tools::{CommandTool, Confirm, Tool, Toolbox};
 use crate::trace::TraceRecorder;
@@ -32,27 +32,21 @@ pub struct AgentBuilder {
     invoker: Option<Arc<dyn Invoker>>,
     model_args: ModelArgs,
     inference_hints: Option<InferenceHints>,
-    run_class: RunClass,
     retry: Option<RetryPolicy>,
     max_call_retries: Option<u32>,
     tools: Vec<Arc<dyn Tool>>,
     /// MCP servers whose tools the agent takes, with the filter.
     mcp: Vec<(McpServer, ToolFilter)>,
-    confirm: Option<Arc<dyn Confirm>>,
-    journal: Option<Arc<Journal>>,
-    budget: Option<Arc<RunBudget>>,
+    /// What the agent's run shares with its other agents.
+    run: RunContext,
     output_schema: Option<Value>,
     /// The output schema as the loader compiled it, while `output_schema` is the spec's.
     compiled_output_schema: Option<lllm_core::Schema>,
     max_tool_rounds: Option<u32>,
     max_parallel_tools: Option<u32>,
     max_answer_retries: Option<u32>,
-    trace: Option<Arc<TraceRecorder>>,
-    observer: Option<RunObserver>,
-    conversation: Option<Arc<Conversation>>,
     context: Option<ContextPolicy>,
     summarizer: Option<Arc<dyn Summarizer>>,
-    pause: Option<Arc<Pause>>,
     /// What the tactic loader already checked and has not been replaced since: checked once, not
     /// again here.
     checked: Checked,
@@ -136,24 +130,34 @@ impl AgentBuilder {
         self
     }
 
+    /// The run the agent belongs to, shared with its other agents: its budget, journal, trace,
+    /// confirmations, observer, conversation, class and pause (see [`RunContext`]). Replaces what
+    /// the setters of one of them ([`journal`](Self::journal), [`trace`](Self::trace), ...) set
+    /// before.
+    pub fn run_context(mut self, run: RunContext) -> Self {
+        self.run = run;
+        self
+    }
+
     /// Decides about calls of tools that need confirmation (`confirm:` in tactic files); without it
-    /// such calls are declined and the model is told so.
+    /// such calls are declined and the model is told so. Shorthand for [`RunContext::confirm`].
     pub fn confirm(mut self, confirm: Arc<dyn Confirm>) -> Self {
-        self.confirm = Some(confirm);
+        self.run = self.run.confirm(confirm);
         self
     }
 
     /// Journals the agent's dialogs, answers and tool calls (shared by the agents of one run), and
-    /// takes them from the journal when it already has them: see [`Journal`].
+    /// takes them from the journal when it already has them: see [`Journal`]. Shorthand for
+    /// [`RunContext::journal`].
     pub fn journal(mut self, journal: Arc<Journal>) -> Self {
-        self.journal = Some(journal);
+        self.run = self.run.journal(journal);
         self
     }
 
     /// Counts the agent's requests, tokens and tool calls against a run's limits (share one budget
-    /// between the agents of a run).
+    /// between the agents of a run). Shorthand for [`RunContext::budget`].
     pub fn budget(mut self, budget: Arc<RunBudget>) -> Self {
-        self.budget = Some(budget);
+        self.run = self.run.budget(budget);
         self
     }
 
@@ -166,7 +170,8 @@ impl AgentBuilder {
     }
 
     /// Tool calls of one answer run at the same time (default 16, 1 to 64; `max_parallel_tools` in
-    /// tactic files). 1 runs them one after the other.
+    /// tactic files). 1 runs them one after the other; a number out of the range fails
+    /// [`build`](Self::build), as it fails the tactic file.
     pub fn max_parallel_tools(mut self, calls: u32) -> Self {
         self.max_parallel_tools = Some(calls);
         self
@@ -187,29 +192,31 @@ impl AgentBuilder {
     }
 
     /// How the agent's requests rank under `priority: auto`: [`RunClass::Interactive`] (the default)
-    /// above every [`RunClass::Batch`] request.
+    /// above every [`RunClass::Batch`] request. Shorthand for [`RunContext::class`].
     pub fn run_class(mut self, class: RunClass) -> Self {
-        self.run_class = class;
+        self.run = self.run.class(class);
         self
     }
 
-    /// Records every model call of the agent in a content-free trace.
+    /// Records every model call of the agent in a content-free trace. Shorthand for
+    /// [`RunContext::trace`].
     pub fn trace(mut self, recorder: Arc<TraceRecorder>) -> Self {
-        self.trace = Some(recorder);
+        self.run = self.run.trace(recorder);
         self
     }
 
     /// Shows `observer` the agent's tool calls and their results, and the text of its answers when a
-    /// respond streams (see [`RunEvent`](crate::RunEvent)).
+    /// respond streams (see [`RunEvent`](crate::RunEvent)). Shorthand for [`RunContext::observer`].
     pub fn observer(mut self, observer: RunObserver) -> Self {
-        self.observer = Some(observer);
+        self.run = self.run.observer(observer);
         self
     }
 
     /// The agent answers in a caller's conversation: its root dialogs are named after it (see
-    /// [`Conversation`]), shared with the run's other agents.
+    /// [`Conversation`]), shared with the run's other agents. Shorthand for
+    /// [`RunContext::conversation`].
     pub fn conversation(mut self, conversation: Arc<Conversation>) -> Self {
-        self.conversation = Some(conversation);
+        self.run = self.run.conversation(conversation);
         self
     }
 
@@ -222,12 +229,6 @@ impl AgentBuilder {
     /// Writes compaction summaries with `summarizer` instead of asking the agent's model.
     pub fn summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.summarizer = Some(summarizer);
-        self
-    }
-
-    /// Shares the run's pause with the other agents of the run.
-    pub(crate) fn pause(mut self, pause: Arc<Pause>) -> Self {
-        self.pause = Some(pause);
         self
     }
 
@@ -262,51 +263,30 @@ impl AgentBuilder {
         if !self.checked.system_prompt {
             system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
         }
+        let max_parallel_tools = parallel_tools(self.max_parallel_tools)?;
         let toolbox = toolbox(self.tools, &self.mcp)?;
         let output_schema = output_schema(&name, self.compiled_output_schema, self.output_schema)?;
-        // The agents of one run share the run's pause; an agent of its own has its own.
         let retry = retry_with(self.retry, self.max_call_retries);
-        let pause = self.pause.unwrap_or_default();
         // Under `context: {window: auto}`, what asks the server for the window.
         let window_source = invoker.clone();
         let calls = Arc::new(CallCounter::default());
+        let facts = AgentFacts {
+            agent: name.clone(),
+            model: model.clone(),
+            profile: self.inference_hints.as_ref().map(|h| h.profile()),
+        };
         Ok(Agent {
-            invoker: layers::stack(
-                invoker,
-                AgentFacts {
-                    agent: name.clone(),
-                    model: model.clone(),
-                    profile: self.inference_hints.as_ref().map(|h| h.profile()),
-                },
-                layers::StackParts {
-                    retry,
-                    trace: self.trace.clone(),
-                    journal: self.journal.clone(),
-                    budget: self.budget.clone(),
-                    pause: Some(pause.clone()),
-                    calls: Some(calls.clone()),
-                    observer: self.observer.clone(),
-                },
-            ),
+            invoker: layers::stack(invoker, facts, retry, calls.clone(), &self.run),
             calls,
             retry,
-            tool_calls: crate::tools::calls::pipeline(
-                self.confirm,
-                self.journal.clone(),
-                self.budget,
-                pause,
-            ),
-            trace: self.trace,
+            tool_calls: crate::tools::calls::pipeline(&self.run),
+            run: self.run,
             name,
             system_prompt,
             model,
             model_args: Arc::new(self.model_args),
             hints: self.inference_hints,
-            run_class: self.run_class,
             toolbox,
-            journal: self.journal,
-            observer: self.observer,
-            conversation: self.conversation,
             compaction: self.context.map(|policy| {
                 super::compact::Compaction::new(policy, self.summarizer, window_source)
             }),
@@ -317,11 +297,7 @@ impl AgentBuilder {
             max_answer_retries: self
                 .max_answer_retries
                 .unwrap_or(lllm_core::DEFAULT_MAX_ANSWER_RETRIES),
-            max_parallel_tools: self
-                .max_parallel_tools
-                .map_or(lllm_core::DEFAULT_MAX_PARALLEL_TOOLS as usize, |n| {
-                    n.clamp(1, lllm_core::MAX_PARALLEL_TOOLS) as usize
-                }),
+            max_parallel_tools,
             usage: Mutex::new(Usage::default()),
             table: Mutex::new(DialogTable::default()),
         })
@@ -414,6 +390,22 @@ fn output_schema(
         (None, schema) => schema
             .map(|schema| OutputSchema::new(&name, &schema))
             .transpose(),
+    }
+}
+
+/// `max_parallel_tools` by the tactic file's rule: 1 to [`MAX_PARALLEL_TOOLS`](lllm_core::MAX_PARALLEL_TOOLS),
+/// [`DEFAULT_MAX_PARALLEL_TOOLS`](lllm_core::DEFAULT_MAX_PARALLEL_TOOLS) when not set.
+fn parallel_tools(calls: Option<u32>) -> Result<usize, AgentErrorKind> {
+    use lllm_core::{DEFAULT_MAX_PARALLEL_TOOLS, MAX_PARALLEL_TOOLS};
+    match calls.unwrap_or(DEFAULT_MAX_PARALLEL_TOOLS) {
+        n @ 1..=MAX_PARALLEL_TOOLS => Ok(n as usize),
+        n => Err(AgentErrorKind::Setting {
+            setting: "max_parallel_tools",
+            problem: lllm_core::ValueError::Number {
+                allowed: format!("a whole number from 1 to {MAX_PARALLEL_TOOLS}"),
+                written: format!("`{n}`"),
+            },
+        }),
     }
 }
 

@@ -206,13 +206,13 @@ impl Agent {
             .chain(messages[tail..].iter().cloned());
         let keep_session = compaction.policy.session() == SessionOnCompaction::Keep;
         let mut window = work.compacted(window, keep_session);
-        if let Some(journal) = &self.journal {
+        if let Some(journal) = &self.run.journal {
             let id = journal
                 .dialog_id(&self.name, alias, window.id())
                 .map_err(AgentErrorKind::Journal)?;
             window = window.with_id(id);
         }
-        if let Some(trace) = &self.trace {
+        if let Some(trace) = &self.run.trace {
             trace.forked(work.id(), window.id());
         }
         compaction.count(|s| {

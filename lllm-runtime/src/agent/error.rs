@@ -40,6 +40,15 @@ pub enum AgentErrorKind {
         /// The setting (`a name`, `a system prompt`, `a model`, `an invoker`).
         field: &'static str,
     },
+    /// A setting of the builder is out of the range the tactic file allows (the tactic file
+    /// refuses the same value when it loads).
+    #[error("{setting} {problem}")]
+    Setting {
+        /// The setting (`max_parallel_tools`).
+        setting: &'static str,
+        /// What is wrong, and what is allowed.
+        problem: lllm_core::ValueError,
+    },
     /// The model arguments are invalid.
     #[error("invalid model_args")]
     ModelArgs(#[source] ModelArgsError),
@@ -142,6 +151,7 @@ impl AgentErrorKind {
     pub fn error_type(&self) -> &'static str {
         match self {
             AgentErrorKind::Missing { .. } => "missing",
+            AgentErrorKind::Setting { .. } => "setting",
             AgentErrorKind::ModelArgs(_) => "model_args",
             AgentErrorKind::Prompt(_) => "prompt",
             AgentErrorKind::Hints(_) => "hints",
@@ -240,7 +250,13 @@ impl AgentError {
         use AgentErrorKind::*;
         matches!(
             self.kind,
-            Missing { .. } | ModelArgs(_) | Prompt(_) | Tools(_) | CommandTool(_) | OutputSchema(_)
+            Missing { .. }
+                | Setting { .. }
+                | ModelArgs(_)
+                | Prompt(_)
+                | Tools(_)
+                | CommandTool(_)
+                | OutputSchema(_)
         ) || matches!(&self.kind, Mcp(e) if e.is_config())
     }
 

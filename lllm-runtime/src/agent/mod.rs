@@ -28,9 +28,10 @@ pub use error::{AgentError, AgentErrorKind};
 pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
 
 use crate::endpoints::{CallCounter, CallStats};
-use crate::events::{RunEvent, RunObserver};
+use crate::events::RunEvent;
 use crate::layers::Stack;
 use crate::retry::RetryPolicy;
+use crate::run_context::RunContext;
 use crate::tools::calls::ToolPipeline;
 use crate::tools::Toolbox;
 
@@ -56,18 +57,13 @@ pub struct Agent {
     tool_calls: ToolPipeline,
     model_args: Arc<ModelArgs>,
     hints: Option<InferenceHints>,
-    /// How its requests rank under `priority: auto` when a respond says nothing else.
-    run_class: RunClass,
+    /// What its run shares with its other agents. Besides its layers and tool calls, the agent reads
+    /// the class its requests rank in when a respond says nothing else, the journal (which gives a
+    /// resumed run's dialogs back their ids), the trace (told about forks), the observer (the tool
+    /// calls and results, and the answers' text when a respond streams) and the caller's
+    /// conversation (which names its root dialogs).
+    run: RunContext,
     toolbox: Toolbox,
-    /// The run's journal, which gives a resumed run's dialogs back their ids (its layers answer and
-    /// record the calls).
-    journal: Option<Arc<crate::journal::Journal>>,
-    /// The run's trace, told about forks (its layer sees the requests).
-    trace: Option<Arc<crate::trace::TraceRecorder>>,
-    /// Sees the run's tool calls and results, and its answers' text when a respond streams.
-    observer: Option<RunObserver>,
-    /// The caller's conversation the run answers, which names its root dialogs.
-    conversation: Option<Arc<crate::Conversation>>,
     /// When and how its dialogs' windows are compacted (`context:`).
     compaction: Option<compact::Compaction>,
     output_schema: Option<OutputSchema>,
@@ -128,7 +124,7 @@ impl Agent {
 
     /// How the agent's requests rank under `priority: auto` (default interactive).
     pub fn run_class(&self) -> RunClass {
-        self.run_class
+        self.run.class
     }
 
     /// The retry settings.
@@ -171,7 +167,7 @@ impl Agent {
             .render(vars)
             .map_err(|e| self.error(Some(alias), AgentErrorKind::Prompt(e)))?;
         let mut dialog = Dialog::with_system(system);
-        if let Some(conversation) = &self.conversation {
+        if let Some(conversation) = &self.run.conversation {
             let claim = conversation.claim(&self.name, alias);
             dialog = dialog.with_session(claim.session);
             if let Some(parent) = claim.parent {
@@ -185,7 +181,7 @@ impl Agent {
     }
 
     fn insert(&self, alias: &str, dialog: Dialog) -> Result<DialogId, AgentError> {
-        let dialog = match &self.journal {
+        let dialog = match &self.run.journal {
             Some(journal) => {
                 if self.has_dialog(alias) {
                     return Err(self.error(Some(alias), AgentErrorKind::AliasTaken));
@@ -254,7 +250,7 @@ impl Agent {
             (dialog.id(), dialog.fork())
         };
         let child_id = self.insert(child, forked)?;
-        if let Some(trace) = &self.trace {
+        if let Some(trace) = &self.run.trace {
             trace.forked(parent_id, child_id);
         }
         Ok(child_id)
@@ -368,7 +364,7 @@ impl Agent {
 
     /// Tells the run's observer that a window of `alias` was compacted.
     fn observe_compaction(&self, alias: &str, tokens_before: u64) {
-        if let Some(observer) = &self.observer {
+        if let Some(observer) = &self.run.observer {
             observer.notify(&RunEvent::Compacted {
                 agent: self.name.clone(),
                 dialog: alias.to_owned(),
@@ -392,7 +388,7 @@ impl Agent {
 
     /// Tells the run's observer, if any, what a respond shows (reasoning is not reported).
     fn observe(&self, event: StreamEvent<'_>) {
-        let Some(observer) = &self.observer else {
+        let Some(observer) = &self.run.observer else {
             return;
         };
         let agent = self.name.clone();

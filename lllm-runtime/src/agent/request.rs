@@ -9,7 +9,7 @@ impl Agent {
     /// The request for a dialog: its messages and the hints of *that* dialog (session = its id, parent =
     /// the dialog it was forked from). What [`respond`](Self::respond) sends first, before tools.
     pub fn chat_request(&self, dialog: &Dialog) -> Result<ChatRequest, AgentError> {
-        self.request_for(dialog, &Demand::of_class(self.run_class))
+        self.request_for(dialog, &Demand::of_class(self.run.class))
             .map_err(|kind| self.error(None, kind))
     }
 

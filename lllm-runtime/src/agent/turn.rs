@@ -284,7 +284,7 @@ impl Turn<'_, '_> {
     fn demand(&self) -> Demand {
         match &self.demand {
             Some(source) => source.get(),
-            None => Demand::of_class(self.agent.run_class),
+            None => Demand::of_class(self.agent.run.class),
         }
     }
 

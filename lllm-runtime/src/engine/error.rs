@@ -32,14 +32,6 @@ pub enum RunError {
     /// A tactic file does not load (the message names the file, line and column).
     #[error(transparent)]
     Config(#[from] lllm_core::ConfigError),
-    /// A limit set for the run is invalid.
-    #[error("limit `{item}`: {problem}")]
-    Limit {
-        /// The setting, as given (`max_requests=5`).
-        item: String,
-        /// What is wrong.
-        problem: String,
-    },
     /// The journal given cannot be started or resumed (the file holds another journal, is not one,
     /// cannot be opened).
     #[error(transparent)]
@@ -90,7 +82,6 @@ impl RunError {
             RunError::TacticFile { .. }
             | RunError::TacticChanged { .. }
             | RunError::Config(_)
-            | RunError::Limit { .. }
             | RunError::JournalOpen(_)
             | RunError::UnknownAgent { .. } => true,
             RunError::Journal(_) => false,

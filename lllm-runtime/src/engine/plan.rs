@@ -3,9 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lllm_core::{DialogTree, PromptVars, RunClass, RunLimits};
+use lllm_core::{DialogTree, LimitSetting, PromptVars, RunClass, RunLimits};
 
-use super::RunError;
 use crate::conversation::Conversation;
 use crate::events::RunObserver;
 use crate::invoker::Invoker;
@@ -32,7 +31,7 @@ pub enum JournalPlan {
 pub struct RunPlan {
     pub(crate) input: Option<String>,
     pub(crate) vars: PromptVars,
-    pub(crate) limits: Vec<String>,
+    pub(crate) limits: Vec<LimitSetting>,
     pub(crate) class: RunClass,
     pub(crate) journal: JournalPlan,
     pub(crate) confirm: Option<Arc<dyn Confirm>>,
@@ -72,10 +71,10 @@ impl RunPlan {
         self
     }
 
-    /// Sets or overrides a limit of the tactic's `limits:`, as `KEY=VALUE` (`max_requests=5`);
-    /// later settings win. Journaled as given, so a resume applies them again.
-    pub fn limit(mut self, setting: impl Into<String>) -> Self {
-        self.limits.push(setting.into());
+    /// Sets or overrides a limit of the tactic's `limits:` (`"max_requests=5".parse()?`); later
+    /// settings win. Journaled, so a resume applies them again.
+    pub fn limit(mut self, setting: LimitSetting) -> Self {
+        self.limits.push(setting);
         self
     }
 
@@ -180,21 +179,12 @@ impl RunPlan {
     }
 
     /// `base` with the plan's limit settings applied in order.
-    pub(crate) fn limits_over(&self, base: RunLimits) -> Result<RunLimits, RunError> {
+    pub(crate) fn limits_over(&self, base: RunLimits) -> RunLimits {
         let mut limits = base;
-        for item in &self.limits {
-            let (key, value) = item.split_once('=').ok_or_else(|| RunError::Limit {
-                item: item.clone(),
-                problem: "must be KEY=VALUE".to_owned(),
-            })?;
-            limits
-                .set(key.trim(), value)
-                .map_err(|problem| RunError::Limit {
-                    item: item.clone(),
-                    problem: problem.to_string(),
-                })?;
+        for setting in &self.limits {
+            setting.apply(&mut limits);
         }
-        Ok(limits)
+        limits
     }
 
     /// The variables the templates see: the plan's, and `input`.

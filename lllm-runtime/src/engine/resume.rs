@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use lllm_core::{load_tactic, TacticSpec};
+use lllm_core::{load_tactic, LimitSetting, TacticSpec};
 
 use super::{JournalPlan, RunError, RunPlan};
 use crate::conversation::Conversation;
@@ -31,9 +31,13 @@ pub enum Resumable {
 }
 
 /// Opens the journal in `path` to resume its run. The tactic file it names must not have changed
-/// since the run started (its content hash is journaled), unless `force`; `limits` (`KEY=VALUE`)
-/// apply over the run's own.
-pub fn plan_resume(path: &Path, force: bool, limits: Vec<String>) -> Result<Resumable, RunError> {
+/// since the run started (its content hash is journaled), unless `force`; `limits` apply over the
+/// run's own.
+pub fn plan_resume(
+    path: &Path,
+    force: bool,
+    limits: Vec<LimitSetting>,
+) -> Result<Resumable, RunError> {
     let journal = Journal::resume(path).map_err(RunError::JournalOpen)?;
     if let Some(output) = journal.finished() {
         return Ok(Resumable::Finished { output });

@@ -10,6 +10,7 @@ use lllm_core::ReadProblem;
 
 use crate::budget::RunBudget;
 use crate::journal::{content_hash, Journal, RunStart};
+use crate::run_context::RunContext;
 use crate::tactic::{preflight, Team};
 use crate::telemetry;
 
@@ -70,39 +71,36 @@ impl Engine {
         Ok(RunOutput::of(&team, answer))
     }
 
-    /// The team of one run: every agent of the tactic with the run's invoker, MCP tools, budget,
-    /// journal, trace, confirmations and observer.
+    /// The team of one run: every agent of the tactic with the run's invoker, MCP tools and
+    /// context.
     pub(crate) fn team(&self, tactic: &PreparedTactic, plan: &RunPlan) -> Result<Team, RunError> {
-        let spec = tactic.spec();
-        let limits = plan.limits_over(*spec.limits())?;
-        let journal = open_journal(tactic, plan)?;
         let invoker = plan.invoker.clone().unwrap_or_else(|| self.invoker.clone());
-        let mut team = Team::builder(spec)
+        let team = Team::builder(tactic.spec())
             .invoker(invoker)
             .mcp(tactic.servers())
-            .budget(Arc::new(RunBudget::new(limits)))
-            .run_class(plan.class)
-            .stream(plan.stream);
-        if let Some(confirm) = &plan.confirm {
-            team = team.confirm(confirm.clone());
-        }
-        if let Some(journal) = journal {
-            team = team.journal(journal);
-        }
-        if let Some(trace) = &plan.trace {
-            team = team.trace(trace.clone());
-        }
-        if let Some(item) = &plan.item {
-            team = team.item(item.clone());
-        }
-        if let Some(observer) = &plan.observer {
-            team = team.observer(observer.clone());
-        }
-        if let Some(conversation) = &plan.conversation {
-            team = team.conversation(conversation.clone());
-        }
-        Ok(team.build()?)
+            .run_context(run_context(tactic, plan)?)
+            .build()?;
+        Ok(team)
     }
+}
+
+/// What the run's agents share, built once from `plan`: the budget of the tactic's limits under the
+/// plan's, the journal started or resumed, and the plan's trace, confirmations, observer,
+/// conversation, class, item and streaming.
+fn run_context(tactic: &PreparedTactic, plan: &RunPlan) -> Result<RunContext, RunError> {
+    let limits = plan.limits_over(*tactic.spec().limits());
+    Ok(RunContext {
+        budget: Some(Arc::new(RunBudget::new(limits))),
+        journal: open_journal(tactic, plan)?,
+        trace: plan.trace.clone(),
+        confirm: plan.confirm.clone(),
+        observer: plan.observer.clone(),
+        conversation: plan.conversation.clone(),
+        class: plan.class,
+        item: plan.item.clone(),
+        stream: plan.stream,
+        pause: Arc::default(),
+    })
 }
 
 /// The bytes of the tactic file in `path`, read within the loader's limit (a journal records their

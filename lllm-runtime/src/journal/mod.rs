@@ -52,9 +52,10 @@ pub struct RunStart {
     /// The `--var` variables.
     pub vars: serde_json::Map<String, Value>,
     /// Limits the run was started with over the tactic's (`--limit KEY=VALUE`), which a resume
-    /// applies again before its own.
+    /// applies again before its own. Written as `[{"max_requests": 5}]`; older journals' text
+    /// (`["max_requests=5"]`) reads the same.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub limits: Vec<String>,
+    pub limits: Vec<lllm_core::LimitSetting>,
     /// The caller's conversation id the run answered under (`lllm serve`), which names its dialogs'
     /// sessions again on a resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -39,15 +39,13 @@ pub(crate) use retrying::Retrying;
 pub(crate) use time_limited::TimeLimited;
 pub(crate) use traced::Traced;
 
-use crate::budget::{LimitReached, RunBudget};
+use crate::budget::LimitReached;
 use crate::endpoints::CallCounter;
-use crate::events::RunObserver;
 use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
-use crate::journal::{Journal, JournalError};
-use crate::pause::Pause;
+use crate::journal::JournalError;
 use crate::retry::RetryPolicy;
+use crate::run_context::RunContext;
 use crate::telemetry::AgentFacts;
-use crate::trace::TraceRecorder;
 
 /// Where streamed pieces go, as [`Invoker::invoke_stream`] takes them.
 pub(crate) type DeltaSink<'a> = dyn for<'d> FnMut(Delta<'d>) + Send + 'a;
@@ -90,27 +88,23 @@ pub(crate) type Stack = Pausable<
     Budgeted<Journaled<Retrying<Admitted<Observed<Traced<TimeLimited<Arc<dyn Invoker>>>>>>>>,
 >;
 
-/// What an agent's layers are made of, besides its invoker.
-#[derive(Debug, Default)]
-pub(crate) struct StackParts {
-    pub(crate) retry: RetryPolicy,
-    pub(crate) trace: Option<Arc<TraceRecorder>>,
-    pub(crate) journal: Option<Arc<Journal>>,
-    pub(crate) budget: Option<Arc<RunBudget>>,
-    pub(crate) pause: Option<Arc<Pause>>,
-    pub(crate) calls: Option<Arc<CallCounter>>,
-    pub(crate) observer: Option<RunObserver>,
-}
-
-/// Wraps `invoker` in the agent's layers.
-pub(crate) fn stack(invoker: Arc<dyn Invoker>, facts: AgentFacts, parts: StackParts) -> Stack {
-    let traced = Traced::new(TimeLimited::new(invoker), &facts.agent, parts.trace);
-    let observed = Observed::new(traced, &facts.agent, parts.observer);
-    let retrying = Retrying::new(Admitted::new(observed), parts.retry)
+/// Wraps `invoker` in the agent's layers: its retries, counted in `calls`, inside what its run
+/// shares (`run`: the trace, observer, journal, budget and pause).
+pub(crate) fn stack(
+    invoker: Arc<dyn Invoker>,
+    facts: AgentFacts,
+    retry: RetryPolicy,
+    calls: Arc<CallCounter>,
+    run: &RunContext,
+) -> Stack {
+    let traced = Traced::new(TimeLimited::new(invoker), &facts.agent, run.trace.clone());
+    let observed = Observed::new(traced, &facts.agent, run.observer.clone());
+    let retrying = Retrying::new(Admitted::new(observed), retry)
         .spans(facts)
-        .counting(parts.calls);
-    let budgeted = Budgeted::new(Journaled::new(retrying, parts.journal), parts.budget);
-    Pausable::new(budgeted, parts.pause)
+        .counting(Some(calls));
+    let journaled = Journaled::new(retrying, run.journal.clone());
+    let budgeted = Budgeted::new(journaled, run.budget.clone());
+    Pausable::new(budgeted, Some(run.pause.clone()))
 }
 
 #[cfg(test)]

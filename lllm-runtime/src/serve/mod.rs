@@ -83,6 +83,14 @@ pub enum ServeError {
     /// No tactic to serve.
     #[error("no tactic to serve: name at least one tactic file")]
     NoTactics,
+    /// A setting of the builder is out of its range (`max_runs` 0 would serve nothing).
+    #[error("{setting} {problem}")]
+    Setting {
+        /// The setting (`max_runs`, `max_connections`).
+        setting: &'static str,
+        /// What is wrong, and what is allowed.
+        problem: lllm_core::ValueError,
+    },
     /// The state directory cannot be used.
     #[error("the state directory {}: {source}", path.display())]
     State {
@@ -172,6 +180,20 @@ pub(crate) fn shorten(text: &str) -> String {
         out.push_str("...");
     }
     out
+}
+
+/// `value` of `setting`, which must be at least 1.
+fn at_least_one(setting: &'static str, value: usize) -> Result<(), ServeError> {
+    if value > 0 {
+        return Ok(());
+    }
+    Err(ServeError::Setting {
+        setting,
+        problem: lllm_core::ValueError::Number {
+            allowed: "a whole number from 1".to_owned(),
+            written: format!("`{value}`"),
+        },
+    })
 }
 
 /// Served tactics: build with [`Served::builder`], then [`serve`](Self::serve) on a listener or
@@ -307,9 +329,10 @@ impl ServedBuilder {
         self
     }
 
-    /// Runs at once (default [`DEFAULT_MAX_RUNS`]); past it, 429 with `Retry-After`.
+    /// Runs at once (default [`DEFAULT_MAX_RUNS`]); past it, 429 with `Retry-After`. 0 fails
+    /// [`build`](Self::build).
     pub fn max_runs(mut self, runs: usize) -> Self {
-        self.max_runs = runs.max(1);
+        self.max_runs = runs;
         self
     }
 
@@ -319,9 +342,10 @@ impl ServedBuilder {
         self
     }
 
-    /// Connections served at once (default [`DEFAULT_MAX_CONNECTIONS`]).
+    /// Connections served at once (default [`DEFAULT_MAX_CONNECTIONS`]). 0 fails
+    /// [`build`](Self::build).
     pub fn max_connections(mut self, connections: usize) -> Self {
-        self.max_connections = connections.max(1);
+        self.max_connections = connections;
         self
     }
 
@@ -337,6 +361,8 @@ impl ServedBuilder {
         if self.tactics.is_empty() {
             return Err(ServeError::NoTactics);
         }
+        at_least_one("max_runs", self.max_runs)?;
+        at_least_one("max_connections", self.max_connections)?;
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());

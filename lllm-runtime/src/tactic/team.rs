@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lllm_core::{RunClass, TacticSpec, Usage};
+use lllm_core::{AgentSpec, InferenceHints, RunClass, TacticSpec, Usage};
 
 use crate::agent::{AgentBuilder, AgentError, AgentErrorKind};
 use crate::budget::RunBudget;
@@ -12,7 +12,7 @@ use crate::events::{RunEvent, RunObserver, StepOutcome};
 use crate::invoker::Invoker;
 use crate::journal::Journal;
 use crate::mcp::McpServers;
-use crate::pause::Pause;
+use crate::run_context::RunContext;
 use crate::tools::Confirm;
 use crate::trace::TraceRecorder;
 use crate::Agent;
@@ -80,11 +80,8 @@ pub struct Team {
     agents: Vec<Agent>,
     spec: TacticSpec,
     progress: Option<ProgressSink>,
-    observer: Option<RunObserver>,
-    journal: Option<Arc<Journal>>,
-    trace: Option<Arc<TraceRecorder>>,
-    run_class: RunClass,
-    stream: bool,
+    /// What the run shares with every agent of the team.
+    run: RunContext,
 }
 
 impl std::fmt::Debug for Team {
@@ -123,16 +120,8 @@ impl Team {
         TeamBuilder {
             spec,
             invoker: None,
-            trace: None,
             mcp: None,
-            confirm: None,
-            journal: None,
-            budget: None,
-            item: None,
-            run_class: RunClass::default(),
-            observer: None,
-            stream: false,
-            conversation: None,
+            run: RunContext::default(),
         }
     }
 
@@ -145,7 +134,7 @@ impl Team {
     /// The run's trace, when one is recorded: Rust tactics tell it what their steps wait for
     /// ([`TraceRecorder::waits`]).
     pub fn trace(&self) -> Option<&Arc<TraceRecorder>> {
-        self.trace.as_ref()
+        self.run.trace.as_ref()
     }
 
     /// The agent called `name`.
@@ -174,25 +163,25 @@ impl Team {
 
     /// The run's journal, when it has one.
     pub fn journal(&self) -> Option<&Arc<Journal>> {
-        self.journal.as_ref()
+        self.run.journal.as_ref()
     }
 
     /// How the run's requests rank under `priority: auto`.
     pub fn run_class(&self) -> RunClass {
-        self.run_class
+        self.run.class
     }
 
     /// Whether the tactic should stream its answers' text to the run's observer (the built-in chat
     /// does; see [`TeamBuilder::stream`]).
     pub fn streams(&self) -> bool {
-        self.stream
+        self.run.stream
     }
 
     pub(crate) fn report(&self, progress: Progress<'_>) {
         if let Some(sink) = &self.progress {
             sink(progress);
         }
-        if let Some(observer) = &self.observer {
+        if let Some(observer) = &self.run.observer {
             observer.notify(&progress.to_event());
         }
     }
@@ -203,26 +192,28 @@ impl Team {
 pub struct TeamBuilder<'a> {
     spec: &'a TacticSpec,
     invoker: Option<Arc<dyn Invoker>>,
-    trace: Option<Arc<TraceRecorder>>,
     mcp: Option<&'a McpServers>,
-    confirm: Option<Arc<dyn Confirm>>,
-    journal: Option<Arc<Journal>>,
-    budget: Option<Arc<RunBudget>>,
-    item: Option<String>,
-    run_class: RunClass,
-    observer: Option<RunObserver>,
-    stream: bool,
-    conversation: Option<Arc<Conversation>>,
+    run: RunContext,
 }
 
 /// What a session prefix may contain to name the batch item its dialogs answer.
 pub const ITEM_ID_PLACEHOLDER: &str = "{item_id}";
 
 impl<'a> TeamBuilder<'a> {
+    /// The run the team answers, handed to every agent: its budget, journal, trace, confirmations,
+    /// observer, conversation, class, batch item and streaming (see [`RunContext`]). Without a
+    /// budget, the spec's `limits:` apply. Replaces what the setters of one of them
+    /// ([`journal`](Self::journal), [`trace`](Self::trace), ...) set before.
+    pub fn run_context(mut self, run: RunContext) -> Self {
+        self.run = run;
+        self
+    }
+
     /// The team answers one item of a batch: `{item_id}` in an agent's `session_prefix` becomes
-    /// `id`, so that the server can tell the items' sessions apart by name too.
+    /// `id`, so that the server can tell the items' sessions apart by name too. Shorthand for
+    /// [`RunContext::item`].
     pub fn item(mut self, id: impl Into<String>) -> Self {
-        self.item = Some(id.into());
+        self.run = self.run.item(id);
         self
     }
 
@@ -232,9 +223,9 @@ impl<'a> TeamBuilder<'a> {
         self
     }
 
-    /// Every agent records its calls in `trace`.
+    /// Every agent records its calls in `trace`. Shorthand for [`RunContext::trace`].
     pub fn trace(mut self, trace: Arc<TraceRecorder>) -> Self {
-        self.trace = Some(trace);
+        self.run = self.run.trace(trace);
         self
     }
 
@@ -245,61 +236,64 @@ impl<'a> TeamBuilder<'a> {
         self
     }
 
-    /// Decides about every agent's calls of tools that need confirmation.
+    /// Decides about every agent's calls of tools that need confirmation. Shorthand for
+    /// [`RunContext::confirm`].
     pub fn confirm(mut self, confirm: Arc<dyn Confirm>) -> Self {
-        self.confirm = Some(confirm);
+        self.run = self.run.confirm(confirm);
         self
     }
 
     /// Journals the run (every agent's dialogs, answers and tool calls, and the steps' saved
-    /// variables), resuming from what the journal already holds.
+    /// variables), resuming from what the journal already holds. Shorthand for
+    /// [`RunContext::journal`].
     pub fn journal(mut self, journal: Arc<Journal>) -> Self {
-        self.journal = Some(journal);
+        self.run = self.run.journal(journal);
         self
     }
 
     /// Counts every agent's requests, tokens and tool calls against the run's limits; without it
-    /// the spec's `limits:` apply.
+    /// the spec's `limits:` apply. Shorthand for [`RunContext::budget`].
     pub fn budget(mut self, budget: Arc<RunBudget>) -> Self {
-        self.budget = Some(budget);
+        self.run = self.run.budget(budget);
         self
     }
 
     /// How the run's requests rank under `priority: auto`: interactive (the default) above batch.
-    /// `lllm batch` makes its items' teams [`RunClass::Batch`] unless told otherwise.
+    /// `lllm batch` makes its items' teams [`RunClass::Batch`] unless told otherwise. Shorthand for
+    /// [`RunContext::class`].
     pub fn run_class(mut self, class: RunClass) -> Self {
-        self.run_class = class;
+        self.run = self.run.class(class);
         self
     }
 
     /// Shows `observer` every event of the run: the steps' progress, tool calls and their results,
-    /// and the answers' text when the tactic streams.
+    /// and the answers' text when the tactic streams. Shorthand for [`RunContext::observer`].
     pub fn observer(mut self, observer: RunObserver) -> Self {
-        self.observer = Some(observer);
+        self.run = self.run.observer(observer);
         self
     }
 
     /// Asks the tactic to stream its answers' text to the observer as it arrives (the built-in chat
-    /// does; a streamed answer that fails midway is not retried).
+    /// does; a streamed answer that fails midway is not retried). Shorthand for
+    /// [`RunContext::stream`].
     pub fn stream(mut self, stream: bool) -> Self {
-        self.stream = stream;
+        self.run = self.run.stream(stream);
         self
     }
 
     /// The team answers in a caller's conversation, which names its root dialogs' sessions (see
-    /// [`Conversation`]).
+    /// [`Conversation`]). Shorthand for [`RunContext::conversation`].
     pub fn conversation(mut self, conversation: Arc<Conversation>) -> Self {
-        self.conversation = Some(conversation);
+        self.run = self.run.conversation(conversation);
         self
     }
 
-    /// Builds every agent.
+    /// Builds every agent, each with the run's context.
     pub fn build(self) -> Result<Team, AgentError> {
-        let budget = self
-            .budget
-            .clone()
-            .unwrap_or_else(|| Arc::new(RunBudget::new(*self.spec.limits())));
-        let pause = Arc::new(Pause::default());
+        let mut run = self.run;
+        if run.budget.is_none() {
+            run.budget = Some(Arc::new(RunBudget::new(*self.spec.limits())));
+        }
         let no_servers = McpServers::new();
         let servers = self.mcp.unwrap_or(&no_servers);
         let agents = self
@@ -310,56 +304,43 @@ impl<'a> TeamBuilder<'a> {
                 let mcp_tools = servers.tools_for(agent).map_err(|e| {
                     AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e)))
                 })?;
-                let mut builder = AgentBuilder::from_spec(agent).tools(mcp_tools);
-                if let (Some(item), Some(hints)) = (&self.item, agent.inference_hints()) {
-                    if let Some(prefix) = hints
-                        .session_prefix()
-                        .filter(|p| p.contains(ITEM_ID_PLACEHOLDER))
-                    {
-                        let hints = hints
-                            .to_builder()
-                            .session_prefix(prefix.replace(ITEM_ID_PLACEHOLDER, item))
-                            .build()
-                            .map_err(|e| {
-                                AgentError::new(agent.name(), None, AgentErrorKind::Hints(e))
-                            })?;
-                        builder = builder.inference_hints(hints);
-                    }
+                let mut builder = AgentBuilder::from_spec(agent)
+                    .tools(mcp_tools)
+                    .run_context(run.clone());
+                if let Some(hints) = item_hints(agent, run.item.as_deref())? {
+                    builder = builder.inference_hints(hints);
                 }
                 if let Some(invoker) = &self.invoker {
                     builder = builder.invoker(invoker.clone());
                 }
-                if let Some(trace) = &self.trace {
-                    builder = builder.trace(trace.clone());
-                }
-                if let Some(confirm) = &self.confirm {
-                    builder = builder.confirm(confirm.clone());
-                }
-                if let Some(journal) = &self.journal {
-                    builder = builder.journal(journal.clone());
-                }
-                if let Some(observer) = &self.observer {
-                    builder = builder.observer(observer.clone());
-                }
-                if let Some(conversation) = &self.conversation {
-                    builder = builder.conversation(conversation.clone());
-                }
-                builder
-                    .pause(pause.clone())
-                    .budget(budget.clone())
-                    .run_class(self.run_class)
-                    .build()
+                builder.build()
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Team {
             agents,
             spec: self.spec.clone(),
             progress: None,
-            observer: self.observer,
-            journal: self.journal,
-            trace: self.trace,
-            run_class: self.run_class,
-            stream: self.stream,
+            run,
         })
     }
+}
+
+/// The agent's hints with `{item_id}` in its session prefix made `item`, when the run answers an
+/// item and the prefix names it.
+fn item_hints(agent: &AgentSpec, item: Option<&str>) -> Result<Option<InferenceHints>, AgentError> {
+    let (Some(item), Some(hints)) = (item, agent.inference_hints()) else {
+        return Ok(None);
+    };
+    let Some(prefix) = hints
+        .session_prefix()
+        .filter(|p| p.contains(ITEM_ID_PLACEHOLDER))
+    else {
+        return Ok(None);
+    };
+    hints
+        .to_builder()
+        .session_prefix(prefix.replace(ITEM_ID_PLACEHOLDER, item))
+        .build()
+        .map(Some)
+        .map_err(|e| AgentError::new(agent.name(), None, AgentErrorKind::Hints(e)))
 }

@@ -18,6 +18,7 @@ mod mcp_api;
 mod priority_auto;
 mod queue;
 mod replay_agentic;
+mod run_context;
 mod serve;
 mod support;
 mod tactics;

@@ -27,10 +27,10 @@ pub(crate) use execute::Execute;
 pub(crate) use guards::{Budgeted, Halting};
 pub(crate) use journaled::{Journaled, Started};
 
-use super::{Confirm, Tool};
-use crate::budget::{LimitReached, RunBudget};
-use crate::journal::{Journal, JournalError};
-use crate::pause::Pause;
+use super::Tool;
+use crate::budget::LimitReached;
+use crate::journal::JournalError;
+use crate::run_context::RunContext;
 
 /// One call on its way to its tool: checked (the tool exists, the arguments are JSON that match its
 /// parameters), not yet run.
@@ -75,19 +75,19 @@ pub(crate) trait CallTool: Send + Sync + std::fmt::Debug {
 /// The pipeline every tool call of an agent goes through.
 pub(crate) type ToolPipeline = Halting<Budgeted<Journaled<Confirmed<Started<Execute>>>>>;
 
-/// Builds an agent's pipeline from what its run has: who confirms, the journal, the budget.
-pub(crate) fn pipeline(
-    confirm: Option<Arc<dyn Confirm>>,
-    journal: Option<Arc<Journal>>,
-    budget: Option<Arc<RunBudget>>,
-    pause: Arc<Pause>,
-) -> ToolPipeline {
+/// Builds an agent's pipeline from what its run has: who confirms, the journal, the budget, the
+/// pause.
+pub(crate) fn pipeline(run: &RunContext) -> ToolPipeline {
+    let journal = &run.journal;
     // Without a journal nothing can hold a paused call until someone decides: a pause declines.
-    let holds_pauses = journal.as_ref().map(|_| pause.clone());
+    let holds_pauses = journal.as_ref().map(|_| run.pause.clone());
     let started = Started::new(Execute, journal.clone());
-    let confirmed = Confirmed::new(started, confirm, holds_pauses);
-    let journaled = Journaled::new(confirmed, journal);
-    Halting::new(Budgeted::new(journaled, budget), Some(pause))
+    let confirmed = Confirmed::new(started, run.confirm.clone(), holds_pauses);
+    let journaled = Journaled::new(confirmed, journal.clone());
+    Halting::new(
+        Budgeted::new(journaled, run.budget.clone()),
+        Some(run.pause.clone()),
+    )
 }
 
 /// `Err(problem)` as the text the model reads.
