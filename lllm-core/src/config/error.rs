@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::origin::{Origin, Position};
 use super::steps_error::StepsError;
+use crate::endpoint::ModelArgsError;
 use crate::hints::HintsError;
-use crate::model_args::ModelArgsError;
 use crate::prompt::PromptError;
 
 /// A tactic file cannot be loaded: where, which field, and what is wrong.

@@ -173,7 +173,11 @@ fn one_meaning_only_applies_when_both_are_set() {
     let bytes = std::fs::read(&leaf).expect("read");
     let spec = parse_tactic(&bytes, &leaf, &|_| None).expect("a parameter alone is fine");
     assert_eq!(
-        spec.agents()[0].model_args().params.get("priority"),
+        spec.agents()[0]
+            .model_args()
+            .endpoint
+            .params
+            .get("priority"),
         Some(&serde_json::json!(1))
     );
 }

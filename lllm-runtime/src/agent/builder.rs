@@ -3,7 +3,8 @@
 use std::sync::{Arc, Mutex};
 
 use lllm_core::{
-    AgentSpec, ContextPolicy, InferenceHints, ModelArgs, Prompt, RunClass, ToolFilter, Usage,
+    AgentSpec, CarriedHints, ContextPolicy, InferenceHints, ModelArgs, Prompt, RunClass,
+    ToolFilter, Usage,
 };
 use serde_json::Value;
 
@@ -63,6 +64,24 @@ pub struct AgentBuilder {
 struct Checked {
     system_prompt: bool,
     model_args: bool,
+}
+
+impl Checked {
+    /// Validates what the loader did not.
+    fn check(self, model_args: &ModelArgs, system_prompt: &Prompt) -> Result<(), AgentErrorKind> {
+        if !self.model_args {
+            model_args.validate().map_err(AgentErrorKind::ModelArgs)?;
+        }
+        if !self.system_prompt {
+            system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
+        }
+        Ok(())
+    }
+}
+
+/// The agent's hints as each of its fallback endpoints carries them (none without hints).
+fn carried_by_fallbacks(hints: Option<&InferenceHints>, args: &ModelArgs) -> Vec<CarriedHints> {
+    hints.map_or_else(Vec::new, |h| h.carried_by(&args.fallback))
 }
 
 impl AgentBuilder {
@@ -254,14 +273,7 @@ impl AgentBuilder {
             .filter(|m| !m.trim().is_empty())
             .ok_or(missing("a model"))?;
         let invoker = self.invoker.ok_or(missing("an invoker"))?;
-        if !self.checked.model_args {
-            self.model_args
-                .validate()
-                .map_err(AgentErrorKind::ModelArgs)?;
-        }
-        if !self.checked.system_prompt {
-            system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
-        }
+        self.checked.check(&self.model_args, &system_prompt)?;
         let toolbox = toolbox(self.tools, &self.mcp)?;
         let output_schema = output_schema(&name, self.compiled_output_schema, self.output_schema)?;
         // The agents of one run share the run's pause; an agent of its own has its own.
@@ -300,6 +312,8 @@ impl AgentBuilder {
             name,
             system_prompt,
             model,
+            // Once, here: each request only writes them for its dialog.
+            fallback_hints: carried_by_fallbacks(self.inference_hints.as_ref(), &self.model_args),
             model_args: Arc::new(self.model_args),
             hints: self.inference_hints,
             run_class: self.run_class,

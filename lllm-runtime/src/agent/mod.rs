@@ -16,8 +16,8 @@ mod tests;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lllm_core::{
-    Dialog, DialogId, DialogTree, InferenceHints, Message, ModelArgs, NamedDialog, Prompt,
-    PromptVars, RunClass, Usage,
+    CarriedHints, Dialog, DialogId, DialogTree, InferenceHints, Message, ModelArgs, NamedDialog,
+    Prompt, PromptVars, RunClass, Usage,
 };
 
 use answer::OutputSchema;
@@ -56,6 +56,9 @@ pub struct Agent {
     tool_calls: ToolPipeline,
     model_args: Arc<ModelArgs>,
     hints: Option<InferenceHints>,
+    /// `hints` as each endpoint of `model_args.fallback` carries them, in order (empty without
+    /// hints).
+    fallback_hints: Vec<CarriedHints>,
     /// How its requests rank under `priority: auto` when a respond says nothing else.
     run_class: RunClass,
     toolbox: Toolbox,

@@ -18,7 +18,7 @@ fn invoker() -> Arc<OpenAiInvoker> {
 
 fn limited(server: &StubServer, slots: u32) -> ModelArgs {
     let mut args = ModelArgs::new().api_base(server.base_url()).max_tokens(8);
-    args.max_in_flight = Some(slots);
+    args.endpoint.max_in_flight = Some(slots);
     args
 }
 
@@ -280,7 +280,7 @@ async fn every_spelling_of_one_endpoint_shares_its_one_slot() {
         .enumerate()
         .map(|(i, base)| {
             let mut args = ModelArgs::new().api_base(base.clone()).max_tokens(8);
-            args.max_in_flight = Some(1);
+            args.endpoint.max_in_flight = Some(1);
             Agent::builder()
                 .name(format!("a{i}"))
                 .system_prompt("You answer.")
