@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::anyhow;
-use lllm_runtime::{load_tactic, tactic_schema, TacticRegistry};
+use lllm_runtime::{load_tactic, tactic_schema, TacticRegistry, TacticSpec};
 
 use crate::cli::CheckArgs;
 use crate::exit::{failed, stdout_failed, usage, Failure};
@@ -49,7 +49,36 @@ pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), F
         agents.len(),
         agents.join(", ")
     )
-    .map_err(stdout_failed)
+    .map_err(stdout_failed)?;
+    for line in fallback_drops(&spec) {
+        writeln!(out, "{line}").map_err(stdout_failed)?;
+    }
+    Ok(())
+}
+
+/// A line per fallback endpoint whose profile cannot carry some of its agent's hints: the call
+/// goes there without them (`a: fallback[0] (vllm) will not carry strict_priority`).
+fn fallback_drops(spec: &TacticSpec) -> Vec<String> {
+    let mut lines = Vec::new();
+    for agent in spec.agents() {
+        let Some(hints) = agent.inference_hints() else {
+            continue;
+        };
+        let carried = hints.carried_by(&agent.model_args().fallback);
+        for (i, carried) in carried.iter().enumerate() {
+            if carried.dropped().is_empty() {
+                continue;
+            }
+            let dropped: Vec<String> = carried.dropped().iter().map(|f| f.to_string()).collect();
+            lines.push(format!(
+                "{}: fallback[{i}] ({}) will not carry {}",
+                agent.name(),
+                carried.profile(),
+                dropped.join(", ")
+            ));
+        }
+    }
+    lines
 }
 
 pub(crate) fn schema() -> Result<(), Failure> {

@@ -1,7 +1,10 @@
 //! Context compaction settings (`context:`): when a dialog's window is compacted, what stays word
-//! for word, and which session the new window carries.
+//! for word, and which session the new window carries. Each setting has one rule, used alike for a
+//! tactic file (read from what was written, [`Written`]) and for [`ContextPolicy::with`].
 
 use serde::{Deserialize, Serialize};
+
+use crate::values::{Number, ValueError, Written};
 
 /// Default fraction of the window at which a dialog is compacted.
 pub const DEFAULT_COMPACT_AT: f64 = 0.8;
@@ -20,35 +23,11 @@ pub enum Window {
     Auto(AutoWindow),
 }
 
+/// Read by the rule of a tactic file's `context.window`.
 impl<'de> Deserialize<'de> for Window {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Tokens;
-        impl serde::de::Visitor<'_> for Tokens {
-            type Value = Window;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("the model's context length in tokens (a whole number), or `auto`")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Window, E> {
-                u32::try_from(v).map(Window::Tokens).map_err(|_| {
-                    E::custom(format!(
-                        "{v} tokens is more than a window can be (at most {})",
-                        u32::MAX
-                    ))
-                })
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Window, E> {
-                u64::try_from(v)
-                    .map_err(|_| E::custom(format!("{v} is not a number of tokens")))
-                    .and_then(|v| self.visit_u64(v))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Window, E> {
-                match v {
-                    "auto" => Ok(Window::Auto(AutoWindow::Auto)),
-                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
-                }
-            }
-        }
-        deserializer.deserialize_any(Tokens)
+        let written = Written::deserialize(deserializer)?;
+        read_window(&written).map_err(|e| serde::de::Error::custom(e.problem()))
     }
 }
 
@@ -83,19 +62,154 @@ pub struct ContextPolicy {
     session: SessionOnCompaction,
 }
 
+/// One setting of `context:`, for its rule's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ContextSetting {
+    /// `window`: the model's context length in tokens, or `auto`.
+    Window,
+    /// `compact_at`: the fraction of the window at which a dialog is compacted.
+    CompactAt,
+    /// `keep_last`: messages kept word for word.
+    KeepLast,
+    /// `session`: `keep` or `rotate`.
+    Session,
+}
+
+impl ContextSetting {
+    /// Its name under `context:`.
+    fn name(self) -> &'static str {
+        match self {
+            ContextSetting::Window => "window",
+            ContextSetting::CompactAt => "compact_at",
+            ContextSetting::KeepLast => "keep_last",
+            ContextSetting::Session => "session",
+        }
+    }
+
+    /// What it allows, for messages.
+    fn allowed(self) -> String {
+        match self {
+            ContextSetting::Window => format!(
+                "the model's context length in tokens (a whole number from 1 to {}), or `auto`",
+                u32::MAX
+            ),
+            ContextSetting::CompactAt => {
+                "a fraction of the window above 0 and at most 1 (0.8 compacts at 80 %)".into()
+            }
+            ContextSetting::KeepLast => {
+                format!("a whole number of messages from 0 to {MAX_KEEP_LAST}")
+            }
+            ContextSetting::Session => "`keep` or `rotate`".into(),
+        }
+    }
+
+    /// The error of `written` for this setting.
+    fn refuse(self, written: String) -> ContextError {
+        let allowed = self.allowed();
+        let problem = match self {
+            ContextSetting::Session => ValueError::Word { allowed, written },
+            _ => ValueError::Number { allowed, written },
+        };
+        ContextError::Invalid {
+            field: self.name(),
+            problem,
+        }
+    }
+}
+
 /// Why a `context:` setting cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ContextError {
-    /// `compact_at` is not a fraction.
-    #[error("context.compact_at: {0} is not a fraction of the window: use a number above 0 and at most 1 (0.8 compacts at 80 %)")]
-    CompactAt(f64),
-    /// `window` is 0.
-    #[error("context.window: 0 tokens is no window: give the model's context length in tokens, or `auto`")]
-    ZeroWindow,
-    /// `keep_last` is too large.
-    #[error("context.keep_last: {0} is more than {MAX_KEEP_LAST} messages")]
-    KeepLast(u32),
+    /// A setting its rule refuses: which, and what it allows.
+    #[error("context.{field}: {problem}")]
+    Invalid {
+        /// The setting's name under `context:` (`window`, `compact_at`, `keep_last`, `session`).
+        field: &'static str,
+        /// What is wrong, and what is allowed.
+        problem: ValueError,
+    },
+}
+
+impl ContextError {
+    /// The setting's name under `context:`.
+    pub fn field(&self) -> &'static str {
+        match self {
+            ContextError::Invalid { field, .. } => field,
+        }
+    }
+
+    /// What is wrong, without the setting's name.
+    pub fn problem(&self) -> &ValueError {
+        match self {
+            ContextError::Invalid { problem, .. } => problem,
+        }
+    }
+}
+
+/// `context.window` as written: a whole number of tokens from 1, or `auto`.
+pub(crate) fn read_window(written: &Written) -> Result<Window, ContextError> {
+    if let Written::Text(text) = written {
+        if text.trim() == "auto" {
+            return Ok(Window::Auto(AutoWindow::Auto));
+        }
+    }
+    match written.number() {
+        Some(Number::Whole(n)) => u32::try_from(n).ok().map(Window::Tokens),
+        _ => None,
+    }
+    .and_then(|window| check_window(window).ok())
+    .ok_or_else(|| ContextSetting::Window.refuse(written.shown()))
+}
+
+/// `context.compact_at` as written: a number above 0 and at most 1.
+pub(crate) fn read_compact_at(written: &Written) -> Result<f64, ContextError> {
+    match written.number() {
+        Some(n) => check_compact_at(n.as_f64())
+            .map_err(|_| ContextSetting::CompactAt.refuse(written.shown())),
+        None => Err(ContextSetting::CompactAt.refuse(written.shown())),
+    }
+}
+
+/// `context.keep_last` as written: a whole number from 0 to [`MAX_KEEP_LAST`].
+pub(crate) fn read_keep_last(written: &Written) -> Result<u32, ContextError> {
+    match written.number() {
+        Some(Number::Whole(n)) => u32::try_from(n).ok().and_then(|n| check_keep_last(n).ok()),
+        _ => None,
+    }
+    .ok_or_else(|| ContextSetting::KeepLast.refuse(written.shown()))
+}
+
+/// `context.session` as written: `keep` or `rotate`.
+pub(crate) fn read_session(written: &Written) -> Result<SessionOnCompaction, ContextError> {
+    match written {
+        Written::Text(text) if text == "keep" => Ok(SessionOnCompaction::Keep),
+        Written::Text(text) if text == "rotate" => Ok(SessionOnCompaction::Rotate),
+        _ => Err(ContextSetting::Session.refuse(written.shown())),
+    }
+}
+
+fn check_window(window: Window) -> Result<Window, ContextError> {
+    match window {
+        Window::Tokens(0) => Err(ContextSetting::Window.refuse("`0`".into())),
+        window => Ok(window),
+    }
+}
+
+fn check_compact_at(compact_at: f64) -> Result<f64, ContextError> {
+    if compact_at > 0.0 && compact_at <= 1.0 {
+        Ok(compact_at)
+    } else {
+        Err(ContextSetting::CompactAt.refuse(Written::Fraction(compact_at).shown()))
+    }
+}
+
+fn check_keep_last(keep_last: u32) -> Result<u32, ContextError> {
+    if keep_last <= MAX_KEEP_LAST {
+        Ok(keep_last)
+    } else {
+        Err(ContextSetting::KeepLast.refuse(format!("`{keep_last}`")))
+    }
 }
 
 impl ContextPolicy {
@@ -117,19 +231,10 @@ impl ContextPolicy {
         keep_last: u32,
         session: SessionOnCompaction,
     ) -> Result<Self, ContextError> {
-        if !(compact_at > 0.0 && compact_at <= 1.0) {
-            return Err(ContextError::CompactAt(compact_at));
-        }
-        if window == Window::Tokens(0) {
-            return Err(ContextError::ZeroWindow);
-        }
-        if keep_last > MAX_KEEP_LAST {
-            return Err(ContextError::KeepLast(keep_last));
-        }
         Ok(ContextPolicy {
-            window,
-            compact_at,
-            keep_last,
+            window: check_window(window)?,
+            compact_at: check_compact_at(compact_at)?,
+            keep_last: check_keep_last(keep_last)?,
             session,
         })
     }
@@ -156,10 +261,7 @@ impl ContextPolicy {
 
     /// The same policy with the window's size known (`auto` resolved).
     pub fn with_window(mut self, tokens: u32) -> Result<Self, ContextError> {
-        if tokens == 0 {
-            return Err(ContextError::ZeroWindow);
-        }
-        self.window = Window::Tokens(tokens);
+        self.window = check_window(Window::Tokens(tokens))?;
         Ok(self)
     }
 
@@ -194,8 +296,8 @@ mod tests {
             );
         }
         assert_eq!(
-            ContextPolicy::new(Window::Tokens(0)),
-            Err(ContextError::ZeroWindow)
+            ContextPolicy::new(Window::Tokens(0)).map_err(|e| e.field()),
+            Err("window")
         );
         assert!(ContextPolicy::with(
             Window::Tokens(9),

@@ -3,18 +3,17 @@
 
 use serde_json::{Map, Value};
 
+use crate::endpoint::{kind, EndpointArgs, ModelArgsError};
 use crate::hints::Profile;
-use crate::model_args::{kind, ModelArgs, ModelArgsError};
 
 /// Most fallback endpoints of one agent: each is tried at most once per call.
 pub const MAX_FALLBACKS: usize = 8;
 
-pub(crate) const NO_NESTED_FALLBACK: &str = "a fallback endpoint has no fallbacks of its own: list every endpoint under the agent's fallback, in the order to try them";
 pub(crate) const API_BASE_REQUIRED: &str =
     "is required: the endpoint's base URL, like http://127.0.0.1:8001/v1";
 
 /// One endpoint of `model_args.fallback`: its own server, and optionally its own model name, key,
-/// profile and arguments.
+/// profile and arguments. An endpoint, not an agent: it has no fallbacks of its own.
 ///
 /// Credentials never travel: a fallback sends its own `api_key` and `extra_headers` only, never the
 /// agent's. Request parameters (`temperature`, `max_tokens`, `extra_body`, ...) and the time limits
@@ -23,10 +22,11 @@ pub(crate) const API_BASE_REQUIRED: &str =
 pub struct Fallback {
     /// The model name sent there (default: the agent's); a provider prefix is stripped when sent.
     pub model: Option<String>,
-    /// The profile its hints are shaped for (default: the agent's).
+    /// The profile its hints are shaped for (default: the agent's). The agent's hints are carried
+    /// there as that profile can carry them ([`CarriedHints`](crate::CarriedHints)).
     pub profile: Option<Profile>,
     /// Its arguments as written; `api_base` is set.
-    pub args: ModelArgs,
+    pub endpoint: EndpointArgs,
 }
 
 impl Fallback {
@@ -35,7 +35,7 @@ impl Fallback {
         Fallback {
             model: None,
             profile: None,
-            args: ModelArgs::new().api_base(api_base),
+            endpoint: EndpointArgs::new().api_base(api_base),
         }
     }
 
@@ -51,25 +51,25 @@ impl Fallback {
         self
     }
 
-    /// Its own arguments (its `api_base` is kept when `args` has none).
-    pub fn args(mut self, mut args: ModelArgs) -> Self {
-        if args.api_base.is_none() {
-            args.api_base = self.args.api_base.take();
+    /// Its own arguments (its `api_base` is kept when `endpoint` has none).
+    pub fn endpoint(mut self, mut endpoint: EndpointArgs) -> Self {
+        if endpoint.api_base.is_none() {
+            endpoint.api_base = self.endpoint.api_base.take();
         }
-        self.args = args;
+        self.endpoint = endpoint;
         self
     }
 
     /// The arguments a request to this endpoint is sent with: the entry's over the agent's request
-    /// parameters and time limits. The agent's key, headers, fallbacks and `max_in_flight` are not
-    /// inherited (a limit is the endpoint's own).
-    pub fn args_over(&self, agent: &ModelArgs) -> ModelArgs {
-        let own = &self.args;
+    /// parameters and time limits. The agent's key, headers and `max_in_flight` are not inherited
+    /// (a limit is the endpoint's own).
+    pub fn endpoint_over(&self, agent: &EndpointArgs) -> EndpointArgs {
+        let own = &self.endpoint;
         let mut params = agent.params.clone();
         params.extend(own.params.clone());
         let mut extra_body = agent.extra_body.clone();
         crate::merge::deep_merge(&mut extra_body, own.extra_body.clone());
-        ModelArgs {
+        EndpointArgs {
             api_base: own.api_base.clone(),
             api_key: own.api_key.clone(),
             timeout: own.timeout.or(agent.timeout),
@@ -77,7 +77,6 @@ impl Fallback {
             extra_headers: own.extra_headers.clone(),
             extra_body,
             params,
-            fallback: Vec::new(),
             max_in_flight: own.max_in_flight,
             max_retry_after: own.max_retry_after.or(agent.max_retry_after),
         }
@@ -95,9 +94,6 @@ impl Fallback {
                 ),
             ));
         };
-        if map.contains_key("fallback") {
-            return Err(ModelArgsError::new(field("fallback"), NO_NESTED_FALLBACK));
-        }
         let model = take_string(&mut map, "model_name", &field)?;
         let profile = match map.remove("profile") {
             None => None,
@@ -108,13 +104,13 @@ impl Fallback {
                 )
             })?),
         };
-        // The agent's arguments check the entry's `api_base` with the rest (`validate_endpoints`).
-        let args =
-            ModelArgs::from_json(map).map_err(|e| e.within(&format!("fallback[{index}]")))?;
+        // The agent's arguments check that the entry has an `api_base` (`validate_fallbacks`).
+        let endpoint =
+            EndpointArgs::from_json(map).map_err(|e| e.within(&format!("fallback[{index}]")))?;
         Ok(Fallback {
             model,
             profile,
-            args,
+            endpoint,
         })
     }
 }
@@ -165,8 +161,15 @@ pub(crate) fn fallback_list(value: Value) -> Result<Vec<Fallback>, ModelArgsErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_args::tests::parse;
+    use crate::ModelArgs;
     use serde_json::json;
+
+    fn parse(value: Value) -> Result<ModelArgs, ModelArgsError> {
+        match value {
+            Value::Object(map) => ModelArgs::from_json(map),
+            _ => unreachable!("tests pass objects"),
+        }
+    }
 
     #[test]
     fn entries_inherit_parameters_but_never_credentials() {
@@ -180,20 +183,20 @@ mod tests {
             ]
         }))
         .expect("valid");
-        assert_eq!(args.max_in_flight, Some(2));
+        assert_eq!(args.endpoint.max_in_flight, Some(2));
         assert_eq!(args.fallback.len(), 2);
         let second = &args.fallback[0];
         assert_eq!(second.model.as_deref(), Some("small"));
         assert_eq!(second.profile, Some(Profile::Vllm));
-        let sent = second.args_over(&args);
+        let sent = second.endpoint_over(&args.endpoint);
         assert_eq!(sent.api_base.as_deref(), Some("http://127.0.0.1:2/v1"));
         assert_eq!(sent.api_key, None, "the agent's key stays with the agent");
         assert!(sent.extra_headers.is_empty());
         assert_eq!(sent.output_limit(), Some(10));
         assert_eq!(sent.params["temperature"], 0.2);
-        assert_eq!(sent.timeout, args.timeout);
+        assert_eq!(sent.timeout, args.endpoint.timeout);
         assert_eq!(sent.max_in_flight, None, "a limit is the endpoint's own");
-        let third = args.fallback[1].args_over(&args);
+        let third = args.fallback[1].endpoint_over(&args.endpoint);
         assert_eq!(third.api_key.as_ref().map(|k| k.expose()), Some("sk-third"));
         assert_eq!(third.max_in_flight, Some(1));
         assert!(!format!("{args:?}").contains("sk-third"));

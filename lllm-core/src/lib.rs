@@ -33,6 +33,7 @@ mod agentic;
 mod config;
 mod context;
 mod dialog;
+mod endpoint;
 mod fallback;
 mod files;
 mod hints;
@@ -70,14 +71,16 @@ pub use context::{
     DEFAULT_KEEP_LAST, MAX_KEEP_LAST,
 };
 pub use dialog::{Dialog, DialogId, DialogTree, InvalidDialogId, MessageLog, NamedDialog};
+pub use endpoint::{EndpointArgs, ModelArgsError, MAX_IN_FLIGHT};
 pub use fallback::{Fallback, MAX_FALLBACKS};
 pub use files::{
     not_regular, read_regular, ReadProblem, DEFAULT_MAX_FILE_BYTES, TOTAL_BYTES_FACTOR,
 };
 pub use hints::{
-    safe_session_id, AutoFields, BodyPath, Demand, ForkSession, HintField, HintValues, HintsError,
-    InferenceHints, InferenceHintsBuilder, Priority, PrioritySign, Profile, RequestFields,
-    RunClass, SessionIds, WireHints, WireShape, MAX_CALLER_SESSION_BYTES, MAX_WEIGHT,
+    safe_session_id, AutoFields, BodyPath, CarriedHints, Demand, ForkSession, HintField,
+    HintValues, HintsError, InferenceHints, InferenceHintsBuilder, Priority, PrioritySign, Profile,
+    RequestFields, RunClass, SessionIds, WireHints, WireShape, MAX_CALLER_SESSION_BYTES,
+    MAX_WEIGHT,
 };
 pub use limit_setting::LimitSetting;
 pub use limits::{Limit, LimitError, RunLimits};
@@ -87,7 +90,7 @@ pub use mcp::{
 };
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;
-pub use model_args::{ModelArgs, ModelArgsError, MAX_IN_FLIGHT};
+pub use model_args::ModelArgs;
 pub use pairing::{pair_safe_tail_start, pairing_problem, PairingProblem};
 pub use prompt::{
     Prompt, PromptError, PromptVars, DEFAULT_RENDER_FUEL, MAX_RENDERED_BYTES, MAX_RENDER_RECURSION,

@@ -123,7 +123,7 @@ pub use lllm_core::{
 };
 pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
 pub use lllm_core::{ContextError, ContextPolicy, SessionOnCompaction, Window};
-pub use lllm_core::{Fallback, MAX_FALLBACKS, MAX_IN_FLIGHT};
+pub use lllm_core::{EndpointArgs, Fallback, MAX_FALLBACKS, MAX_IN_FLIGHT};
 pub use lllm_core::{
     Limit, LimitError, LimitSetting, RunLimits, SecondsRange, ValueError, Written,
 };

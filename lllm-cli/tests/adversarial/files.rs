@@ -168,6 +168,18 @@ fn cases() -> Vec<Case> {
         case("tool program is a folder", tool("[/tmp]", ""), &["t.yaml:8:18", "not a regular file"]),
         case("tool output limit of 2^64-1", tool("[sh]", "        max_output_bytes: 18446744073709551615\n"), &["t.yaml:9", "max_output_bytes"]),
         case("tool output limit of 0", tool("[sh]", "        max_output_bytes: 0\n"), &["t.yaml:9:27", "max_output_bytes"]),
+        // Values of the wrong kind in `context:` and `limits:`: the field and what it allows, at the
+        // value, never the parser's words; `.inf` and `.nan` in free JSON at their own column.
+        case("context keep_last negative", agent("    system_prompt: hi\n    context: {window: 100, keep_last: -1}\n"), &["t.yaml:5:39", "context.keep_last", "0 to 10000", "not `-1`"]),
+        case("context as a list", agent("    system_prompt: hi\n    context: [1, 2]\n"), &["t.yaml:5:14", "context", "must be a mapping of `window`", "not a list"]),
+        case("context window .inf", agent("    system_prompt: hi\n    context: {window: .inf}\n"), &["t.yaml:5:23", "context.window", "context length in tokens", "not `.inf`"]),
+        case("context compact_at .nan", agent("    system_prompt: hi\n    context: {window: 100, compact_at: .nan}\n"), &["t.yaml:5:40", "context.compact_at", "fraction", "not `.nan`"]),
+        case("context session a list", agent("    system_prompt: hi\n    context: {window: 100, session: [keep]}\n"), &["t.yaml:5:37", "context.session", "`keep` or `rotate`"]),
+        case("limits as a list", agent("    system_prompt: hi\nlimits: [1]\n"), &["t.yaml:5:9", "limits", "must be a mapping of `max_requests`", "not a list"]),
+        case("limits max_seconds .inf", agent("    system_prompt: hi\nlimits: {max_seconds: .inf}\n"), &["t.yaml:5:23", "limits.max_seconds", "number of seconds", "not `.inf`"]),
+        case("limits max_requests a mapping", agent("    system_prompt: hi\nlimits: {max_requests: {a: 1}}\n"), &["t.yaml:5:24", "limits.max_requests", "whole number", "not a mapping"]),
+        case("model_args .nan", agent("    system_prompt: hi\n    model_args: {temperature: .nan}\n"), &["t.yaml:5:31", "`.nan` is not a number JSON can carry"]),
+        case("extra_body .inf deep", agent("    system_prompt: hi\n    model_args: {extra_body: {a: [1, -.inf]}}\n"), &["t.yaml:5:38", "`-.inf` is not a number JSON can carry"]),
         // YAML bombs and oddities.
         case("alias bomb", agent(&format!("    system_prompt: hi\nconfig:\n{lol}")), &["t.yaml"]),
         case("deep flow nesting", agent(&format!("    system_prompt: hi\nconfig: {}{}\n", "[".repeat(20_000), "]".repeat(20_000))), &["t.yaml"]),

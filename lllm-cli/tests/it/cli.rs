@@ -101,6 +101,27 @@ async fn check_accepts_a_valid_tactic() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn check_says_which_hints_each_fallback_will_not_carry() {
+    let dir = TempDir::new("check-drops");
+    let file = dir.write(
+        "t.yaml",
+        b"global:\n  model_name: m\n  model_args:\n    api_base: http://127.0.0.1:9/v1\n    fallback:\n      - {api_base: http://127.0.0.1:10/v1, profile: vllm}\n      - {api_base: http://127.0.0.1:11/v1}\n      - {api_base: http://127.0.0.1:12/v1, profile: openai}\n  inference_hints: {profile: dynamo, priority: 3, strict_priority: 2, cache_salt: t}\nagent_configs:\n  - {name: a, system_prompt: s}\n",
+    );
+    let out = run(&["check", path_str(&file)], None, &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    let lines: Vec<&str> = shown.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        [
+            "a: fallback[0] (vllm) will not carry strict_priority",
+            "a: fallback[2] (openai) will not carry priority, strict_priority, cache_salt",
+        ],
+        "{shown}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn check_reports_a_misspelt_key_with_line_and_suggestion() {
     let dir = TempDir::new("check-typo");
     let file = dir.write(
@@ -1346,4 +1367,35 @@ steps:
         Some("Bearer sk-spare-secret")
     );
     assert_eq!(spare.requests()[0].body["model"], "small");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_whose_fallback_cannot_carry_a_hint_runs_and_hops_without_it() {
+    let (primary, spare) = (
+        StubServer::start().await.expect("server"),
+        StubServer::start().await.expect("server"),
+    );
+    primary.push(StubReply::error(503, "overloaded"));
+    let dir = TempDir::new("fallback-drops");
+    let body = format!(
+        "global:\n  model_name: m\n  model_args: {{api_base: \"{}\", fallback: [{{api_base: \"{}\", profile: vllm}}]}}\n  inference_hints: {{profile: dynamo, priority: 4, strict_priority: 2}}\nagent_configs: [{{name: a, system_prompt: You answer.}}]\nsteps:\n  - {{agent: a, receive: first}}\n  - {{agent: a, receive: second}}\n",
+        primary.base_url(),
+        spare.base_url()
+    );
+    let file = dir.write("t.yaml", body.as_bytes());
+    let out = run(&["run", path_str(&file)], None, &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The first turn hopped to vLLM: its shape only. The second went to the primary with all.
+    let hopped = &spare.requests()[0].body;
+    assert_eq!(hopped["priority"], -4, "{hopped}");
+    assert!(
+        hopped.get("strict_priority").is_none() && hopped.get("nvext").is_none(),
+        "{hopped}"
+    );
+    let second = &primary.requests()[1].body;
+    assert_eq!(
+        second["nvext"]["agent_hints"]["strict_priority"], 2,
+        "{second}"
+    );
+    assert_eq!(second["nvext"]["agent_hints"]["priority"], 4, "{second}");
 }

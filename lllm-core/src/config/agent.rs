@@ -7,17 +7,19 @@ use serde_json::{Map, Value};
 
 use super::env;
 use super::error::{ConfigError, ConfigErrorKind};
+use super::keyed::Keyed;
 use super::origin::Origin;
 use super::raw::{RawAgent, RawContext, RawHints, RawModelArgs, RawTool};
 use super::span::At;
 use super::Shared;
-use crate::context::ContextPolicy;
+use crate::context::{self, ContextError, ContextPolicy, SessionOnCompaction};
 use crate::hints::{HintsError, InferenceHints, InferenceHintsBuilder};
 use crate::mcp::{McpServerConfig, McpUse};
 use crate::model_args::ModelArgs;
 use crate::prompt::{read_prompt, Prompt, PromptError};
 use crate::schema::Schema;
 use crate::tool::{output_schema_problem, CommandToolConfig, ToolConfigError};
+use crate::Written;
 
 /// Default number of answers re-asked after a parse or validation failure.
 pub const DEFAULT_MAX_ANSWER_RETRIES: u32 = 3;
@@ -298,28 +300,49 @@ impl AgentContext<'_> {
         }
     }
 
-    /// `context:` checked: a window is required, the rest defaults.
-    fn context(&self, raw: At<RawContext>) -> Result<ContextPolicy, ConfigError> {
-        let At { value: c, origin } = raw;
+    /// `context:` checked: a mapping with a window; each setting read by its rule, the rest
+    /// defaults.
+    fn context(&self, raw: At<Keyed<RawContext>>) -> Result<ContextPolicy, ConfigError> {
+        let c = match raw.value {
+            Keyed::Keys(c) => c,
+            Keyed::Not(found) => {
+                let keys = &["window", "compact_at", "keep_last", "session"];
+                let kind = ConfigErrorKind::NotAMapping { keys, found };
+                return Err(self.fail(Some(&raw.origin), "context", kind));
+            }
+        };
         let Some(window) = c.window else {
             let kind = ConfigErrorKind::Missing {
                 what: "a window",
                 hint: "set context.window to the model's context length in tokens, or `auto` to read it from the server",
             };
-            return Err(self.fail(Some(&origin), "context.window", kind));
+            return Err(self.fail(Some(&raw.origin), "context.window", kind));
         };
-        let at = c
-            .compact_at
-            .as_ref()
-            .map_or(&window.origin, |v| &v.origin)
-            .clone();
-        ContextPolicy::with(
-            window.value,
-            c.compact_at.map_or(crate::DEFAULT_COMPACT_AT, |v| v.value),
-            c.keep_last.map_or(crate::DEFAULT_KEEP_LAST, |v| v.value),
-            c.session.map(|v| v.value).unwrap_or_default(),
-        )
-        .map_err(|e| self.fail_named(&at, ConfigErrorKind::Context(e)))
+        let window = self.context_setting(&window, context::read_window)?;
+        let compact_at = match &c.compact_at {
+            Some(at) => self.context_setting(at, context::read_compact_at)?,
+            None => crate::DEFAULT_COMPACT_AT,
+        };
+        let keep_last = match &c.keep_last {
+            Some(at) => self.context_setting(at, context::read_keep_last)?,
+            None => crate::DEFAULT_KEEP_LAST,
+        };
+        let session = match &c.session {
+            Some(at) => self.context_setting(at, context::read_session)?,
+            None => SessionOnCompaction::default(),
+        };
+        // Each setting was read by the rule `with` checks by: this cannot fail on its own.
+        ContextPolicy::with(window, compact_at, keep_last, session)
+            .map_err(|e| self.fail_named(&raw.origin, ConfigErrorKind::Context(e)))
+    }
+
+    /// A `context:` setting read by its rule, an error at its own line and column.
+    fn context_setting<T>(
+        &self,
+        at: &At<Written>,
+        rule: fn(&Written) -> Result<T, ContextError>,
+    ) -> Result<T, ConfigError> {
+        rule(&at.value).map_err(|e| self.fail_named(&at.origin, ConfigErrorKind::Context(e)))
     }
 
     fn hints(&self, raw: At<RawHints>) -> Result<InferenceHints, ConfigError> {

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::origin::{Origin, Position};
 use super::steps_error::StepsError;
+use crate::endpoint::ModelArgsError;
 use crate::hints::HintsError;
-use crate::model_args::ModelArgsError;
 use crate::prompt::PromptError;
 
 /// A tactic file cannot be loaded: where, which field, and what is wrong.
@@ -167,6 +167,14 @@ pub enum ConfigErrorKind {
     /// A `${NAME}` reference cannot be expanded.
     #[error("{0}")]
     Env(#[from] super::env::EnvError),
+    /// A section that takes keys holds a value of another kind.
+    #[error("must be a mapping of {}, not {found}", backticked(.keys))]
+    NotAMapping {
+        /// The keys the section takes.
+        keys: &'static [&'static str],
+        /// The kind written (`a list`, `a number`).
+        found: &'static str,
+    },
     /// A scalar cannot be read as the type the key takes.
     #[error("expected {expected} here")]
     WrongType {

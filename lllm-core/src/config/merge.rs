@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::keyed::Keyed;
 use super::raw::{RawAgent, RawHints, RawModelArgs, RawTactic};
 use serde_json::Value;
 
@@ -22,15 +23,15 @@ impl RawTactic {
             steps: self.steps.or(base.steps),
             output: self.output.or(base.output),
             config: layer(self.config, base.config, |mut mine, base| {
-                fill_from(&mut mine, base);
+                fill_from(&mut mine.0, base.0);
                 mine
             }),
             limits: layer(self.limits, base.limits, |mine, base| {
-                mine.map(|m| super::raw::RawLimits {
-                    max_requests: m.max_requests.or(base.value.max_requests),
-                    max_total_tokens: m.max_total_tokens.or(base.value.max_total_tokens),
-                    max_tool_calls: m.max_tool_calls.or(base.value.max_tool_calls),
-                    max_seconds: m.max_seconds.or(base.value.max_seconds),
+                Keyed::layered(mine, base, |m, base| super::raw::RawLimits {
+                    max_requests: m.max_requests.or(base.max_requests),
+                    max_total_tokens: m.max_total_tokens.or(base.max_total_tokens),
+                    max_tool_calls: m.max_tool_calls.or(base.max_tool_calls),
+                    max_seconds: m.max_seconds.or(base.max_seconds),
                 })
             }),
             // Server by server: a file's server replaces the base's server of the same name whole.
@@ -97,7 +98,7 @@ impl RawAgent {
                 .max_parallel_tools
                 .or(global.max_parallel_tools.clone()),
             context: layer(mine.context, global.context.clone(), |mine, base| {
-                mine.map(|m| m.over(base.value))
+                Keyed::layered(mine, base, |m, base| m.over(base))
             }),
         }
     }

@@ -9,6 +9,8 @@ mod agent;
 mod check;
 mod env;
 mod error;
+mod json;
+mod keyed;
 mod mcp;
 mod merge;
 mod origin;
@@ -61,6 +63,7 @@ pub use waiting::waiting_turns;
 use crate::mcp::McpServerConfig;
 use crate::Limit;
 use agent::AgentContext;
+use keyed::Keyed;
 use raw::{RawAgent, RawTactic};
 use span::At;
 use steps::StepOrigins;
@@ -457,7 +460,7 @@ impl Loader<'_> {
             agents,
             steps,
             output: output.map(|o| o.value),
-            config: raw.config.unwrap_or(serde_json::Value::Null),
+            config: raw.config.map_or(serde_json::Value::Null, |json| json.0),
             mcp_servers: servers,
             limits: limits(raw.limits)?,
         })
@@ -569,10 +572,24 @@ impl Loader<'_> {
 }
 
 /// `limits:`, each value read as `--limit` reads it ([`crate::RunLimits::set_limit`]).
-fn limits(raw: Option<At<raw::RawLimits>>) -> Result<crate::RunLimits, ConfigError> {
+fn limits(raw: Option<At<Keyed<raw::RawLimits>>>) -> Result<crate::RunLimits, ConfigError> {
     let mut limits = crate::RunLimits::default();
-    let Some(At { value: raw, .. }) = raw else {
-        return Ok(limits);
+    let raw = match raw {
+        None => return Ok(limits),
+        Some(At {
+            value: Keyed::Keys(raw),
+            ..
+        }) => raw,
+        Some(At {
+            value: Keyed::Not(found),
+            origin,
+        }) => {
+            let kind = ConfigErrorKind::NotAMapping {
+                keys: &crate::RunLimits::NAMES,
+                found,
+            };
+            return Err(ConfigError::new(origin, kind).in_field("limits"));
+        }
     };
     let written = [
         (Limit::MaxRequests, raw.max_requests),

@@ -9,6 +9,8 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::json::{self, Json};
+use super::keyed::Keyed;
 use super::span::At;
 use crate::hints::{ForkSession, Priority, Profile};
 use crate::Written;
@@ -33,12 +35,12 @@ pub(crate) struct RawTactic {
     /// Template of the final answer, over the saved variables and `input`.
     pub(crate) output: Option<At<String>>,
     /// Free-form settings for a tactic written in Rust.
-    pub(crate) config: Option<Value>,
+    pub(crate) config: Option<Json>,
     /// MCP tool servers by name, started once per run and shared by the agents that name them in
     /// `mcp:`.
     pub(crate) mcp_servers: Option<At<RawMcpServers>>,
     /// Limits of one run; reaching one stops the run (exit 1), and a journaled run stays resumable.
-    pub(crate) limits: Option<At<RawLimits>>,
+    pub(crate) limits: Option<At<Keyed<RawLimits>>>,
 }
 
 /// Limits of one run (any subset), each value read as `--limit KEY=VALUE` reads it.
@@ -85,6 +87,7 @@ pub(crate) struct RawAgent {
     /// of names to `{include: [...]}` or `{exclude: [...]}`.
     pub(crate) mcp: Option<At<RawMcpUse>>,
     /// JSON Schema every answer must match.
+    #[serde(default, deserialize_with = "json::optional_at")]
     pub(crate) output_schema: Option<At<Value>>,
     /// Re-asks after an answer fails to parse or validate (default 3). Alias: `max_exception_retry`.
     #[serde(alias = "max_exception_retry")]
@@ -99,23 +102,28 @@ pub(crate) struct RawAgent {
     pub(crate) max_parallel_tools: Option<At<u32>>,
     /// Context compaction: when a dialog nears the model's window, it is summarised into a new
     /// window that rides the cached prefix.
-    pub(crate) context: Option<At<RawContext>>,
+    pub(crate) context: Option<At<Keyed<RawContext>>>,
 }
 
 /// `context:` as written.
+// Each value is read by its rule when checked (`context.rs`), so that an error names its field.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Context")]
 pub(crate) struct RawContext {
     /// Tokens of the model's context window, or `auto` (read from the server's `/v1/models`).
-    pub(crate) window: Option<At<crate::Window>>,
+    #[schemars(with = "Option<crate::Window>")]
+    pub(crate) window: Option<At<Written>>,
     /// Compact when the last request's prompt passed this fraction of the window (default 0.8).
-    pub(crate) compact_at: Option<At<f64>>,
+    #[schemars(with = "Option<f64>")]
+    pub(crate) compact_at: Option<At<Written>>,
     /// Messages kept word for word at the tail of the new window (default 6); a tool call and its
     /// results are kept or dropped together.
-    pub(crate) keep_last: Option<At<u32>>,
+    #[schemars(with = "Option<u32>")]
+    pub(crate) keep_last: Option<At<Written>>,
     /// `keep` (default): the new window keeps the session id; `rotate`: a session of its own.
-    pub(crate) session: Option<At<crate::SessionOnCompaction>>,
+    #[schemars(with = "Option<crate::SessionOnCompaction>")]
+    pub(crate) session: Option<At<Written>>,
 }
 
 /// The aliases the retry knobs accept (the Python lllm names), for the schema.
@@ -143,7 +151,8 @@ impl<'de> Deserialize<'de> for RawModelArgs {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawModelArgs, A::Error> {
                 let mut entries = Vec::new();
                 while let Some(key) = map.next_key::<At<String>>()? {
-                    entries.push((key, map.next_value::<At<Value>>()?));
+                    let value = map.next_value::<At<Json>>()?;
+                    entries.push((key, value.map(|json| json.0)));
                 }
                 Ok(RawModelArgs(entries))
             }
@@ -216,6 +225,7 @@ pub(crate) struct RawTool {
     /// What the tool does, for the model.
     pub(crate) description: String,
     /// JSON Schema of the arguments (an object schema).
+    #[serde(default, deserialize_with = "json::optional_at")]
     pub(crate) parameters: Option<At<Value>>,
     /// The program and its arguments; items may use `{{ arg }}`. No shell is used.
     pub(crate) command: At<Vec<String>>,

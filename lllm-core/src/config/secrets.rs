@@ -14,9 +14,7 @@ impl TacticSpec {
     pub fn secret_values(&self) -> Vec<String> {
         let mut values = Vec::new();
         for agent in self.agents() {
-            let args = agent.model_args();
-            let endpoints = std::iter::once(args).chain(args.fallback.iter().map(|f| &f.args));
-            for args in endpoints {
+            for args in agent.model_args().endpoints() {
                 if let Some(key) = &args.api_key {
                     values.push(key.expose().to_owned());
                 }

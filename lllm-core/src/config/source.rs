@@ -63,6 +63,10 @@ pub(crate) fn parse_one(bytes: &[u8], file: &Arc<Path>) -> Result<RawTactic, Con
     // serde-saphyr's default budget bounds depth (64), nodes and events; aliases may replay fewer
     // events than its default, so that an alias bomb stays far from the memory a run may use.
     options.alias_limits.max_total_replayed_events = MAX_ALIAS_REPLAYED_EVENTS;
+    // `.inf` and `.nan` reach the value's own rule, which names the field and what it allows
+    // (`limits.max_seconds`, `context.compact_at`); free JSON values refuse them where they are
+    // written (`json.rs`), so none becomes a silent `null`.
+    options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
     parsing_file(file, || {
         serde_saphyr::from_str_with_options::<RawTactic>(text, options)
     })

@@ -52,19 +52,19 @@ fn global_is_deep_merged_under_each_agent() {
     let planner = spec.agent("planner").expect("planner");
     assert_eq!(planner.model(), "hosted_vllm/Qwen/Qwen2.5-7B-Instruct");
     assert_eq!(
-        planner.model_args().api_base.as_deref(),
+        planner.model_args().endpoint.api_base.as_deref(),
         Some("http://127.0.0.1:8123/v1")
     );
     assert_eq!(
-        planner.model_args().params.get("max_tokens"),
+        planner.model_args().endpoint.params.get("max_tokens"),
         Some(&json!(512))
     );
     assert_eq!(
-        planner.model_args().params.get("temperature"),
+        planner.model_args().endpoint.params.get("temperature"),
         Some(&json!(0.1))
     );
     assert_eq!(
-        serde_json::Value::Object(planner.model_args().extra_body.clone()),
+        serde_json::Value::Object(planner.model_args().endpoint.extra_body.clone()),
         json!({"nvext": {"extra_fields": ["a"], "agent_hints": {"osl": 3}}})
     );
     let hints = planner.inference_hints().expect("hints");
@@ -76,11 +76,15 @@ fn global_is_deep_merged_under_each_agent() {
     assert_eq!(critic.model(), "openai/gpt-4o-mini");
     assert_eq!(critic.inference_hints().and_then(|h| h.priority()), Some(5));
     assert!(
-        !critic.model_args().params.contains_key("temperature"),
+        !critic
+            .model_args()
+            .endpoint
+            .params
+            .contains_key("temperature"),
         "no leak between agents"
     );
     assert_eq!(
-        serde_json::Value::Object(critic.model_args().extra_body.clone()),
+        serde_json::Value::Object(critic.model_args().endpoint.extra_body.clone()),
         json!({"nvext": {"extra_fields": ["a"]}}),
         "no leak from one agent's merge into global"
     );
@@ -213,7 +217,10 @@ fn numeric_model_args_can_come_from_the_environment() {
     let spec = parse_ok("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {max_tokens: \"${PORT}\", timeout: \"${TO:-2.5}\"}}]\n");
     let args = &spec.agents()[0].model_args();
     assert_eq!(args.output_limit(), Some(8123));
-    assert_eq!(args.timeout, Some(std::time::Duration::from_millis(2500)));
+    assert_eq!(
+        args.endpoint.timeout,
+        Some(std::time::Duration::from_millis(2500))
+    );
 }
 
 #[test]
@@ -221,7 +228,12 @@ fn api_key_from_env_never_shows_in_debug_output() {
     let spec = parse_ok("agent_configs: [{name: a, model_name: m, system_prompt: s, model_args: {api_key: \"${KEY}\", extra_headers: {X-Api-Key: \"${KEY}\"}}}]\n");
     let agent = &spec.agents()[0];
     assert_eq!(
-        agent.model_args().api_key.as_ref().map(|k| k.expose()),
+        agent
+            .model_args()
+            .endpoint
+            .api_key
+            .as_ref()
+            .map(|k| k.expose()),
         Some("sk-from-env")
     );
     assert!(!format!("{spec:?}").contains("sk-from-env"));

@@ -173,7 +173,11 @@ fn one_meaning_only_applies_when_both_are_set() {
     let bytes = std::fs::read(&leaf).expect("read");
     let spec = parse_tactic(&bytes, &leaf, &|_| None).expect("a parameter alone is fine");
     assert_eq!(
-        spec.agents()[0].model_args().params.get("priority"),
+        spec.agents()[0]
+            .model_args()
+            .endpoint
+            .params
+            .get("priority"),
         Some(&serde_json::json!(1))
     );
 }
@@ -204,4 +208,32 @@ fn the_python_names_of_the_retry_knobs_are_accepted_and_both_spellings_refused()
     let text = "agent_configs: [{name: a, model_name: m, system_prompt: s, max_llm_recall: 1, max_call_retries: 2}]\n";
     let error = parse_tactic(text.as_bytes(), Path::new("t.yaml"), &|_| None).expect_err("both");
     assert!(error.to_string().contains("max_call_retries"), "{error}");
+}
+
+#[test]
+fn a_section_that_is_not_a_mapping_in_a_base_is_not_hidden_by_a_merge() {
+    // The root writes `limits:` (then `global.context`) as a list; the leaf writes it as a mapping.
+    let root = "global:\n  model_name: m\n  system_prompt: s\nlimits: [2]\n";
+    let leaf = "limits: {max_requests: 3}\n";
+    let error = Chain::new("limits-list", root, MID, leaf).error();
+    assert_at(&error, "root.yaml", 4, 9);
+    assert!(
+        matches!(
+            error.kind(),
+            ConfigErrorKind::NotAMapping {
+                found: "a list",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let leaf = "agent_configs:\n  - {name: a, context: {window: 9}}\n";
+    let root = "global:\n  model_name: m\n  system_prompt: s\n  context: [1]\n";
+    let error = Chain::new("context-list", root, "", leaf).error();
+    assert_at(&error, "root.yaml", 4, 12);
+    assert_eq!(
+        error.field(),
+        Some("agent_configs[0] (a).context"),
+        "{error}"
+    );
 }

@@ -29,13 +29,13 @@ agent_configs:
     .expect("loads");
     let a = &spec.agents()[0];
     assert_eq!(a.max_parallel_tools(), 3);
-    assert_eq!(a.model_args().max_in_flight, Some(4));
+    assert_eq!(a.model_args().endpoint.max_in_flight, Some(4));
     let entry = &a.model_args().fallback[0];
     assert_eq!(entry.model.as_deref(), Some("small"));
     assert_eq!(entry.profile, Some(Profile::Vllm));
     let b = &spec.agents()[1];
     assert_eq!(b.max_parallel_tools(), 1);
-    assert_eq!(b.model_args().max_in_flight, Some(1));
+    assert_eq!(b.model_args().endpoint.max_in_flight, Some(1));
     assert_eq!(
         b.model_args().fallback.len(),
         1,

@@ -83,7 +83,7 @@ fn every_limit_reads_a_value_in_the_file_as_on_the_command_line() {
     };
     // (as written in the file, as given to --limit, the count it sets, the seconds it sets); a
     // count or seconds of `None` is refused.
-    let table: [(&str, &str, Option<u64>, Option<f64>); 24] = [
+    let table: [(&str, &str, Option<u64>, Option<f64>); 29] = [
         ("0", "0", Some(0), None),
         ("-0", "-0", Some(0), None),
         ("1", "1", Some(1), Some(1.0)),
@@ -115,11 +115,16 @@ fn every_limit_reads_a_value_in_the_file_as_on_the_command_line() {
         ("ten", "ten", None, None),
         ("\"7\"", "7", Some(7), Some(7.0)),
         ("\"\"", "", None, None),
-        // The YAML parser itself refuses `.nan` and `.inf`, with the position; written as text,
-        // they reach the rule.
+        // Infinity and NaN reach the rule, as written and as text.
+        (".nan", "nan", None, None),
+        (".inf", "inf", None, None),
+        ("-.inf", "-inf", None, None),
         ("\"NaN\"", "NaN", None, None),
         ("\"inf\"", "inf", None, None),
         ("true", "true", None, None),
+        // Values of another kind reach it too, named by their kind.
+        ("[1]", "[1]", None, None),
+        ("{a: 1}", "{a: 1}", None, None),
     ];
     for limit in Limit::ALL {
         for (yaml, flag, count, secs) in table {
@@ -154,4 +159,20 @@ fn a_refused_limit_names_its_field_and_rule() {
         .expect_err("unknown")
         .to_string();
     assert_eq!(error, "unknown limit `max_request`; the limits are max_requests, max_total_tokens, max_tool_calls, max_seconds");
+}
+
+#[test]
+fn limits_that_are_not_a_mapping_name_the_section_and_its_keys() {
+    for (written, kind) in [("[1, 2]", "a list"), ("5", "a number"), ("off", "text")] {
+        let text = format!(
+            "agent_configs: [{{name: a, model_name: m, system_prompt: hi}}]\nlimits: {written}\n"
+        );
+        let error = parse_tactic(text.as_bytes(), Path::new("t.yaml"), &|_| None)
+            .expect_err(written)
+            .to_string();
+        assert_eq!(
+            error,
+            format!("t.yaml:2:9: limits: must be a mapping of `max_requests`, `max_total_tokens`, `max_tool_calls`, `max_seconds`, not {kind}")
+        );
+    }
 }

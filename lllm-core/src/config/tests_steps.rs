@@ -183,11 +183,11 @@ fn base_files_deep_merge_objects_and_replace_lists() {
     let c = &spec.agents()[0];
     assert_eq!(c.model(), "base-model");
     assert_eq!(
-        c.model_args().params.get("max_tokens"),
+        c.model_args().endpoint.params.get("max_tokens"),
         Some(&Value::from(64))
     );
     assert_eq!(
-        c.model_args().params.get("temperature"),
+        c.model_args().endpoint.params.get("temperature"),
         Some(&Value::from(0.1))
     );
 }

@@ -8,6 +8,7 @@
 
 mod auto;
 mod caller;
+mod carried;
 mod profile;
 mod shape;
 mod wire;
@@ -17,6 +18,7 @@ mod tests;
 
 pub use auto::{AutoFields, Demand, Priority, RunClass, MAX_WEIGHT};
 pub use caller::{safe_session_id, MAX_CALLER_SESSION_BYTES};
+pub use carried::CarriedHints;
 pub use profile::{ForkSession, HintField, Profile};
 pub use shape::{BodyPath, HintValues, PrioritySign, WireHints, WireShape};
 pub use wire::{RequestFields, SessionIds};

@@ -14,6 +14,14 @@ pub enum ValueError {
         /// What was written, quoted and shortened (`` `-1` ``), or its kind (`a list`).
         written: String,
     },
+    /// A word that is not one of those the value takes (or not a word at all).
+    #[error("must be {allowed}, not {written}")]
+    Word {
+        /// The words allowed (`` `keep` or `rotate` ``).
+        allowed: String,
+        /// What was written, quoted and shortened, or its kind (`a list`).
+        written: String,
+    },
     /// Not an http or https URL the HTTP client can use. The URL is never quoted: it may carry a
     /// password or a key.
     #[error("is not a usable http(s) URL ({problem})")]

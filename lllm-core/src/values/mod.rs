@@ -7,6 +7,7 @@
 //! | `tools[].timeout_s`, `mcp_servers.*.timeout_s` / `startup_timeout_s` | [`SecondsRange::TOOL`] |
 //! | `model_args.timeout` / `deadline`, `limits.max_seconds` | [`SecondsRange::RUN`] |
 //! | `limits.max_requests` / `max_total_tokens` / `max_tool_calls` | [`RunLimits::set_limit`](crate::RunLimits::set_limit) |
+//! | `context.window` / `compact_at` / `keep_last` / `session` | [`ContextPolicy`](crate::ContextPolicy) (one rule each, also for [`ContextPolicy::with`](crate::ContextPolicy::with)) |
 //! | `model_args.api_base`, `mcp_servers.*.url` | [`check_http_url`] |
 //! | `model_args.extra_headers`, `mcp_servers.*.headers` | [`check_header`] |
 

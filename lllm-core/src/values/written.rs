@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use serde::de::{Deserializer, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 /// A number as written: a scalar of a tactic file, a JSON value of `model_args`, or the text of a
@@ -93,9 +93,14 @@ impl Written {
     }
 }
 
-/// `x` for a message: as written for usual magnitudes, in exponent form for tiny and huge ones.
+/// `x` for a message: as written for usual magnitudes, in exponent form for tiny and huge ones,
+/// and infinity and NaN as a tactic file spells them (`.inf`, `-.inf`, `.nan`).
 pub(crate) fn shown_number(x: f64) -> String {
-    if x == 0.0 || (1e-3..1e15).contains(&x.abs()) {
+    if x.is_nan() {
+        ".nan".into()
+    } else if x.is_infinite() {
+        if x < 0.0 { "-.inf" } else { ".inf" }.into()
+    } else if x == 0.0 || (1e-3..1e15).contains(&x.abs()) {
         format!("{x}")
     } else {
         format!("{x:e}")
@@ -126,15 +131,17 @@ impl fmt::Display for Written {
     }
 }
 
-/// Any scalar: a number, or text and booleans read as text, for the rule to judge. Lists and
-/// mappings are refused by the parser as values of the wrong type.
+/// Any value, for the rule to judge: a number (`.inf` and `.nan` too, when the parser passes them
+/// on), text and booleans read as text, and a list, a mapping or null named by its kind. Nothing is
+/// refused here, so that the rule's message names the field and what it allows, never the
+/// parser's words.
 impl<'de> Deserialize<'de> for Written {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visit;
-        impl Visitor<'_> for Visit {
+        impl<'de> Visitor<'de> for Visit {
             type Value = Written;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a number")
+                f.write_str("a value")
             }
             fn visit_i64<E>(self, n: i64) -> Result<Written, E> {
                 Ok(Written::Whole(n.into()))
@@ -156,6 +163,17 @@ impl<'de> Deserialize<'de> for Written {
             }
             fn visit_bool<E>(self, b: bool) -> Result<Written, E> {
                 Ok(Written::Text(b.to_string()))
+            }
+            fn visit_unit<E>(self) -> Result<Written, E> {
+                Ok(Written::Other("null"))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Written, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Written::Other("a list"))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Written, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Written::Other("a mapping"))
             }
         }
         deserializer.deserialize_any(Visit)
@@ -184,6 +202,8 @@ mod tests {
         assert_eq!(Written::Fraction(1e-300).shown(), "`1e-300`");
         assert_eq!(Written::Fraction(1e300).shown(), "`1e300`");
         assert_eq!(Written::Fraction(0.25).shown(), "`0.25`");
+        assert_eq!(Written::Fraction(f64::NAN).shown(), "`.nan`");
+        assert_eq!(Written::Fraction(f64::NEG_INFINITY).shown(), "`-.inf`");
         assert_eq!(Written::from("1e-300").shown(), "`1e-300`");
         assert_eq!(Written::from("a\nb").shown(), "`ab`");
         assert_eq!(

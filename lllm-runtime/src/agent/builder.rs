@@ -3,7 +3,8 @@
 use std::sync::{Arc, Mutex};
 
 use lllm_core::{
-    AgentSpec, ContextPolicy, InferenceHints, ModelArgs, Prompt, RunClass, ToolFilter, Usage,
+    AgentSpec, CarriedHints, ContextPolicy, InferenceHints, ModelArgs, Prompt, RunClass,
+    ToolFilter, Usage,
 };
 use serde_json::Value;
 
@@ -57,6 +58,24 @@ pub struct AgentBuilder {
 struct Checked {
     system_prompt: bool,
     model_args: bool,
+}
+
+impl Checked {
+    /// Validates what the loader did not.
+    fn check(self, model_args: &ModelArgs, system_prompt: &Prompt) -> Result<(), AgentErrorKind> {
+        if !self.model_args {
+            model_args.validate().map_err(AgentErrorKind::ModelArgs)?;
+        }
+        if !self.system_prompt {
+            system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
+        }
+        Ok(())
+    }
+}
+
+/// The agent's hints as each of its fallback endpoints carries them (none without hints).
+fn carried_by_fallbacks(hints: Option<&InferenceHints>, args: &ModelArgs) -> Vec<CarriedHints> {
+    hints.map_or_else(Vec::new, |h| h.carried_by(&args.fallback))
 }
 
 impl AgentBuilder {
@@ -255,14 +274,7 @@ impl AgentBuilder {
             .filter(|m| !m.trim().is_empty())
             .ok_or(missing("a model"))?;
         let invoker = self.invoker.ok_or(missing("an invoker"))?;
-        if !self.checked.model_args {
-            self.model_args
-                .validate()
-                .map_err(AgentErrorKind::ModelArgs)?;
-        }
-        if !self.checked.system_prompt {
-            system_prompt.validate().map_err(AgentErrorKind::Prompt)?;
-        }
+        self.checked.check(&self.model_args, &system_prompt)?;
         let max_parallel_tools = parallel_tools(self.max_parallel_tools)?;
         let toolbox = toolbox(self.tools, &self.mcp)?;
         let output_schema = output_schema(&name, self.compiled_output_schema, self.output_schema)?;
@@ -284,6 +296,8 @@ impl AgentBuilder {
             name,
             system_prompt,
             model,
+            // Once, here: each request only writes them for its dialog.
+            fallback_hints: carried_by_fallbacks(self.inference_hints.as_ref(), &self.model_args),
             model_args: Arc::new(self.model_args),
             hints: self.inference_hints,
             toolbox,

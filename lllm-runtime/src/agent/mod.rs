@@ -16,8 +16,8 @@ mod tests;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lllm_core::{
-    Dialog, DialogId, DialogTree, InferenceHints, Message, ModelArgs, NamedDialog, Prompt,
-    PromptVars, RunClass, Usage,
+    CarriedHints, Dialog, DialogId, DialogTree, InferenceHints, Message, ModelArgs, NamedDialog,
+    Prompt, PromptVars, RunClass, Usage,
 };
 
 use answer::OutputSchema;
@@ -63,6 +63,9 @@ pub struct Agent {
     /// calls and results, and the answers' text when a respond streams) and the caller's
     /// conversation (which names its root dialogs).
     run: RunContext,
+    /// `hints` as each endpoint of `model_args.fallback` carries them, in order (empty without
+    /// hints).
+    fallback_hints: Vec<CarriedHints>,
     toolbox: Toolbox,
     /// When and how its dialogs' windows are compacted (`context:`).
     compaction: Option<compact::Compaction>,

@@ -58,30 +58,23 @@ impl Agent {
         }
     }
 
-    /// The hint fields for each fallback endpoint: the same dialog's hints shaped for that
-    /// endpoint's profile and arguments (none without hints).
+    /// The hint fields for each fallback endpoint: the same dialog's hints as that endpoint
+    /// carries them (computed once, when the agent was built) with its arguments (none without
+    /// hints). Never built again through the hints' builder, which refuses what another profile
+    /// cannot send: the wire table leaves it out.
     fn fallback_hints(
         &self,
         dialog: &Dialog,
         demand: &Demand,
     ) -> Result<Vec<RequestFields>, AgentErrorKind> {
-        let Some(hints) = &self.hints else {
-            return Ok(Vec::new());
-        };
         self.model_args
             .fallback
             .iter()
-            .map(|entry| {
-                let args = entry.args_over(&self.model_args);
-                let shaped = match entry.profile {
-                    Some(profile) if profile != hints.profile() => hints
-                        .to_builder()
-                        .profile(profile)
-                        .build()
-                        .map_err(AgentErrorKind::Hints)?,
-                    _ => hints.clone(),
-                };
-                shaped
+            .zip(self.fallback_hints.iter())
+            .map(|(entry, carried)| {
+                let args = entry.endpoint_over(&self.model_args.endpoint).into();
+                carried
+                    .hints()
                     .dialog_request_fields_for(dialog, &args, demand)
                     .map_err(AgentErrorKind::Hints)
             })
@@ -107,8 +100,8 @@ impl Agent {
             .dialog_final_request_fields(&snapshot)
             .map_err(AgentErrorKind::Hints)?;
         let mut args = (*self.model_args).clone();
-        args.params.remove("max_completion_tokens");
-        args.params.insert("max_tokens".into(), 1.into());
+        args.endpoint.params.remove("max_completion_tokens");
+        args.endpoint.params.insert("max_tokens".into(), 1.into());
         let mut request = ChatRequest::new(
             self.model.clone(),
             snapshot.messages().clone(),

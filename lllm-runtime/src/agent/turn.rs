@@ -132,7 +132,7 @@ impl Agent {
             compacted: false,
             first_of_window: false,
         };
-        let answer = match self.model_args.deadline {
+        let answer = match self.model_args.endpoint.deadline {
             Some(after) => tokio::time::timeout(after, turn.run(&mut work))
                 .await
                 .map_err(|_| AgentErrorKind::Deadline { after })??,

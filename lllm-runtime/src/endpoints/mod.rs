@@ -5,6 +5,7 @@
 
 mod breaker;
 mod gate;
+mod key;
 mod route;
 mod stats;
 
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) use breaker::{Admit, Breaker};
 pub(crate) use gate::{Gate, Slot};
+use key::EndpointKey;
 pub(crate) use route::{moves_on, Route};
 pub(crate) use stats::CallCounter;
 pub use stats::CallStats;
@@ -40,15 +42,16 @@ pub(crate) struct Endpoint {
 /// a new endpoint gets state of its own that is not kept.
 const MAX_ENDPOINTS: usize = 4096;
 
-/// The state of the endpoint at `api_base` (`None`: the default server), shared process-wide.
+/// The state of the endpoint at `api_base` (`None`: the default server), shared process-wide by
+/// every spelling of that URL ([`EndpointKey`]).
 pub(crate) fn endpoint(api_base: Option<&str>) -> Arc<Endpoint> {
-    static ALL: OnceLock<Mutex<HashMap<String, Arc<Endpoint>>>> = OnceLock::new();
-    let key = api_base.unwrap_or("").trim_end_matches('/');
+    static ALL: OnceLock<Mutex<HashMap<EndpointKey, Arc<Endpoint>>>> = OnceLock::new();
+    let key = EndpointKey::of(api_base);
     let mut all = ALL
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    if let Some(found) = all.get(key) {
+    if let Some(found) = all.get(&key) {
         return found.clone();
     }
     if all.len() >= MAX_ENDPOINTS {
@@ -56,7 +59,7 @@ pub(crate) fn endpoint(api_base: Option<&str>) -> Arc<Endpoint> {
     }
     let made = Arc::new(Endpoint::default());
     if all.len() < MAX_ENDPOINTS {
-        all.insert(key.to_owned(), made.clone());
+        all.insert(key, made.clone());
     }
     made
 }

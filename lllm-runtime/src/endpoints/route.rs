@@ -16,9 +16,10 @@ pub(crate) struct Route<'r> {
 
 impl<'r> Route<'r> {
     pub(crate) fn new(request: &'r ChatRequest) -> Self {
-        let args = &request.model_args;
-        let bases = std::iter::once(args.api_base.as_deref())
-            .chain(args.fallback.iter().map(|f| f.args.api_base.as_deref()));
+        let bases = request
+            .model_args
+            .endpoints()
+            .map(|e| e.api_base.as_deref());
         Route {
             request,
             endpoints: bases.map(endpoint).collect(),

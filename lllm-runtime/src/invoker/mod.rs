@@ -135,7 +135,7 @@ impl ChatRequest {
     pub fn on_fallback(&self, index: usize) -> Option<ChatRequest> {
         let entry = self.model_args.fallback.get(index)?;
         let mut request = self.clone();
-        request.model_args = Arc::new(entry.args_over(&self.model_args));
+        request.model_args = Arc::new(entry.endpoint_over(&self.model_args.endpoint).into());
         if let Some(model) = &entry.model {
             request.model = model.clone();
         }
@@ -168,6 +168,7 @@ impl ChatRequest {
     /// (`None`: the default server of `OPENAI_BASE_URL`).
     pub fn endpoint(&self) -> Option<String> {
         self.model_args
+            .endpoint
             .api_base
             .as_deref()
             .map(lllm_core::internal::redact_url)

@@ -81,7 +81,11 @@ impl OpenAiInvoker {
     ) -> Result<T, InvokeError> {
         let outgoing = Outgoing::build(request, &self.defaults, stream)?;
         let secrets = Secrets::of_request(&outgoing.headers, &outgoing.url);
-        let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let limit = request
+            .model_args
+            .endpoint
+            .timeout
+            .unwrap_or(DEFAULT_TIMEOUT);
         let attempt = async {
             let headers = header_map(&outgoing.headers)?;
             let response = send(
@@ -111,7 +115,11 @@ impl OpenAiInvoker {
         let prepared = PreparedRequest::build(request, &self.defaults)?;
         let url = format!("{}/models", prepared.api_base);
         let secrets = Secrets::of_request(&prepared.headers, &url);
-        let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let limit = request
+            .model_args
+            .endpoint
+            .timeout
+            .unwrap_or(DEFAULT_TIMEOUT);
         let attempt = async {
             let headers = header_map(&prepared.headers)?;
             let response = self

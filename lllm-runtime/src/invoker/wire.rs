@@ -103,6 +103,7 @@ impl PreparedRequest {
     ) -> (String, String, Map<String, Value>) {
         let api_base = request
             .model_args
+            .endpoint
             .api_base
             .as_deref()
             .or(defaults.api_base.as_deref())
@@ -113,7 +114,7 @@ impl PreparedRequest {
         let body = merge_body(
             standard_fields(request, stream),
             request.hint_fields.body.clone(),
-            request.model_args.extra_body.clone(),
+            request.model_args.endpoint.extra_body.clone(),
         );
         (api_base, url, body)
     }
@@ -147,7 +148,7 @@ impl fmt::Debug for PreparedRequest {
 
 /// Credentials, then hint headers under the user's `extra_headers`, lowercased.
 fn headers(request: &ChatRequest, defaults: &ServerDefaults) -> Vec<(String, String)> {
-    let args = &request.model_args;
+    let args = &request.model_args.endpoint;
     let mut base = Vec::with_capacity(1 + request.hint_fields.headers.len());
     // A fallback endpoint sends its own key or none: the environment's key is the agent's own
     // server's, and never travels to another host.
@@ -226,7 +227,7 @@ fn messages_json(request: &ChatRequest) -> Result<Value, InvokeError> {
 /// The fields hints may never replace: model, the agent's parameters, tools, formats (and the
 /// messages, which the callers add).
 fn standard_fields(request: &ChatRequest, stream: bool) -> Map<String, Value> {
-    let mut standard = request.model_args.params.clone();
+    let mut standard = request.model_args.endpoint.params.clone();
     standard.insert(
         "model".into(),
         Value::from(strip_provider_prefix(&request.model)),
@@ -270,9 +271,9 @@ impl SentHints {
     /// merging: messages and tools cannot hold hints, and the body is merged once, to be sent.
     pub(crate) fn of(request: &ChatRequest) -> Self {
         let (standard, hints, extra) = (
-            &request.model_args.params,
+            &request.model_args.endpoint.params,
             &request.hint_fields.body,
-            &request.model_args.extra_body,
+            &request.model_args.endpoint.extra_body,
         );
         let lookup = |path: BodyPath| merged_value(standard, hints, extra, path);
         let wire = match request.profile {

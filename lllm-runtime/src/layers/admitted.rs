@@ -28,8 +28,8 @@ impl<I> Admitted<I> {
 /// A slot of `request`'s endpoint, once one is free (none without `max_in_flight`).
 async fn admit(request: &ChatRequest) -> Option<Slot> {
     request.set_queue_wait(Duration::ZERO);
-    let limit = request.model_args.max_in_flight?;
-    let endpoint = endpoints::endpoint(request.model_args.api_base.as_deref());
+    let limit = request.model_args.endpoint.max_in_flight?;
+    let endpoint = endpoints::endpoint(request.model_args.endpoint.api_base.as_deref());
     let span = telemetry::queue_span(request, limit);
     let started = Instant::now();
     let slot = endpoint

@@ -158,7 +158,7 @@ impl<I> Retrying<I> {
     /// The policy for `request`: the agent's, with its endpoint's `max_retry_after` when set.
     fn policy_for(&self, request: &ChatRequest) -> RetryPolicy {
         let mut policy = self.policy;
-        if let Some(max) = request.model_args.max_retry_after {
+        if let Some(max) = request.model_args.endpoint.max_retry_after {
             policy.max_retry_after = max;
         }
         policy
@@ -205,7 +205,7 @@ impl<I> Retrying<I> {
         else {
             return None;
         };
-        let args = &request.model_args;
+        let args = &request.model_args.endpoint;
         let mut limits = vec![
             (self.policy_for(request).max_retry_after, WaitLimit::Policy),
             (args.timeout.unwrap_or(DEFAULT_TIMEOUT), WaitLimit::Timeout),

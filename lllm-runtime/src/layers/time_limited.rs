@@ -23,7 +23,11 @@ impl<I: Invoker> Invoker for TimeLimited<I> {
         if crate::halt::halted() {
             return Err(InvokeError::Halted);
         }
-        let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let limit = request
+            .model_args
+            .endpoint
+            .timeout
+            .unwrap_or(DEFAULT_TIMEOUT);
         tokio::time::timeout(limit, self.inner.invoke(request))
             .await
             .unwrap_or(Err(InvokeError::Timeout(limit)))
@@ -37,7 +41,11 @@ impl<I: Invoker> Invoker for TimeLimited<I> {
         if crate::halt::halted() {
             return Err(InvokeError::Halted);
         }
-        let limit = request.model_args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let limit = request
+            .model_args
+            .endpoint
+            .timeout
+            .unwrap_or(DEFAULT_TIMEOUT);
         tokio::time::timeout(limit, self.inner.invoke_stream(request, on_delta))
             .await
             .unwrap_or(Err(InvokeError::Timeout(limit)))

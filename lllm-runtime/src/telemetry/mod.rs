@@ -129,7 +129,7 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
     let conversation = || session.get_or_init(|| conversation_id(request, sent()));
     let endpoint = std::cell::OnceCell::new();
     let address = || endpoint.get_or_init(|| server(request));
-    let params = &request.model_args.params;
+    let params = &request.model_args.endpoint.params;
     let number = |key: &str| params.get(key).and_then(serde_json::Value::as_f64);
     let integer = |key: &str| params.get(key).and_then(serde_json::Value::as_i64);
     let span = tracing::info_span!(
@@ -323,7 +323,7 @@ fn conversation_id(request: &ChatRequest, sent: &SentHints) -> String {
 
 /// `server.address` and `server.port` of the request's `api_base`, when it names one.
 fn server(request: &ChatRequest) -> (Option<String>, Option<u16>) {
-    let Some(base) = request.model_args.api_base.as_deref() else {
+    let Some(base) = request.model_args.endpoint.api_base.as_deref() else {
         return (None, None);
     };
     match base.parse::<http::Uri>() {

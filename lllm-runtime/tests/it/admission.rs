@@ -18,7 +18,7 @@ fn invoker() -> Arc<OpenAiInvoker> {
 
 fn limited(server: &StubServer, slots: u32) -> ModelArgs {
     let mut args = ModelArgs::new().api_base(server.base_url()).max_tokens(8);
-    args.max_in_flight = Some(slots);
+    args.endpoint.max_in_flight = Some(slots);
     args
 }
 
@@ -255,4 +255,56 @@ async fn max_parallel_tools_bounds_the_calls_of_one_answer_running_at_once() {
     );
     assert_eq!(most_tools_at_once(Some(2)).await, 2);
     assert_eq!(most_tools_at_once(Some(1)).await, 1, "one after the other");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_spelling_of_one_endpoint_shares_its_one_slot() {
+    let server = StubServer::start().await.expect("stub");
+    server.answer_unscripted(Duration::from_millis(20), None);
+    // The stub's own address, written four ways: one server, so one `max_in_flight: 1`.
+    let port = server
+        .base_url()
+        .rsplit(':')
+        .next()
+        .and_then(|tail| tail.split('/').next())
+        .expect("port")
+        .to_owned();
+    let spellings = [
+        format!("http://localhost:{port}/v1"),
+        format!("http://localhost:{port}/v1/"),
+        format!("HTTP://localhost:{port}/v1"),
+        format!("http://LocalHost:{port}/v1"),
+    ];
+    let agents: Vec<Agent> = spellings
+        .iter()
+        .enumerate()
+        .map(|(i, base)| {
+            let mut args = ModelArgs::new().api_base(base.clone()).max_tokens(8);
+            args.endpoint.max_in_flight = Some(1);
+            Agent::builder()
+                .name(format!("a{i}"))
+                .system_prompt("You answer.")
+                .model("m")
+                .invoker(invoker())
+                .model_args(args)
+                .build()
+                .expect("agent")
+        })
+        .collect();
+    // Four requests per spelling, all released together.
+    let calls = agents.iter().flat_map(|agent| {
+        (0..4).map(move |n| async move {
+            let alias = format!("d{n}");
+            agent.open(&alias).expect("open");
+            agent.receive_in(&alias, format!("q{n}")).expect("receive");
+            agent.respond(&alias).await.expect("answer");
+        })
+    });
+    futures::future::join_all(calls).await;
+    assert_eq!(server.requests().len(), 16);
+    assert_eq!(
+        server.most_in_flight(),
+        1,
+        "one slot for every spelling of the endpoint"
+    );
 }

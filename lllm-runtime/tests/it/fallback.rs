@@ -266,3 +266,176 @@ async fn the_environments_key_never_travels_to_a_fallback() {
     );
     assert_eq!(spare.requests()[0].header("authorization"), None);
 }
+
+/// Every ordered pair of profiles, the agent's and its fallback's: the agent's hints hold every
+/// field its own profile can send, whatever the fallback can carry. The primary must run with all
+/// of them, and a hop must send the fallback's shape and nothing of the primary's.
+mod fallback_profiles {
+    use super::*;
+    use lllm_runtime::testing::RecordedRequest;
+    use serde_json::{Map, Value};
+    use Profile::{Dynamo, OpenAi, Sglang, Vllm};
+
+    /// Hints of `profile` with every field it can send set.
+    fn full_hints(profile: Profile) -> InferenceHints {
+        let builder = InferenceHints::builder().profile(profile);
+        let builder = match profile {
+            Dynamo => builder
+                .priority(3)
+                .strict_priority(2)
+                .osl(64)
+                .speculative_prefill(true)
+                .cache_salt("tenant-a"),
+            Vllm => builder.priority(3).cache_salt("tenant-a"),
+            Sglang => builder.priority(3),
+            OpenAi => builder,
+        };
+        builder.build().expect("valid for its own profile")
+    }
+
+    /// What a request to a `to` endpoint carries of `full_hints(from)`, written out by hand from
+    /// each server's documented fields (not read from lllm's tables).
+    fn expected_hints(from: Profile, to: Profile) -> Value {
+        let priority = from != OpenAi;
+        let salt = matches!(from, Dynamo | Vllm);
+        let mut body = Map::new();
+        match to {
+            Dynamo => {
+                let mut agent_hints = Map::new();
+                if priority {
+                    agent_hints.insert("priority".into(), json!(3));
+                }
+                if from == Dynamo {
+                    agent_hints.insert("strict_priority".into(), json!(2));
+                    agent_hints.insert("speculative_prefill".into(), json!(true));
+                }
+                // Without an `osl` of its own, Dynamo's defaults to the request's max_tokens.
+                let osl = if from == Dynamo { 64 } else { 8 };
+                agent_hints.insert("osl".into(), json!(osl));
+                let mut nvext = Map::new();
+                nvext.insert("agent_hints".into(), Value::Object(agent_hints));
+                if salt {
+                    nvext.insert("cache_salt".into(), json!("tenant-a"));
+                }
+                body.insert("nvext".into(), Value::Object(nvext));
+            }
+            Vllm => {
+                if priority {
+                    // vLLM runs lower values first.
+                    body.insert("priority".into(), json!(-3));
+                }
+                if salt {
+                    body.insert("cache_salt".into(), json!("tenant-a"));
+                }
+            }
+            Sglang => {
+                if priority {
+                    body.insert("priority".into(), json!(3));
+                }
+            }
+            OpenAi => {}
+        }
+        Value::Object(body)
+    }
+
+    /// The body fields of `request` beyond the standard ones lllm always writes here.
+    fn hint_part(request: &RecordedRequest) -> Value {
+        let mut body = request.body.as_object().cloned().unwrap_or_default();
+        for standard in [
+            "model",
+            "messages",
+            "max_tokens",
+            "stream",
+            "stream_options",
+        ] {
+            body.remove(standard);
+        }
+        Value::Object(body)
+    }
+
+    fn session_header(profile: Profile) -> &'static str {
+        match profile {
+            Dynamo => "x-dynamo-session-id",
+            _ => "x-session-id",
+        }
+    }
+
+    async fn pair(from: Profile, to: Profile) {
+        let (primary, spare) = (
+            StubServer::start().await.expect("stub"),
+            StubServer::start().await.expect("stub"),
+        );
+        let args = ModelArgs::new()
+            .api_base(primary.base_url())
+            .max_tokens(8)
+            .fallback(Fallback::new(spare.base_url()).profile(to));
+        let agent = Agent::builder()
+            .name("worker")
+            .system_prompt("You work.")
+            .model("m")
+            .invoker(invoker())
+            .model_args(args)
+            .inference_hints(full_hints(from))
+            .build()
+            .expect("agent");
+        agent.open("main").expect("open");
+        // The primary answers: its hints its fallback cannot carry do not stop it.
+        agent.receive("first").expect("receive");
+        agent.respond("main").await.expect("the primary answers");
+        let sent = &primary.requests()[0];
+        assert_eq!(
+            hint_part(sent),
+            expected_hints(from, from),
+            "{from}: primary"
+        );
+        let session = sent
+            .header(session_header(from))
+            .expect("session")
+            .to_owned();
+        assert!(spare.requests().is_empty());
+        // The primary is overloaded: the call hops, with the fallback's shape only.
+        primary.push(StubReply::error(503, "overloaded"));
+        agent.receive("second").expect("receive");
+        agent.respond("main").await.expect("the fallback answers");
+        let hopped = &spare.requests()[0];
+        assert_eq!(
+            hint_part(hopped),
+            expected_hints(from, to),
+            "{from} to {to}: {}",
+            hopped.body
+        );
+        assert_eq!(hopped.header(session_header(to)), Some(session.as_str()));
+        if session_header(to) != session_header(from) {
+            assert_eq!(hopped.header(session_header(from)), None, "{from} to {to}");
+        }
+        assert_eq!(agent.call_stats().fallback_answers, 1);
+    }
+
+    macro_rules! pairs {
+        ($($name:ident: $from:ident => $to:ident,)*) => {$(
+            #[tokio::test]
+            async fn $name() {
+                pair($from, $to).await;
+            }
+        )*};
+    }
+
+    pairs! {
+        dynamo_to_dynamo: Dynamo => Dynamo,
+        dynamo_to_vllm: Dynamo => Vllm,
+        dynamo_to_sglang: Dynamo => Sglang,
+        dynamo_to_openai: Dynamo => OpenAi,
+        vllm_to_dynamo: Vllm => Dynamo,
+        vllm_to_vllm: Vllm => Vllm,
+        vllm_to_sglang: Vllm => Sglang,
+        vllm_to_openai: Vllm => OpenAi,
+        sglang_to_dynamo: Sglang => Dynamo,
+        sglang_to_vllm: Sglang => Vllm,
+        sglang_to_sglang: Sglang => Sglang,
+        sglang_to_openai: Sglang => OpenAi,
+        openai_to_dynamo: OpenAi => Dynamo,
+        openai_to_vllm: OpenAi => Vllm,
+        openai_to_sglang: OpenAi => Sglang,
+        openai_to_openai: OpenAi => OpenAi,
+    }
+}
