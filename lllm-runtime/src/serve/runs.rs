@@ -339,3 +339,6 @@ fn run_event(base: u64, streamed: &StreamedEvent) -> Event {
     };
     json_event(Some(name), &data).id((base + streamed.id).to_string())
 }
+
+#[cfg(test)]
+mod tests;
