@@ -1,19 +1,36 @@
 //! What a run reports as it goes: its steps, its answers' text, its tool calls and their results,
 //! and its status. A [`RunObserver`] sees each [`RunEvent`] as it happens, on the run's own task, so
 //! it must be quick (print a line, push into a channel).
+//!
+//! The types here own their JSON: `lllm serve`'s event stream and console send what they serialize
+//! to, and nothing else writes an event's JSON.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use lllm_core::{DialogId, ToolCall, Usage};
+use serde::Serialize;
+
+/// The longest name, alias, session or worker an event's JSON carries, in characters (longer ones
+/// are cut, saying how much): a client's session id or a server's worker name cannot grow every
+/// event it is in.
+pub(crate) const MAX_LABEL: usize = 200;
 
 /// One thing that happened in a run.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// It serializes as `{"event": NAME, "data": {...}}`, NAME one of `status`, `step.started`,
+/// `step.ended`, `text`, `tool_call`, `compacted`, `model_call`, `tool_result`: `lllm serve`'s
+/// `/v1/runs/{id}/events` sends NAME as the server-sent event's name and `data` as its data.
+/// Durations are whole milliseconds (`took_ms`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RunEvent {
-    /// The run's status changed.
+    /// The run's status changed: `{"status": "running"}`.
+    #[serde(serialize_with = "wire::status")]
     Status(RunStatus),
     /// A step's model call started.
+    #[serde(rename = "step.started")]
     StepStarted {
         /// The step's field path (`steps[2].parallel[1]`).
         step: String,
@@ -23,6 +40,7 @@ pub enum RunEvent {
         dialog: String,
     },
     /// A step ended.
+    #[serde(rename = "step.ended")]
     StepEnded {
         /// The step's field path.
         step: String,
@@ -33,6 +51,7 @@ pub enum RunEvent {
         /// How it ended.
         outcome: StepOutcome,
         /// How long it took.
+        #[serde(rename = "took_ms", serialize_with = "wire::millis")]
         took: Duration,
     },
     /// A piece of answer text, as it arrives (only when the run streams).
@@ -42,7 +61,8 @@ pub enum RunEvent {
         /// The piece.
         text: String,
     },
-    /// The model called a tool.
+    /// The model called a tool: `{"agent", "id", "tool", "arguments"}`.
+    #[serde(serialize_with = "wire::tool_call")]
     ToolCall {
         /// The agent whose model made the call.
         agent: String,
@@ -65,6 +85,7 @@ pub enum RunEvent {
         /// The agent whose model made the call.
         agent: String,
         /// The call's id.
+        #[serde(rename = "id")]
         call_id: String,
         /// The tool.
         tool: String,
@@ -77,41 +98,61 @@ pub enum RunEvent {
 
 /// One answered model call: which dialog and session it was, what it was sent with and what the
 /// server gave back (tokens, cached tokens, the worker when the server names it).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its JSON names each field as the console shows it: `dialog` (the alias), `dialog_id`,
+/// `parent_dialog_id`, `session_id`, `parent_session_id`, `priority`, `tier`, `prompt_tokens`,
+/// `completion_tokens`, `cached_tokens` (each `null` when the server did not count),
+/// `worker`, `fallback` (the hop), `window`, `queue_ms`, `took_ms`, and `at` (Unix seconds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ModelCall {
     /// The agent that sent it.
+    #[serde(serialize_with = "wire::label")]
     pub agent: String,
     /// The dialog's alias in the agent, when a respond sent it.
+    #[serde(rename = "dialog", serialize_with = "wire::maybe_label")]
     pub alias: Option<String>,
     /// The dialog's id.
+    #[serde(rename = "dialog_id")]
     pub dialog: Option<DialogId>,
     /// The dialog it was forked from.
+    #[serde(rename = "parent_dialog_id")]
     pub parent_dialog: Option<DialogId>,
     /// The session id the request carried (the dialog's, or the caller's conversation's).
+    #[serde(rename = "session_id", serialize_with = "wire::maybe_label")]
     pub session: Option<String>,
     /// The parent session id it carried.
+    #[serde(rename = "parent_session_id", serialize_with = "wire::maybe_label")]
     pub parent_session: Option<String>,
     /// The priority as sent (after the profile's transformation).
     pub priority: Option<i64>,
     /// The queue tier: Dynamo's `strict_priority` as sent, else the admission tier.
     pub tier: u64,
     /// Its tokens, cached ones among them, when the server counted them.
+    #[serde(flatten, serialize_with = "wire::usage")]
     pub usage: Option<Usage>,
     /// The worker that served it, when the server names it.
+    #[serde(serialize_with = "wire::maybe_label")]
     pub worker: Option<String>,
     /// The endpoint, when a fallback answered (0: the agent's own).
+    #[serde(rename = "fallback")]
     pub hop: u32,
     /// How many times the dialog's window was compacted before it.
     pub window: u32,
     /// How long it waited for a slot (`max_in_flight`).
+    #[serde(rename = "queue_ms", serialize_with = "wire::millis")]
     pub queue_wait: Duration,
     /// How long the server took to answer.
+    #[serde(rename = "took_ms", serialize_with = "wire::millis")]
     pub took: Duration,
+    /// When the answer arrived.
+    #[serde(serialize_with = "wire::unix_seconds")]
+    pub at: SystemTime,
 }
 
 /// How a step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum StepOutcome {
     /// It answered.
     Finished,
@@ -121,8 +162,9 @@ pub enum StepOutcome {
     Cancelled,
 }
 
-/// Where a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Where a run is. Its JSON is its [name](Self::as_str).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// Accepted, not started yet.
     Queued,
@@ -185,5 +227,107 @@ impl RunObserver {
 impl std::fmt::Debug for RunObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("RunObserver")
+    }
+}
+
+/// At most `limit` characters of `text`, and how many more there were.
+pub(crate) fn cut(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        None => text.to_owned(),
+        Some((end, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..end],
+            text[end..].chars().count()
+        ),
+    }
+}
+
+/// How the events' fields that are not plain JSON are written.
+mod wire {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use lllm_core::{ToolCall, Usage};
+    use serde::ser::{SerializeMap, SerializeStruct};
+    use serde::{Serialize, Serializer};
+
+    use super::{cut, RunStatus, MAX_LABEL};
+
+    /// `{"status": NAME}`.
+    pub(super) fn status<S: Serializer>(status: &RunStatus, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_struct("Status", 1)?;
+        out.serialize_field("status", status)?;
+        out.end()
+    }
+
+    /// `{"agent", "id", "tool", "arguments"}`: the call's name is the tool's.
+    pub(super) fn tool_call<A, S>(agent: &A, call: &ToolCall, s: S) -> Result<S::Ok, S::Error>
+    where
+        A: Serialize + ?Sized,
+        S: Serializer,
+    {
+        let mut out = s.serialize_struct("ToolCall", 4)?;
+        out.serialize_field("agent", agent)?;
+        out.serialize_field("id", &call.id)?;
+        out.serialize_field("tool", &call.name)?;
+        out.serialize_field("arguments", &call.arguments)?;
+        out.end()
+    }
+
+    /// Whole milliseconds.
+    pub(super) fn millis<S: Serializer>(took: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(took.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Whole seconds since the Unix epoch (0 before it).
+    pub(super) fn unix_seconds<S: Serializer>(at: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()))
+    }
+
+    /// At most [`MAX_LABEL`] characters.
+    pub(super) fn label<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&cut(text, MAX_LABEL))
+    }
+
+    /// At most [`MAX_LABEL`] characters, or `null`.
+    pub(super) fn maybe_label<S: Serializer>(
+        text: &Option<String>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match text {
+            Some(text) => label(text, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// `prompt_tokens`, `completion_tokens` and `cached_tokens` beside the call's other fields,
+    /// each `null` when not counted.
+    pub(super) fn usage<S: Serializer>(usage: &Option<Usage>, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(3))?;
+        out.serialize_entry("prompt_tokens", &usage.map(|u| u.prompt_tokens))?;
+        out.serialize_entry("completion_tokens", &usage.map(|u| u.completion_tokens))?;
+        out.serialize_entry("cached_tokens", &usage.and_then(|u| u.cached_tokens))?;
+        out.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_serializes_as_its_name() {
+        for status in [
+            RunStatus::Queued,
+            RunStatus::Running,
+            RunStatus::RequiresAction,
+            RunStatus::Completed,
+            RunStatus::Failed,
+            RunStatus::Cancelled,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).ok(),
+                Some(serde_json::Value::from(status.as_str()))
+            );
+        }
     }
 }

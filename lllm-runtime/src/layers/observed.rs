@@ -49,6 +49,7 @@ impl<I> Observed<I> {
             window: request.window,
             queue_wait: request.queue_wait(),
             took: sent.elapsed(),
+            at: std::time::SystemTime::now(),
         })));
     }
 }

@@ -13,11 +13,13 @@ use lllm_core::Usage;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::body::read_body;
 use super::error::ApiError;
 use super::input::{parse_body, turn, WireMessage};
-use super::run_stream::{json_event, read_body, Ask, LiveRun, Step};
+use super::run_stream::{Ask, LiveRun, Step};
 use super::session::CallerSession;
-use super::ServeState;
+use super::sse::json_event;
+use super::{now, ServeState};
 
 /// The fields of a Chat Completions request lllm reads; the others are accepted and not used (the
 /// tactic's agents carry their own model settings).
@@ -169,11 +171,4 @@ fn usage_json(usage: &Usage) -> Value {
         "total_tokens": usage.total_tokens(),
         "prompt_tokens_details": {"cached_tokens": usage.cached_tokens.unwrap_or(0)},
     })
-}
-
-/// Seconds since the epoch.
-pub(crate) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

@@ -13,11 +13,12 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::body::read_body;
 use super::error::ApiError;
 use super::input::parse_body;
-use super::run_stream::read_body;
-use super::runs::{record, view, watch};
+use super::runs::{record, view};
 use super::store::{RunRecord, RunState, Stopped};
+use super::watch::watch;
 use super::ServeState;
 use crate::engine::{plan_resume, Resumable};
 use crate::events::RunStatus;

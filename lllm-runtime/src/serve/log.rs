@@ -11,7 +11,7 @@ use lllm_core::Usage;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::events::{ModelCall, RunEvent, RunObserver};
+use crate::events::{cut, ModelCall, RunEvent, RunObserver, MAX_LABEL};
 use crate::tools::{Confirm, ConfirmRequest, Decision, Decisions};
 
 /// Dialogs kept per run; calls of later dialogs count in the totals only.
@@ -22,8 +22,6 @@ const MAX_CALLS: usize = 5_000;
 const MAX_TOOL_CALLS: usize = 2_000;
 /// The longest tool argument or result text kept, in characters.
 pub(crate) const MAX_TOOL_TEXT: usize = 2_000;
-/// The longest name, alias, session or worker kept, in characters.
-const MAX_LABEL: usize = 200;
 
 /// Tells whoever watches the server's runs that one of them changed.
 #[derive(Debug, Clone)]
@@ -248,7 +246,10 @@ impl Folded {
         if dialog.alias.is_none() {
             dialog.alias = call.alias.as_deref().map(|a| cut(a, MAX_LABEL));
         }
-        dialog.calls.push_back(call_json(call));
+        // Kept as its JSON, whose labels are cut: a hostile label is not kept whole 5,000 times.
+        dialog
+            .calls
+            .push_back(serde_json::to_value(call).unwrap_or_default());
         self.kept_calls.push_back(index);
         if self.kept_calls.len() > MAX_CALLS {
             if let Some(oldest) = self.kept_calls.pop_front() {
@@ -337,42 +338,6 @@ impl ToolEntry {
     }
 }
 
-/// One model call as the console and the events stream show it.
-pub(crate) fn call_json(call: &ModelCall) -> Value {
-    let label = |s: &Option<String>| s.as_deref().map(|s| cut(s, MAX_LABEL));
-    json!({
-        "agent": cut(&call.agent, MAX_LABEL),
-        "dialog": label(&call.alias),
-        "dialog_id": call.dialog.map(|d| d.to_string()),
-        "parent_dialog_id": call.parent_dialog.map(|d| d.to_string()),
-        "session_id": label(&call.session),
-        "parent_session_id": label(&call.parent_session),
-        "priority": call.priority,
-        "tier": call.tier,
-        "prompt_tokens": call.usage.map(|u| u.prompt_tokens),
-        "completion_tokens": call.usage.map(|u| u.completion_tokens),
-        "cached_tokens": call.usage.and_then(|u| u.cached_tokens),
-        "worker": label(&call.worker),
-        "fallback": call.hop,
-        "window": call.window,
-        "queue_ms": call.queue_wait.as_millis() as u64,
-        "took_ms": call.took.as_millis() as u64,
-        "at": super::chat::now(),
-    })
-}
-
-/// At most `limit` characters of `text`, and how many more there were.
-pub(crate) fn cut(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        None => text.to_owned(),
-        Some((end, _)) => format!(
-            "{}… ({} more characters)",
-            &text[..end],
-            text[end..].chars().count()
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,6 +368,7 @@ mod tests {
             window: 0,
             queue_wait: Duration::from_millis(3),
             took: Duration::from_millis(40),
+            at: std::time::SystemTime::now(),
         }))
     }
 

@@ -25,10 +25,12 @@
 
 mod admission;
 mod auth;
+mod body;
 mod chat;
 mod console;
 mod decisions;
 mod error;
+mod failure;
 mod host;
 mod input;
 mod listener;
@@ -41,7 +43,9 @@ mod responses;
 mod run_stream;
 mod runs;
 mod session;
+mod sse;
 mod store;
+mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -167,6 +171,13 @@ async fn refuse_large_bodies(
         Some(length) if length > limit as u64 => error::ApiError::too_large(limit).into_response(),
         _ => next.run(request).await,
     }
+}
+
+/// Seconds since the Unix epoch (0 before it).
+pub(crate) fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// At most 100 characters of `text`, control characters escaped, for an error message.
@@ -363,9 +374,7 @@ impl ServedBuilder {
         }
         at_least_one("max_runs", self.max_runs)?;
         at_least_one("max_connections", self.max_connections)?;
-        let created = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let created = now();
         let mut models: Vec<Model> = Vec::new();
         for (id, tactic) in self.tactics {
             if models.iter().any(|m| m.id == id) {

@@ -14,10 +14,13 @@ use lllm_core::{DialogId, DialogTree, Usage};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::body::read_body;
 use super::error::ApiError;
+use super::failure::Failure;
 use super::input::{parse_body, push_paragraph, response_input, turn};
-use super::run_stream::{json_event, read_body, Ask, Failure, LiveRun, Step};
+use super::run_stream::{Ask, LiveRun, Step};
 use super::session::CallerSession;
+use super::sse::json_event;
 use super::ServeState;
 use crate::engine::RunOutput;
 
@@ -117,7 +120,7 @@ pub(crate) async fn respond(
     let meta = Meta {
         id: format!("resp_{}", DialogId::new().to_string().replace('-', "")),
         message: format!("msg_{}", DialogId::new().to_string().replace('-', "")),
-        created: super::chat::now(),
+        created: super::now(),
         model: live.model.clone(),
         previous: request.previous_response_id.clone(),
         instructions: request.instructions.clone(),

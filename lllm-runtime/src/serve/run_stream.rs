@@ -4,16 +4,16 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::admission::Ticket;
 use super::error::ApiError;
+use super::failure::{failure, Failure};
 use super::input::{Turn, CLIENT_SYSTEM_VAR};
 use super::session::{CallerSession, ECHO_HEADER};
 use super::store::{new_run_id, RunMeta, RunState};
@@ -39,38 +39,6 @@ pub(crate) enum Step<'a> {
     Failed(&'a Failure),
 }
 
-/// Why a run has no answer, as a client may read it: its message holds no secret.
-#[derive(Debug, Clone)]
-pub(crate) struct Failure {
-    pub(crate) message: String,
-    /// Whether the request (the tactic, its input) is at fault, not the run.
-    pub(crate) usage: bool,
-}
-
-impl Failure {
-    /// `error`, its message without `secrets`.
-    pub(crate) fn of(secrets: &crate::internal::Secrets, error: &RunError) -> Self {
-        Failure {
-            message: secrets.redact(&lllm_core::full_message(error)),
-            usage: error.is_usage(),
-        }
-    }
-
-    /// The `error` object a stream carries.
-    pub(crate) fn body(&self) -> Value {
-        let kind = if self.usage {
-            "invalid_request_error"
-        } else {
-            "server_error"
-        };
-        let mut body = Map::new();
-        body.insert("type".into(), kind.into());
-        body.insert("message".into(), self.message.clone().into());
-        body.insert("code".into(), "run_failed".into());
-        Value::Object(body)
-    }
-}
-
 /// A started run, its conversation's turn held until it ends. Dropped before it ended (the client
 /// went away), it cancels the run.
 #[derive(Debug)]
@@ -91,23 +59,6 @@ pub(crate) struct Ask {
     pub(crate) stream: bool,
     /// The API asked (`chat.completions`, `responses`), as the console names it.
     pub(crate) source: &'static str,
-}
-
-/// Reads a request body within the server's size limit and read timeout.
-pub(crate) async fn read_body(state: &ServeState, body: Body) -> Result<Vec<u8>, ApiError> {
-    let read = axum::body::to_bytes(body, state.max_body);
-    match tokio::time::timeout(state.read_timeout, read).await {
-        Err(_) => Err(ApiError::invalid(format!(
-            "the request body did not arrive within {} s",
-            state.read_timeout.as_secs()
-        ))
-        .code("body_timeout")),
-        Ok(Err(error)) if lllm_core::full_message(&error).contains("length limit") => {
-            Err(ApiError::too_large(state.max_body))
-        }
-        Ok(Err(_)) => Err(ApiError::invalid("the request body could not be read")),
-        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
-    }
 }
 
 impl LiveRun {
@@ -243,7 +194,7 @@ fn shown(
     let meta = RunMeta {
         id: new_run_id(),
         model: model.id.clone(),
-        created: super::chat::now(),
+        created: super::now(),
         session: session.id.clone(),
         idempotency: None,
         source: Some(source.to_owned()),
@@ -256,7 +207,7 @@ fn shown(
         base: 0,
     };
     let record = state.runs.add_in_memory(meta, live, log);
-    super::runs::watch(model, record, handle.clone(), 0, None);
+    super::watch::watch(model, record, handle.clone(), 0, None);
 }
 
 fn receiver_stream(
@@ -265,23 +216,4 @@ fn receiver_stream(
     futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|event| (Ok(event), receiver))
     })
-}
-
-/// A run's failure as an error before the first byte.
-pub(crate) fn failure(secrets: &crate::internal::Secrets, error: &RunError) -> ApiError {
-    let failure = Failure::of(secrets, error);
-    if failure.usage {
-        ApiError::invalid(failure.message).code("invalid_run")
-    } else {
-        ApiError::run_failed(failure.message)
-    }
-}
-
-/// One SSE event of JSON data, named or not.
-pub(crate) fn json_event(name: Option<&str>, data: &Value) -> Event {
-    let event = Event::default().data(data.to_string());
-    match name {
-        Some(name) => event.event(name),
-        None => event,
-    }
 }

@@ -16,12 +16,15 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::body::read_body;
 use super::error::ApiError;
+use super::failure::Failure;
 use super::input::{parse_body, CLIENT_SYSTEM_VAR};
-use super::run_stream::{json_event, read_body, Failure};
 use super::session::{CallerSession, ECHO_HEADER};
-use super::store::{is_run_id, new_run_id, status_of, RunMeta, RunRecord, RunState, Stopped};
-use super::{Model, ServeState};
+use super::sse::run_event;
+use super::store::{is_run_id, new_run_id, RunMeta, RunRecord, RunState, Stopped};
+use super::watch::watch;
+use super::ServeState;
 use crate::engine::{JournalPlan, RunHandle, RunPlan, StreamedEvent};
 use crate::events::RunEvent;
 use crate::tools::Decisions;
@@ -82,7 +85,7 @@ pub(crate) async fn create(
     let meta = RunMeta {
         id,
         model: model.id.clone(),
-        created: super::chat::now(),
+        created: super::now(),
         session: session.id.clone(),
         idempotency: key.map(|k| (k, digest)),
         source: None,
@@ -118,40 +121,6 @@ fn keyed_again(state: &ServeState, record: &RunRecord, digest: &str) -> Result<R
             "this Idempotency-Key was used for a run with a different body",
         )),
     }
-}
-
-/// Writes the run's record when it ends, and lets go of its admission (if it holds one) then.
-/// `base`: the id of the run's event before the handle's first.
-pub(crate) fn watch(
-    model: &Model,
-    record: Arc<RunRecord>,
-    handle: RunHandle,
-    base: u64,
-    ticket: Option<super::admission::Ticket>,
-) {
-    let secrets = model.tactic.secrets().clone();
-    tokio::spawn(async move {
-        let outcome = handle.wait().await;
-        drop(ticket);
-        let error = match outcome.as_ref() {
-            Err(e) if !e.is_paused() => Some(Failure::of(&secrets, e).message),
-            _ => None,
-        };
-        let status = status_of(&outcome);
-        let last = base + handle.last_event_id();
-        record.ended(status, error.clone(), last);
-        if record.meta().source.is_some() {
-            // A run that answered one request lets go of its handle, and the events it holds.
-            let output = outcome.as_ref().as_ref().ok().map(|o| o.answer.clone());
-            let stopped = Stopped {
-                status,
-                output,
-                error,
-                pending: Vec::new(),
-            };
-            record.set_state(RunState::Stopped { stopped, last });
-        }
-    });
 }
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
@@ -204,7 +173,7 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
         "model": meta.model,
         "created_at": meta.created,
         "session_id": meta.session,
-        "status": stopped.status.as_str(),
+        "status": stopped.status,
         "revision": record.log.revision(),
     });
     let totals = record.log.totals();
@@ -287,55 +256,4 @@ pub(crate) async fn events(
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response())
-}
-
-/// One event of a run on the wire: `id`, a name, and JSON data.
-fn run_event(base: u64, streamed: &StreamedEvent) -> Event {
-    let (name, data) = match &streamed.event {
-        RunEvent::Status(status) => ("status", json!({"status": status.as_str()})),
-        RunEvent::StepStarted {
-            step,
-            agent,
-            dialog,
-        } => (
-            "step.started",
-            json!({"step": step, "agent": agent, "dialog": dialog}),
-        ),
-        RunEvent::StepEnded {
-            step,
-            agent,
-            dialog,
-            outcome,
-            took,
-        } => (
-            "step.ended",
-            json!({"step": step, "agent": agent, "dialog": dialog,
-                   "outcome": format!("{outcome:?}").to_lowercase(), "took_ms": took.as_millis() as u64}),
-        ),
-        RunEvent::Text { agent, text } => ("text", json!({"agent": agent, "text": text})),
-        RunEvent::Compacted {
-            agent,
-            dialog,
-            tokens_before,
-        } => (
-            "compacted",
-            json!({"agent": agent, "dialog": dialog, "tokens_before": tokens_before}),
-        ),
-        RunEvent::ModelCall(call) => ("model_call", super::log::call_json(call)),
-        RunEvent::ToolCall { agent, call } => (
-            "tool_call",
-            json!({"agent": agent, "id": call.id, "tool": call.name, "arguments": call.arguments}),
-        ),
-        RunEvent::ToolResult {
-            agent,
-            call_id,
-            tool,
-            content,
-            is_error,
-        } => (
-            "tool_result",
-            json!({"agent": agent, "id": call_id, "tool": tool, "content": content, "is_error": is_error}),
-        ),
-    };
-    json_event(Some(name), &data).id((base + streamed.id).to_string())
 }

@@ -2,6 +2,7 @@
 //! (streamed or not), the caller's session carried downstream, runs with approvals across a
 //! restart, cancellation, admission, keys and bad requests.
 
+mod bodies;
 mod event_ids;
 mod races;
 
