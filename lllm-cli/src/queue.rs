@@ -4,18 +4,20 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use lllm_runtime::queue::{collect, enqueue, run_worker, Collected, InFlight, WorkerPlan};
-use lllm_runtime::{content_hash, load_tactic, BatchOutput, Engine, TacticRegistry};
+use lllm_runtime::queue::{
+    collect, enqueue, run_worker, Collected, InFlight, TacticSha, WorkerPlan,
+};
+use lllm_runtime::{load_tactic, BatchOutput, Engine, TacticRegistry};
 
 use crate::cli::{BatchArgs, WorkerArgs};
 use crate::exit::{failed, run_failure, usage, Failure};
 
 /// The SHA-256 of the tactic file's bytes, as journals record it.
-fn tactic_sha(path: &std::path::Path) -> Result<String, Failure> {
+fn tactic_sha(path: &std::path::Path) -> Result<TacticSha, Failure> {
     let bytes = std::fs::read(path).map_err(|e| {
         usage(anyhow::Error::new(e).context(format!("cannot read {}", path.display())))
     })?;
-    Ok(content_hash(&bytes))
+    Ok(TacticSha::of(&bytes))
 }
 
 /// Enqueues the items the output does not answer yet, then writes their results as they arrive.
@@ -106,7 +108,7 @@ pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), 
         "lllm: worker on {}: tactic {} (SHA-256 {}), {} at a time",
         args.queue,
         args.tactic.display(),
-        &sha[..12],
+        &sha.as_str()[..12],
         plan.concurrency
     );
     let report = host.block_on(async {

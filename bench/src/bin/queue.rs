@@ -13,11 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lllm_runtime::queue::{collect, enqueue, run_worker, InFlight, QueueAddress, WorkerPlan};
+use lllm_runtime::queue::{
+    collect, enqueue, run_worker, InFlight, QueueAddress, TacticSha, WorkerPlan,
+};
 use lllm_runtime::testing::{NatsServer, StubServer};
 use lllm_runtime::{
-    content_hash, load_tactic, BatchItem, BatchOutput, BatchPlan, Engine, OpenAiInvoker,
-    PreparedTactic, PromptVars, RunClass, ServerDefaults, TacticRegistry,
+    load_tactic, BatchItem, BatchOutput, BatchPlan, Engine, OpenAiInvoker, PreparedTactic,
+    PromptVars, RunClass, ServerDefaults, TacticRegistry,
 };
 use serde_json::json;
 
@@ -63,7 +65,7 @@ async fn local(
 struct Queued<'a> {
     engine: &'a Engine,
     tactic: &'a PreparedTactic,
-    sha: &'a str,
+    sha: &'a TacticSha,
     dir: &'a Path,
     nats: &'a NatsServer,
 }
@@ -143,7 +145,7 @@ async fn main() {
         ),
     )
     .expect("tactic");
-    let sha = content_hash(&std::fs::read(&file).expect("tactic"));
+    let sha = TacticSha::of(&std::fs::read(&file).expect("tactic"));
     let engine = Engine::new(TacticRegistry::new()).with_invoker(Arc::new(
         OpenAiInvoker::with_defaults(ServerDefaults::none()),
     ));

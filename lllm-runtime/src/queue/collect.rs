@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::{pull, DeliverPolicy};
 use futures::StreamExt as _;
 
-use super::{Connection, QueueAddress, QueueError, ROUND_HEADER};
+use super::{Connection, QueueAddress, QueueError, TacticSha, ROUND_HEADER};
 use crate::engine::{line_id, BatchOutput};
 
 /// What collecting wrote.
@@ -25,7 +25,7 @@ pub struct Collected {
 /// again.
 pub async fn collect(
     address: &QueueAddress,
-    tactic: &str,
+    tactic: &TacticSha,
     mut waiting: HashMap<String, u32>,
     output: &BatchOutput,
     progress: &(dyn Fn(Collected) + Sync),
@@ -55,7 +55,7 @@ pub async fn collect(
 
 async fn read_results(
     address: &QueueAddress,
-    tactic: &str,
+    tactic: &TacticSha,
     waiting: &mut HashMap<String, u32>,
     output: &BatchOutput,
     collected: &mut Collected,

@@ -2,7 +2,7 @@
 
 use async_nats::jetstream::message::PublishMessage as Publish;
 
-use super::{Connection, QueueError, QueuedItem};
+use super::{Connection, QueueError, QueuedItem, TacticSha};
 use crate::engine::BatchItem;
 
 /// What enqueueing did.
@@ -14,12 +14,13 @@ pub struct Enqueued {
     pub already: usize,
 }
 
-/// Puts `items` for the tactic with SHA-256 `tactic` on the queue, each as attempt `rounds[id]`
+/// Puts `items` for the tactic with SHA-256 `tactic` on the queue (on its tactic's subject, for its
+/// workers only), each as attempt `rounds[id]`
 /// (0 when absent: the failed attempts an output already has); `vars` are every item's (its own
 /// win). JetStream drops an attempt it already has, so the same command run twice adds nothing.
 pub async fn enqueue(
     address: &super::QueueAddress,
-    tactic: &str,
+    tactic: &TacticSha,
     items: &[BatchItem],
     rounds: &std::collections::HashMap<String, u32>,
     vars: &crate::PromptVars,
@@ -29,7 +30,7 @@ pub async fn enqueue(
         added: 0,
         already: 0,
     };
-    let subject = connection.address.items_subject();
+    let subject = connection.address.items_subject(tactic);
     let mut acks = Vec::with_capacity(items.len().min(1024));
     for item in items {
         let mut item_vars = vars.clone();
@@ -39,7 +40,7 @@ pub async fn enqueue(
             id_json: item.id_json.clone(),
             input: item.input.clone(),
             vars: item_vars,
-            tactic: tactic.to_owned(),
+            tactic: tactic.to_string(),
             round: rounds.get(&item.id).copied().unwrap_or(0),
         };
         let payload = serde_json::to_vec(&queued)

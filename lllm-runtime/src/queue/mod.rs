@@ -4,13 +4,15 @@
 //!
 //! Three streams per queue `NAME`: `LLLM_NAME_ITEMS` (a work queue: each item is delivered to one
 //! worker at a time until it is acknowledged; deduplicated by the tactic's SHA-256 and the item's
-//! id), `LLLM_NAME_RESULTS` (one output line per item, deduplicated the same way, on a subject per
+//! id; on a subject per tactic, `lllm.NAME.items.SHA`, read by a consumer per tactic,
+//! `workers-SHA`, so a worker only ever receives the items of its own file), `LLLM_NAME_RESULTS` (one output line per item, deduplicated the same way, on a subject per
 //! tactic) and `LLLM_NAME_JOURNALS` (each item's journal, one message a line, on a subject of its
 //! own).
 
 mod address;
 mod collect;
 mod enqueue;
+mod tactic;
 mod worker;
 
 use std::time::Duration;
@@ -22,6 +24,7 @@ use serde_json::value::RawValue;
 pub use address::{QueueAddress, QueueAddressError, MAX_QUEUE_NAME};
 pub use collect::{collect, Collected};
 pub use enqueue::{enqueue, Enqueued};
+pub use tactic::TacticSha;
 pub use worker::{run_worker, InFlight, WorkerPlan, WorkerReport};
 
 /// How long JetStream remembers a published id, so that publishing the same item or result again
@@ -49,6 +52,13 @@ pub enum QueueError {
         what: &'static str,
         /// What the server or client said.
         problem: String,
+    },
+    /// The queue's streams were made by an earlier release of lllm, whose items of every tactic
+    /// shared one subject.
+    #[error("queue `{queue}` was made by an earlier release of lllm (one subject for the items of every tactic): let its batches finish with that release, then delete its streams (nats stream rm LLLM_{queue}_ITEMS, the same for LLLM_{queue}_RESULTS and LLLM_{queue}_JOURNALS), or use a queue of another name")]
+    EarlierLayout {
+        /// The queue's name.
+        queue: String,
     },
     /// A journal line or a result is larger than a queue message: the item fails (it would on
     /// every worker).
@@ -145,7 +155,7 @@ impl Connection {
         };
         let items = make(
             address.items_stream(),
-            vec![address.items_subject()],
+            vec![address.items_subjects()],
             stream::RetentionPolicy::WorkQueue,
         );
         let results = make(
@@ -171,9 +181,15 @@ impl Connection {
                     .map_err(|e| QueueError::jetstream("making the streams")(&e))
             }
         };
+        let items = stream(items).await?;
+        if items.cached_info().config.subjects != [address.items_subjects()] {
+            return Err(QueueError::EarlierLayout {
+                queue: address.name().to_owned(),
+            });
+        }
         Ok(Connection {
             address: address.clone(),
-            items: stream(items).await?,
+            items,
             results: stream(results).await?,
             journals: stream(journals).await?,
             js,
