@@ -1,11 +1,10 @@
 //! `lllm batch --queue` and `lllm worker`: a batch on NATS JetStream.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::anyhow;
 use lllm_runtime::queue::{
-    collect, enqueue, run_worker, Collected, InFlight, TacticSha, WorkerPlan,
+    collect, enqueue, run_worker, Attempts, Collected, InFlight, TacticSha, WorkerPlan,
 };
 use lllm_runtime::{load_tactic, BatchOutput, Engine, TacticRegistry};
 
@@ -35,15 +34,12 @@ pub(crate) fn batch(args: BatchArgs) -> Result<(), Failure> {
     let (answered, rounds) = BatchOutput::results(&args.output).map_err(usage)?;
     let skipped = items.iter().filter(|i| answered.contains(&i.id)).count();
     items.retain(|i| !answered.contains(&i.id));
-    let waiting: HashMap<String, u32> = items
-        .iter()
-        .map(|i| (i.id.clone(), rounds.get(&i.id).copied().unwrap_or(0)))
-        .collect();
+    let attempts = Attempts::new(sha, &items, &rounds, &vars);
     let output = BatchOutput::open(&args.output).map_err(usage)?;
     let host = crate::execute::host()?;
-    let bar = crate::batch::progress_bar(waiting.len() as u64);
+    let bar = crate::batch::progress_bar(attempts.len() as u64);
     let collected = host.block_on(async {
-        let enqueued = enqueue(&address, &sha, &items, &rounds, &vars)
+        let enqueued = enqueue(&address, &attempts)
             .await
             .map_err(failed)?;
         bar.suspend(|| {
@@ -56,7 +52,7 @@ pub(crate) fn batch(args: BatchArgs) -> Result<(), Failure> {
             bar.set_position((c.answered + c.failed) as u64);
             bar.set_message(format!("done {} failed {}", c.answered, c.failed));
         };
-        collect(&address, &sha, waiting, &output, &shown)
+        collect(&address, &attempts, &output, &shown)
             .await
             .map_err(failed)
     });

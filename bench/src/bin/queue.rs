@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lllm_runtime::queue::{
-    collect, enqueue, run_worker, InFlight, QueueAddress, TacticSha, WorkerPlan,
+    collect, enqueue, run_worker, Attempts, InFlight, QueueAddress, TacticSha, WorkerPlan,
 };
 use lllm_runtime::testing::{NatsServer, StubServer};
 use lllm_runtime::{
@@ -81,7 +81,12 @@ impl Queued<'_> {
     ) -> f64 {
         let address: QueueAddress = self.nats.queue(name).parse().expect("address");
         let output = BatchOutput::open(&self.dir.join(format!("{name}.jsonl"))).expect("output");
-        let waiting: HashMap<String, u32> = items.iter().map(|i| (i.id.clone(), 0)).collect();
+        let attempts = Attempts::new(
+            self.sha.clone(),
+            &items,
+            &HashMap::new(),
+            &PromptVars::new(),
+        );
         let stop = AtomicBool::new(false);
         let stopping = || stop.load(Ordering::SeqCst);
         let plans: Vec<WorkerPlan> = (0..workers)
@@ -94,15 +99,7 @@ impl Queued<'_> {
             })
             .collect();
         let started = Instant::now();
-        enqueue(
-            &address,
-            self.sha,
-            &items,
-            &HashMap::new(),
-            &PromptVars::new(),
-        )
-        .await
-        .expect("enqueued");
+        enqueue(&address, &attempts).await.expect("enqueued");
         let runs = plans.iter().map(|plan| {
             run_worker(
                 self.engine,
@@ -114,7 +111,7 @@ impl Queued<'_> {
             )
         });
         let collecting = async {
-            let collected = collect(&address, self.sha, waiting, &output, &|_| {}).await;
+            let collected = collect(&address, &attempts, &output, &|_| {}).await;
             let seconds = started.elapsed().as_secs_f64();
             stop.store(true, Ordering::SeqCst);
             (collected, seconds)

@@ -190,6 +190,64 @@ async fn the_same_batch_twice_enqueues_nothing_and_writes_no_line_twice() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_second_batch_reusing_ids_with_other_inputs_gets_its_own_answers() {
+    let dir = TempDir::new("queue-reuse");
+    let Some(nats) = Nats::start("queue-reuse", &dir) else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    let file = tactic(&dir, &server.base_url(), "t.yaml", "You answer.");
+    let queue = nats.queue("reuse");
+    let running = worker(&file, &queue).spawn();
+    let first = inputs(&dir, 3);
+    let first_output = dir.path("first.jsonl");
+    batch(&file, &first, &first_output, &queue, 60)
+        .run()
+        .await
+        .assert_clean(0, &["3 item(s) enqueued", "3 answered"]);
+    // The same ids 0, 1 and 2, other questions, the same queue and tactic, within the week.
+    let lines: Vec<String> = (0..3)
+        .map(|i| serde_json::json!({"id": i, "input": format!("other-{i}")}).to_string())
+        .collect();
+    let second = dir.write("second.jsonl", lines.join("\n") + "\n");
+    let second_output = dir.path("second.jsonl.out");
+    batch(&file, &second, &second_output, &queue, 60)
+        .run()
+        .await
+        .assert_clean(0, &["3 item(s) enqueued, 0 already", "3 answered"]);
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            r.body["messages"].as_array()?.last()?["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    for i in 0..3 {
+        assert!(
+            asked.contains(&format!("third other-{i}")),
+            "the second batch's item {i} was sent: {asked:?}"
+        );
+    }
+    let by_id = answers(&second_output);
+    assert_eq!(by_id.len(), 3);
+    for (id, lines) in &by_id {
+        let i: usize = id.parse().expect("a number id");
+        assert_eq!(lines.len(), 1);
+        assert_eq!(
+            lines[0]["output"],
+            format!("stub answer to: third other-{i}"),
+            "its own answer"
+        );
+    }
+    running.signal(nix::sys::signal::Signal::SIGTERM);
+    tokio::task::spawn_blocking(move || running.wait())
+        .await
+        .expect("worker");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_worker_of_another_tactic_never_takes_the_items_and_a_restarted_server_is_rejoined() {
     let dir = TempDir::new("queue-refuse");
     let Some(mut nats) = Nats::start("queue-refuse", &dir) else {

@@ -2,14 +2,18 @@
 //! results; `lllm worker` takes items and runs them, each with its journal in JetStream, so an item
 //! redelivered after its worker died resumes where it stopped.
 //!
-//! Three streams per queue `NAME`: `LLLM_NAME_ITEMS` (a work queue: each item is delivered to one
-//! worker at a time until it is acknowledged; deduplicated by the tactic's SHA-256 and the item's
-//! id; on a subject per tactic, `lllm.NAME.items.SHA`, read by a consumer per tactic,
-//! `workers-SHA`, so a worker only ever receives the items of its own file), `LLLM_NAME_RESULTS` (one output line per item, deduplicated the same way, on a subject per
-//! tactic) and `LLLM_NAME_JOURNALS` (each item's journal, one message a line, on a subject of its
-//! own).
+//! Three streams per queue `NAME`:
+//! - `LLLM_NAME_ITEMS`, a work queue: each item is delivered to one worker at a time until it is
+//!   acknowledged. Items wait on a subject per tactic, `lllm.NAME.items.SHA`, read by a consumer per
+//!   tactic, `workers-SHA`, so a worker only ever receives the items of its own file.
+//! - `LLLM_NAME_RESULTS`: one output line per item attempt, on a subject per tactic.
+//! - `LLLM_NAME_JOURNALS`: each item's journal, one message a line, on a subject of its own.
+//!
+//! Items and results are deduplicated by the attempt's key, the SHA-256 of its tactic, id,
+//! attempt, input and variables ([`Attempts`]).
 
 mod address;
+mod attempts;
 mod collect;
 mod enqueue;
 mod tactic;
@@ -22,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 pub use address::{QueueAddress, QueueAddressError, MAX_QUEUE_NAME};
+pub use attempts::Attempts;
 pub use collect::{collect, Collected};
 pub use enqueue::{enqueue, Enqueued};
 pub use tactic::TacticSha;
@@ -99,24 +104,31 @@ pub(crate) struct QueuedItem {
     pub(crate) round: u32,
 }
 
-/// The header of a result naming the attempt it answers.
-pub(crate) const ROUND_HEADER: &str = "Lllm-Round";
-
-/// The id of one attempt of an item (`TACTIC-SHA256:ID#ROUND`): what JetStream deduplicates the
-/// item and its result by, and what names its journal.
-pub(crate) fn attempt_id(tactic: &str, id: &str, round: u32) -> String {
-    format!("{tactic}:{id}#{round}")
-}
+/// The header of a result naming the attempt it answers ([`QueuedItem::key`]).
+pub(crate) const ATTEMPT_HEADER: &str = "Lllm-Attempt";
 
 impl QueuedItem {
-    /// This attempt's id ([`attempt_id`]).
-    pub(crate) fn attempt(&self) -> String {
-        attempt_id(&self.tactic, &self.id, self.round)
+    /// The key of this attempt: the SHA-256 of what it asks (the tactic, the id, the attempt, the
+    /// input and the variables), so that an id reused with other content is another item. What
+    /// JetStream deduplicates the item and its result by, what a result is matched by, and what
+    /// names its journal. A worker computes it from the item it runs, never takes it from the
+    /// message: a result answers the content that was run.
+    pub(crate) fn key(&self) -> String {
+        let content = (
+            "lllm queue attempt 1",
+            &self.tactic,
+            &self.id,
+            self.round,
+            &self.input,
+            &self.vars,
+        );
+        // Strings, a number and JSON values: always serialises.
+        crate::content_hash(&serde_json::to_vec(&content).unwrap_or_default())
     }
 
-    /// The key of this attempt's journal subject: a hash, so that any id makes a valid subject.
+    /// The key of this attempt's journal subject.
     pub(crate) fn journal_key(&self) -> String {
-        crate::content_hash(self.attempt().as_bytes())[..32].to_owned()
+        self.key()[..32].to_owned()
     }
 }
 

@@ -15,7 +15,7 @@ use async_nats::jetstream::{AckKind, Message};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
-use super::{Connection, QueueAddress, QueueError, QueuedItem, TacticSha, ROUND_HEADER};
+use super::{Connection, QueueAddress, QueueError, QueuedItem, TacticSha, ATTEMPT_HEADER};
 use crate::engine::{Engine, ItemOutcome, JournalPlan, PreparedTactic, RunPlan};
 use crate::journal::{Journal, JournalTap};
 use crate::RunClass;
@@ -384,11 +384,13 @@ impl Item<'_> {
     }
 
     async fn publish_result(&self, item: &QueuedItem, line: String) -> Result<(), QueueError> {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert(ROUND_HEADER, item.round.to_string().as_str());
+        // The key of what was run, so the batch takes this result for that content only; and
+        // the message id (`header`, not `headers`: a whole map would replace it), so a second
+        // worker's result of the same attempt is dropped.
+        let key = item.key();
         let publish = Publish::build()
-            .message_id(item.attempt())
-            .headers(headers)
+            .header(ATTEMPT_HEADER, key.as_str())
+            .message_id(key)
             .payload(line.into_bytes().into());
         self.connection
             .js

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use crate::support::TempDir;
 use lllm_runtime::queue::{
-    collect, enqueue, run_worker, InFlight, QueueAddress, TacticSha, WorkerPlan,
+    collect, enqueue, run_worker, Attempts, InFlight, QueueAddress, TacticSha, WorkerPlan,
 };
 use lllm_runtime::testing::{NatsServer, StubServer};
 use lllm_runtime::{
-    content_hash, load_tactic, BatchItem, BatchOutput, Engine, OpenAiInvoker, PromptVars, RunClass,
+    load_tactic, BatchItem, BatchOutput, Engine, OpenAiInvoker, PromptVars, RunClass,
     ServerDefaults, TacticRegistry,
 };
 use serde_json::Value;
@@ -56,7 +56,10 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
     // Hostile messages first, straight on the subjects.
     let client = async_nats::connect(address.server()).await.expect("client");
     let js = async_nats::jetstream::new(client);
-    enqueue(&address, &sha, &[], &HashMap::new(), &PromptVars::new())
+    let attempts = |items: &[BatchItem]| {
+        Attempts::new(sha.clone(), items, &HashMap::new(), &PromptVars::new())
+    };
+    enqueue(&address, &attempts(&[]))
         .await
         .expect("the streams exist");
     // On this tactic's subject, where its workers read (lllm publishes nothing elsewhere).
@@ -87,7 +90,8 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
             .expect("stored");
     }
     // A journal for "forged" that is not a journal.
-    let key = &content_hash(format!("{sha}:forged#0").as_bytes())[..32];
+    let batch = attempts(&[item("good"), item("forged")]);
+    let key = &batch.key("forged").expect("forged")[..32];
     js.publish(
         format!("lllm.hostile.journal.{key}"),
         "{\"not\": \"a journal\"}\n".into(),
@@ -97,15 +101,7 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
     .await
     .expect("stored");
 
-    enqueue(
-        &address,
-        &sha,
-        &[item("good"), item("forged")],
-        &HashMap::new(),
-        &PromptVars::new(),
-    )
-    .await
-    .expect("enqueued");
+    enqueue(&address, &batch).await.expect("enqueued");
     let stop = AtomicBool::new(false);
     let plan = WorkerPlan {
         concurrency: 2,
@@ -116,13 +112,12 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
     };
     let output_path = dir.0.join("out.jsonl");
     let output = BatchOutput::open(&output_path).expect("output");
-    let waiting: HashMap<String, u32> = [("good".to_owned(), 0), ("forged".to_owned(), 0)].into();
     let stopping = || stop.load(Ordering::SeqCst);
     let worker = run_worker(&engine, &tactic, &sha, &address, &plan, &stopping);
     let collecting = async {
         let collected = tokio::time::timeout(
             Duration::from_secs(60),
-            collect(&address, &sha, waiting, &output, &|_| {}),
+            collect(&address, &batch, &output, &|_| {}),
         )
         .await;
         stop.store(true, Ordering::SeqCst);
@@ -176,15 +171,10 @@ async fn a_queue_made_by_an_earlier_release_is_refused_saying_what_to_do() {
         .await
         .expect("stream");
     let sha = TacticSha::of(b"agent_configs: []");
-    let error = enqueue(
-        &address,
-        &sha,
-        &[item("a")],
-        &HashMap::new(),
-        &PromptVars::new(),
-    )
-    .await
-    .expect_err("an earlier layout");
+    let attempts = Attempts::new(sha, &[item("a")], &HashMap::new(), &PromptVars::new());
+    let error = enqueue(&address, &attempts)
+        .await
+        .expect_err("an earlier layout");
     let message = error.to_string();
     assert!(
         message.contains("earlier release") && message.contains("nats stream rm LLLM_old_ITEMS"),
