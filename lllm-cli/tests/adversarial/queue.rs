@@ -2,7 +2,9 @@
 //! credentials in the queue's URL, a port where nothing listens, results forged on the queue, a
 //! folder planted where a worker might keep its journals.
 
-use super::support::lllm;
+use std::time::Duration;
+
+use super::support::{arg, lllm, TempDir};
 
 /// A queue URL with credentials, in each spelling, and every form of its secret that must not show.
 const QUEUE_CREDENTIALS: [(&str, &[&str]); 5] = [
@@ -72,5 +74,41 @@ fn no_credential_of_a_replay_api_base_is_in_the_parsers_refusals() {
             .run_blocking()
             .assert_clean(2, &["unexpected argument"])
             .assert_never_shows("Replay-pw-7");
+    }
+}
+
+#[test]
+fn a_queue_where_nothing_listens_is_reported_at_once_naming_it() {
+    let dir = TempDir::new("queue-closed");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    // The listener is gone: nothing listens there.
+    let queue = format!("nats://127.0.0.1:{port}/q");
+    let file = dir.write(
+        "t.yaml",
+        "agent_configs:\n  - {name: a, model_name: m, system_prompt: s, model_args: {api_base: \"http://127.0.0.1:9/v1\"}}\n",
+    );
+    let items = dir.write("items.jsonl", "{\"id\": 1, \"input\": \"x\"}\n");
+    let output = dir.path("out.jsonl");
+    let said = format!("cannot reach the NATS server at nats://127.0.0.1:{port}");
+    let batch = [
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&items),
+        "--output",
+        arg(&output),
+        "--queue",
+        &queue,
+    ];
+    // Before, the batch said "jetstream request timed out" ten seconds later, and the worker
+    // retried for ever.
+    for args in [&batch[..], &["worker", arg(&file), "--queue", &queue]] {
+        lllm(args)
+            .time_limit(Duration::from_secs(20))
+            .run_blocking()
+            .assert_clean(1, &[&said]);
     }
 }

@@ -133,6 +133,7 @@ impl QueuedItem {
 }
 
 /// A connection to the queue's server, with its three streams.
+#[derive(Clone)]
 pub(crate) struct Connection {
     pub(crate) address: QueueAddress,
     pub(crate) js: jetstream::Context,
@@ -142,12 +143,13 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Connects (the client reconnects by itself if the server goes away) and makes the streams
-    /// the queue needs, or finds them.
+    /// Connects (the client reconnects by itself if the server goes away later) and makes the
+    /// streams the queue needs, or finds them. A server that cannot be reached is said at once,
+    /// with its address: retrying the first connection in the background made it a JetStream
+    /// timeout ten seconds later.
     pub(crate) async fn open(address: &QueueAddress) -> Result<Connection, QueueError> {
         let client = async_nats::ConnectOptions::new()
             .name("lllm")
-            .retry_on_initial_connect()
             .connection_timeout(Duration::from_secs(5))
             .connect(address.server())
             .await

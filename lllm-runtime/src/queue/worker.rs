@@ -123,11 +123,18 @@ pub async fn run_worker(
 ) -> Result<WorkerReport, QueueError> {
     std::fs::create_dir_all(&plan.journals)
         .map_err(|e| QueueError::jetstream("making the journals' folder")(&e))?;
+    // The first connection says at once that the server cannot be reached (or that the queue is
+    // an earlier release's); the slots share it, and wait out what fails later.
+    let first = Connection::open(address).await?;
     let counts = Counts::default();
     let slots = (0..plan.concurrency.max(1)).map(|_| async {
+        let mut shared = Some(first.clone());
         while !stopping() && !crate::halt::halted() {
             let taking = async {
-                let connection = Connection::open(address).await?;
+                let connection = match shared.take() {
+                    Some(connection) => connection,
+                    None => Connection::open(address).await?,
+                };
                 let consumer = workers(&connection, sha, plan).await?;
                 while !stopping() && !crate::halt::halted() {
                     take_one(&connection, &consumer, engine, tactic, sha, plan, &counts).await?;
