@@ -4,7 +4,21 @@
 
 use std::time::Duration;
 
+use lllm_runtime::queue::TacticSha;
+use lllm_runtime::testing::NatsServer;
+use serde_json::Value;
+
 use super::support::{arg, lllm, TempDir};
+
+/// A tactic whose server is never asked (no worker runs here), and its SHA-256.
+fn unasked_tactic(dir: &TempDir) -> (std::path::PathBuf, TacticSha) {
+    let file = dir.write(
+        "t.yaml",
+        "agent_configs:\n  - {name: a, model_name: m, system_prompt: s, model_args: {api_base: \"http://127.0.0.1:9/v1\"}}\n",
+    );
+    let sha = TacticSha::of(&std::fs::read(&file).expect("tactic"));
+    (file, sha)
+}
 
 /// A queue URL with credentials, in each spelling, and every form of its secret that must not show.
 const QUEUE_CREDENTIALS: [(&str, &[&str]); 5] = [
@@ -86,10 +100,7 @@ fn a_queue_where_nothing_listens_is_reported_at_once_naming_it() {
         .port();
     // The listener is gone: nothing listens there.
     let queue = format!("nats://127.0.0.1:{port}/q");
-    let file = dir.write(
-        "t.yaml",
-        "agent_configs:\n  - {name: a, model_name: m, system_prompt: s, model_args: {api_base: \"http://127.0.0.1:9/v1\"}}\n",
-    );
+    let (file, _) = unasked_tactic(&dir);
     let items = dir.write("items.jsonl", "{\"id\": 1, \"input\": \"x\"}\n");
     let output = dir.path("out.jsonl");
     let said = format!("cannot reach the NATS server at nats://127.0.0.1:{port}");
@@ -111,4 +122,87 @@ fn a_queue_where_nothing_listens_is_reported_at_once_naming_it() {
             .run_blocking()
             .assert_clean(1, &[&said]);
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forged_result_is_written_on_one_line_or_as_the_items_failure() {
+    let dir = TempDir::new("queue-forged");
+    let Some(nats) = NatsServer::start("queue-forged", &dir.path("store")) else {
+        return;
+    };
+    let (file, sha) = unasked_tactic(&dir);
+    let items = dir.write(
+        "items.jsonl",
+        "{\"id\": 1, \"input\": \"a\"}\n{\"id\": 2, \"input\": \"b\"}\n",
+    );
+    let output = dir.path("out.jsonl");
+    let queue = nats.queue("forged");
+    let batch = lllm(&[
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&items),
+        "--output",
+        arg(&output),
+        "--queue",
+        &queue,
+    ])
+    .time_limit(Duration::from_secs(60))
+    .spawn();
+    // A neighbour on the server reads each item's attempt off the queue and answers it first:
+    // item 1 with a result spread over lines, item 2 with text that is no result.
+    let address: lllm_runtime::queue::QueueAddress = queue.parse().expect("address");
+    let js =
+        async_nats::jetstream::new(async_nats::connect(address.server()).await.expect("client"));
+    let stream = loop {
+        if let Ok(mut stream) = js.get_stream("LLLM_forged_ITEMS").await {
+            if stream.info().await.is_ok_and(|i| i.state.messages == 2) {
+                break stream;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    for sequence in [1, 2] {
+        let item = stream.get_raw_message(sequence).await.expect("an item");
+        let attempt = item
+            .headers
+            .get("Lllm-Attempt")
+            .expect("its attempt")
+            .clone();
+        let id = serde_json::from_slice::<Value>(&item.payload).expect("json")["id"].clone();
+        let forged = match id.as_str() {
+            Some("1") => "{\n  \"id\": 1,\n  \"output\": \"forged\",\n  \"seconds\": 1\n}\n",
+            _ => "garbage\n{\"id\": 2}\n",
+        };
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Lllm-Attempt", attempt);
+        js.publish_with_headers(
+            format!("lllm.forged.results.{}", &sha.as_str()[..16]),
+            headers,
+            forged.into(),
+        )
+        .await
+        .expect("published")
+        .await
+        .expect("stored");
+    }
+    let batch = tokio::task::spawn_blocking(move || batch.wait())
+        .await
+        .expect("batch");
+    batch.assert_clean(1, &["1 answered, 1 failed"]);
+    let text = std::fs::read_to_string(&output).expect("output");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let one = lines.iter().find(|l| l["id"] == 1).expect("item 1");
+    assert_eq!(one["output"], "forged");
+    let two = lines.iter().find(|l| l["id"] == 2).expect("item 2");
+    assert!(
+        two["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not a result line")),
+        "{two}"
+    );
 }

@@ -6,8 +6,9 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::{pull, DeliverPolicy};
 use futures::StreamExt as _;
 
+use super::result::output_line;
 use super::{Attempts, Connection, QueueAddress, QueueError, QueuedItem, ATTEMPT_HEADER};
-use crate::engine::{line_id, BatchOutput};
+use crate::engine::BatchOutput;
 
 /// What collecting wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -91,18 +92,11 @@ async fn read_results(
         else {
             continue;
         };
-        let Some(item) = waiting.get(&key) else {
+        let Some(item) = waiting.remove(&key) else {
             continue;
         };
-        let Some((id, answered)) = line_id(&message.payload) else {
-            continue;
-        };
-        if id != item.id {
-            continue;
-        }
-        let line = std::str::from_utf8(&message.payload).unwrap_or_default();
-        output.append(line.trim_end())?;
-        waiting.remove(&key);
+        let (line, answered) = output_line(&message.payload, item);
+        output.append(&line)?;
         if answered {
             collected.answered += 1;
         } else {

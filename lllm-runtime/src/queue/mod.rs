@@ -16,6 +16,7 @@ mod address;
 mod attempts;
 mod collect;
 mod enqueue;
+mod result;
 mod tactic;
 mod worker;
 
