@@ -21,6 +21,7 @@ mod execute;
 mod exit;
 mod otel;
 mod parse;
+mod private_dir;
 mod queue;
 mod redact;
 mod replay;

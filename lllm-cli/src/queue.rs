@@ -77,7 +77,11 @@ pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), 
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     crate::redact::remember_tactic(&spec);
     let sha = tactic_sha(spec.path())?;
-    let journals = std::env::temp_dir().join(format!("lllm-worker-{}", std::process::id()));
+    // Its own folder, never one found at a predictable name: another local user could have
+    // planted a folder or link there to read or steer the journals.
+    let journals = crate::private_dir::fresh("lllm-worker").map_err(|e| {
+        failed(anyhow::Error::new(e).context("cannot make a folder for the items' journals"))
+    })?;
     let plan = WorkerPlan {
         concurrency: usize::from(args.concurrency),
         class: args.priority_class.into(),
@@ -89,6 +93,7 @@ pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), 
     // On SIGTERM or Ctrl-C the runs stop (nothing new is sent); the items in flight go back to the
     // queue at once, for another worker to resume from their journals.
     let in_flight = plan.in_flight.clone();
+    let folder = journals.clone();
     crate::signals::on_stop(move || {
         // The runs halt; the worker hands its items back as it ends: wait for that, then exit.
         match in_flight.wait_handed_back(Duration::from_secs(10)) {
@@ -98,6 +103,8 @@ pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), 
                 eprintln!("lllm: worker: the items in flight go back to the queue after --ack-wait")
             }
         }
+        // Their journals are in JetStream.
+        std::fs::remove_dir_all(&folder).ok();
     });
     let engine = Engine::new(registry.clone());
     eprintln!(

@@ -8,7 +8,7 @@ use lllm_runtime::queue::TacticSha;
 use lllm_runtime::testing::NatsServer;
 use serde_json::Value;
 
-use super::support::{arg, lllm, TempDir};
+use super::support::{arg, lllm, lllm_after, TempDir};
 
 /// A tactic whose server is never asked (no worker runs here), and its SHA-256.
 fn unasked_tactic(dir: &TempDir) -> (std::path::PathBuf, TacticSha) {
@@ -205,4 +205,81 @@ async fn a_forged_result_is_written_on_one_line_or_as_the_items_failure() {
             .is_some_and(|e| e.contains("not a result line")),
         "{two}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_keeps_its_journals_in_a_fresh_private_folder_never_a_planted_one() {
+    use std::collections::HashMap;
+
+    use lllm_runtime::queue::Attempts;
+    use lllm_runtime::{BatchItem, PromptVars};
+
+    let dir = TempDir::new("queue-planted");
+    let Some(nats) = NatsServer::start("queue-planted", &dir.path("store")) else {
+        return;
+    };
+    let server = lllm_runtime::testing::StubServer::start()
+        .await
+        .expect("stub");
+    let file = dir.write(
+        "t.yaml",
+        format!(
+            "agent_configs:\n  - {{name: a, model_name: m, system_prompt: s, max_call_retries: 0, model_args: {{api_base: \"{}\"}}}}\n",
+            server.base_url()
+        ),
+    );
+    let sha = TacticSha::of(&std::fs::read(&file).expect("tactic"));
+    let items = dir.write("items.jsonl", "{\"id\": 1, \"input\": \"x\"}\n");
+    // Another user's folder, linked at the name a worker used to take (lllm-worker-PID under the
+    // temporary directory); the item's journal there is a trap that makes its use show (a folder
+    // where the journal file would be, which no one can open as a file, root included).
+    let item = BatchItem {
+        id: "1".into(),
+        id_json: serde_json::value::RawValue::from_string("1".into()).expect("id"),
+        input: Some("x".into()),
+        vars: PromptVars::new(),
+    };
+    let key = Attempts::new(sha, &[item], &HashMap::new(), &PromptVars::new())
+        .key("1")
+        .expect("its key");
+    let elsewhere = dir.path("elsewhere");
+    std::fs::create_dir_all(elsewhere.join(format!("{}.jsonl", &key[..32]))).expect("trap");
+    let tmp = dir.path("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let queue = nats.queue("planted");
+    let plant = format!("ln -s '{}' \"$TMPDIR/lllm-worker-$$\"", elsewhere.display());
+    let worker = lllm_after(&plant, &["worker", arg(&file), "--queue", &queue])
+        .env("TMPDIR", arg(&tmp))
+        .time_limit(Duration::from_secs(60))
+        .spawn();
+    lllm(&[
+        "batch",
+        arg(&file),
+        "--inputs",
+        arg(&items),
+        "--output",
+        arg(&dir.path("out.jsonl")),
+        "--queue",
+        &queue,
+    ])
+    .time_limit(Duration::from_secs(60))
+    .run()
+    .await
+    .assert_clean(0, &["1 answered, 0 failed"]);
+    worker.signal(nix::sys::signal::Signal::SIGTERM);
+    let worker = tokio::task::spawn_blocking(move || worker.wait())
+        .await
+        .expect("worker");
+    assert_eq!(worker.code, Some(143), "{}", worker.stderr);
+    let planted: Vec<_> = std::fs::read_dir(&elsewhere)
+        .expect("elsewhere")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(planted.len(), 1, "nothing was written there: {planted:?}");
+    // The link is still there; the worker's own folder is gone with it.
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .expect("tmp")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
 }
