@@ -20,6 +20,8 @@ mod confirm;
 mod execute;
 mod exit;
 mod otel;
+mod parse;
+mod private_dir;
 mod queue;
 mod redact;
 mod replay;
@@ -34,9 +36,7 @@ mod vars;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use cli::{Cli, Command};
+use cli::Command;
 pub use lllm_runtime::TacticRegistry;
 
 /// Runs the `lllm` command line with these tactic types (see [`TacticRegistry::new`] for the built-in
@@ -45,7 +45,10 @@ pub use lllm_runtime::TacticRegistry;
 /// A signal ends the process from a thread of its own, with 129 (SIGHUP), 130 (SIGINT) or 143
 /// (SIGTERM).
 pub fn main_with(registry: TacticRegistry) -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse::parse(colour_on_stderr()) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     redact::remember_environment();
     let export = init_logging();
     if let Some(export) = export.clone() {

@@ -1,21 +1,22 @@
 //! `lllm batch --queue` and `lllm worker`: a batch on NATS JetStream.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use lllm_runtime::queue::{collect, enqueue, run_worker, Collected, InFlight, WorkerPlan};
-use lllm_runtime::{content_hash, load_tactic, BatchOutput, Engine, TacticRegistry};
+use lllm_runtime::queue::{
+    collect, enqueue, run_worker, Attempts, Collected, InFlight, TacticSha, WorkerPlan,
+};
+use lllm_runtime::{load_tactic, BatchOutput, Engine, TacticRegistry};
 
 use crate::cli::{BatchArgs, WorkerArgs};
 use crate::exit::{failed, run_failure, usage, Failure};
 
 /// The SHA-256 of the tactic file's bytes, as journals record it.
-fn tactic_sha(path: &std::path::Path) -> Result<String, Failure> {
+fn tactic_sha(path: &std::path::Path) -> Result<TacticSha, Failure> {
     let bytes = std::fs::read(path).map_err(|e| {
         usage(anyhow::Error::new(e).context(format!("cannot read {}", path.display())))
     })?;
-    Ok(content_hash(&bytes))
+    Ok(TacticSha::of(&bytes))
 }
 
 /// Enqueues the items the output does not answer yet, then writes their results as they arrive.
@@ -33,15 +34,12 @@ pub(crate) fn batch(args: BatchArgs) -> Result<(), Failure> {
     let (answered, rounds) = BatchOutput::results(&args.output).map_err(usage)?;
     let skipped = items.iter().filter(|i| answered.contains(&i.id)).count();
     items.retain(|i| !answered.contains(&i.id));
-    let waiting: HashMap<String, u32> = items
-        .iter()
-        .map(|i| (i.id.clone(), rounds.get(&i.id).copied().unwrap_or(0)))
-        .collect();
+    let attempts = Attempts::new(sha, &items, &rounds, &vars);
     let output = BatchOutput::open(&args.output).map_err(usage)?;
     let host = crate::execute::host()?;
-    let bar = crate::batch::progress_bar(waiting.len() as u64);
+    let bar = crate::batch::progress_bar(attempts.len() as u64);
     let collected = host.block_on(async {
-        let enqueued = enqueue(&address, &sha, &items, &rounds, &vars)
+        let enqueued = enqueue(&address, &attempts)
             .await
             .map_err(failed)?;
         bar.suspend(|| {
@@ -54,7 +52,7 @@ pub(crate) fn batch(args: BatchArgs) -> Result<(), Failure> {
             bar.set_position((c.answered + c.failed) as u64);
             bar.set_message(format!("done {} failed {}", c.answered, c.failed));
         };
-        collect(&address, &sha, waiting, &output, &shown)
+        collect(&address, &attempts, &output, &shown)
             .await
             .map_err(failed)
     });
@@ -79,7 +77,11 @@ pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), 
     let spec = load_tactic(&args.tactic).map_err(usage)?;
     crate::redact::remember_tactic(&spec);
     let sha = tactic_sha(spec.path())?;
-    let journals = std::env::temp_dir().join(format!("lllm-worker-{}", std::process::id()));
+    // Its own folder, never one found at a predictable name: another local user could have
+    // planted a folder or link there to read or steer the journals.
+    let journals = crate::private_dir::fresh("lllm-worker").map_err(|e| {
+        failed(anyhow::Error::new(e).context("cannot make a folder for the items' journals"))
+    })?;
     let plan = WorkerPlan {
         concurrency: usize::from(args.concurrency),
         class: args.priority_class.into(),
@@ -91,6 +93,7 @@ pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), 
     // On SIGTERM or Ctrl-C the runs stop (nothing new is sent); the items in flight go back to the
     // queue at once, for another worker to resume from their journals.
     let in_flight = plan.in_flight.clone();
+    let folder = journals.clone();
     crate::signals::on_stop(move || {
         // The runs halt; the worker hands its items back as it ends: wait for that, then exit.
         match in_flight.wait_handed_back(Duration::from_secs(10)) {
@@ -100,13 +103,15 @@ pub(crate) fn worker(args: WorkerArgs, registry: &TacticRegistry) -> Result<(), 
                 eprintln!("lllm: worker: the items in flight go back to the queue after --ack-wait")
             }
         }
+        // Their journals are in JetStream.
+        std::fs::remove_dir_all(&folder).ok();
     });
     let engine = Engine::new(registry.clone());
     eprintln!(
         "lllm: worker on {}: tactic {} (SHA-256 {}), {} at a time",
         args.queue,
         args.tactic.display(),
-        &sha[..12],
+        &sha.as_str()[..12],
         plan.concurrency
     );
     let report = host.block_on(async {

@@ -56,16 +56,23 @@ pub fn printable_header_value<'a>(name: &str, value: &'a str) -> &'a str {
 }
 
 /// `url` with any user name, password and query string replaced by `[redacted]`, safe to print.
+/// The user info ends at the *last* `@`, even past a `/`, `?` or `#`: a password written without
+/// percent-encoding may hold any of them, and redacting too much of a path with an `@` costs
+/// nothing.
 pub fn redact_url(url: &str) -> String {
     let (scheme, rest) = match url.split_once("://") {
         Some((scheme, rest)) => (Some(scheme), rest),
         None => (None, url),
     };
+    let (userinfo, rest) = match rest.rsplit_once('@') {
+        Some((_, after)) => (true, after),
+        None => (false, rest),
+    };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(authority_end);
-    let host = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{REDACTED}@{host}"),
-        None => authority.to_owned(),
+    let host = match userinfo {
+        true => format!("{REDACTED}@{authority}"),
+        false => authority.to_owned(),
     };
     let path = match path.split_once('?') {
         Some((before, _)) => format!("{before}?{REDACTED}"),
@@ -86,9 +93,14 @@ pub fn redact_url(url: &str) -> String {
 /// error that says so.
 pub fn url_credentials(url: &str) -> Vec<String> {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let (authority, after) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    // The user info ends at the last `@`, as for `redact_url`.
+    let (userinfo, rest) = match rest.rsplit_once('@') {
+        Some((userinfo, rest)) => (Some(userinfo).filter(|u| !u.is_empty()), rest),
+        None => (None, rest),
+    };
+    let after = &rest[rest.find(['/', '?', '#']).unwrap_or(rest.len())..];
     let mut values = Vec::new();
-    if let Some((userinfo, _host)) = authority.rsplit_once('@').filter(|(u, _)| !u.is_empty()) {
+    if let Some(userinfo) = userinfo {
         let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
         let credential = if password.is_empty() { user } else { password };
         values.push(credential.to_owned());
@@ -242,6 +254,15 @@ mod tests {
             redact_url("http://127.0.0.1:8000/v1"),
             "http://127.0.0.1:8000/v1"
         );
+        // Credentials with an unencoded `/`, `?` or `#`, a token, an empty user: up to the last `@`.
+        for url in [
+            "nats://user:pa/ss?w#rd@h:1/q",
+            "nats://tok-en@h:1/q",
+            "nats://:pass-word@h:1/q",
+            "nats://u:p%40ss@h:1/q",
+        ] {
+            assert_eq!(redact_url(url), "nats://[redacted]@h:1/q", "{url}");
+        }
     }
 
     #[test]
@@ -272,6 +293,8 @@ mod tests {
         );
         let broken = url_credentials("http://u:hunter2pass@exa mple.com:4318");
         assert!(broken.iter().any(|v| v == "hunter2pass"), "{broken:?}");
+        let slash = url_credentials("nats://u:pa/ss-word@h:1/q");
+        assert!(slash.iter().any(|v| v == "pa/ss-word"), "{slash:?}");
         assert!(url_credentials("http://127.0.0.1:8000/v1?x=1").is_empty());
         let secrets = Secrets::of_request(&[], "http://ann:p%40ss-word@h/v1");
         assert_eq!(

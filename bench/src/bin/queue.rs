@@ -13,11 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lllm_runtime::queue::{collect, enqueue, run_worker, InFlight, QueueAddress, WorkerPlan};
+use lllm_runtime::queue::{
+    collect, enqueue, run_worker, Attempts, InFlight, QueueAddress, TacticSha, WorkerPlan,
+};
 use lllm_runtime::testing::{NatsServer, StubServer};
 use lllm_runtime::{
-    content_hash, load_tactic, BatchItem, BatchOutput, BatchPlan, Engine, OpenAiInvoker,
-    PreparedTactic, PromptVars, RunClass, ServerDefaults, TacticRegistry,
+    load_tactic, BatchItem, BatchOutput, BatchPlan, Engine, OpenAiInvoker, PreparedTactic,
+    PromptVars, RunClass, ServerDefaults, TacticRegistry,
 };
 use serde_json::json;
 
@@ -63,7 +65,7 @@ async fn local(
 struct Queued<'a> {
     engine: &'a Engine,
     tactic: &'a PreparedTactic,
-    sha: &'a str,
+    sha: &'a TacticSha,
     dir: &'a Path,
     nats: &'a NatsServer,
 }
@@ -79,7 +81,12 @@ impl Queued<'_> {
     ) -> f64 {
         let address: QueueAddress = self.nats.queue(name).parse().expect("address");
         let output = BatchOutput::open(&self.dir.join(format!("{name}.jsonl"))).expect("output");
-        let waiting: HashMap<String, u32> = items.iter().map(|i| (i.id.clone(), 0)).collect();
+        let attempts = Attempts::new(
+            self.sha.clone(),
+            &items,
+            &HashMap::new(),
+            &PromptVars::new(),
+        );
         let stop = AtomicBool::new(false);
         let stopping = || stop.load(Ordering::SeqCst);
         let plans: Vec<WorkerPlan> = (0..workers)
@@ -92,15 +99,7 @@ impl Queued<'_> {
             })
             .collect();
         let started = Instant::now();
-        enqueue(
-            &address,
-            self.sha,
-            &items,
-            &HashMap::new(),
-            &PromptVars::new(),
-        )
-        .await
-        .expect("enqueued");
+        enqueue(&address, &attempts).await.expect("enqueued");
         let runs = plans.iter().map(|plan| {
             run_worker(
                 self.engine,
@@ -112,7 +111,7 @@ impl Queued<'_> {
             )
         });
         let collecting = async {
-            let collected = collect(&address, self.sha, waiting, &output, &|_| {}).await;
+            let collected = collect(&address, &attempts, &output, &|_| {}).await;
             let seconds = started.elapsed().as_secs_f64();
             stop.store(true, Ordering::SeqCst);
             (collected, seconds)
@@ -143,7 +142,7 @@ async fn main() {
         ),
     )
     .expect("tactic");
-    let sha = content_hash(&std::fs::read(&file).expect("tactic"));
+    let sha = TacticSha::of(&std::fs::read(&file).expect("tactic"));
     let engine = Engine::new(TacticRegistry::new()).with_invoker(Arc::new(
         OpenAiInvoker::with_defaults(ServerDefaults::none()),
     ));

@@ -10,6 +10,7 @@ mod files;
 mod http;
 mod mcp;
 mod paths;
+mod queue;
 mod replay;
 mod second_round;
 mod secrets;

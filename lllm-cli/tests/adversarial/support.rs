@@ -84,8 +84,26 @@ pub(crate) struct Outcome {
 /// `lllm` with these arguments, a clean environment for credentials, and the default time limit.
 pub(crate) fn lllm(args: &[&str]) -> Lllm {
     let mut command = Command::new(env!("CARGO_BIN_EXE_lllm"));
+    command.args(args);
+    bounded(command)
+}
+
+/// `lllm` with these arguments, started by `sh` after `script` runs in that same process: `$$`
+/// in the script is the process id `lllm` will have (`exec` keeps it), which lets a case plant
+/// what a predictable name would find before `lllm` starts.
+pub(crate) fn lllm_after(script: &str, args: &[&str]) -> Lllm {
+    let mut command = Command::new("sh");
     command
-        .args(args)
+        .arg("-c")
+        .arg(format!("{script}\nexec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_lllm"))
+        .args(args);
+    bounded(command)
+}
+
+/// `command` with a clean environment for credentials, piped, and the default time limit.
+fn bounded(mut command: Command) -> Lllm {
+    command
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
         .env_remove("LLLM_LOG")

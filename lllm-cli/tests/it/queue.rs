@@ -190,7 +190,65 @@ async fn the_same_batch_twice_enqueues_nothing_and_writes_no_line_twice() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_worker_with_another_tactic_refuses_the_items_and_a_restarted_server_is_rejoined() {
+async fn a_second_batch_reusing_ids_with_other_inputs_gets_its_own_answers() {
+    let dir = TempDir::new("queue-reuse");
+    let Some(nats) = Nats::start("queue-reuse", &dir) else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    let file = tactic(&dir, &server.base_url(), "t.yaml", "You answer.");
+    let queue = nats.queue("reuse");
+    let running = worker(&file, &queue).spawn();
+    let first = inputs(&dir, 3);
+    let first_output = dir.path("first.jsonl");
+    batch(&file, &first, &first_output, &queue, 60)
+        .run()
+        .await
+        .assert_clean(0, &["3 item(s) enqueued", "3 answered"]);
+    // The same ids 0, 1 and 2, other questions, the same queue and tactic, within the week.
+    let lines: Vec<String> = (0..3)
+        .map(|i| serde_json::json!({"id": i, "input": format!("other-{i}")}).to_string())
+        .collect();
+    let second = dir.write("second.jsonl", lines.join("\n") + "\n");
+    let second_output = dir.path("second.jsonl.out");
+    batch(&file, &second, &second_output, &queue, 60)
+        .run()
+        .await
+        .assert_clean(0, &["3 item(s) enqueued, 0 already", "3 answered"]);
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            r.body["messages"].as_array()?.last()?["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    for i in 0..3 {
+        assert!(
+            asked.contains(&format!("third other-{i}")),
+            "the second batch's item {i} was sent: {asked:?}"
+        );
+    }
+    let by_id = answers(&second_output);
+    assert_eq!(by_id.len(), 3);
+    for (id, lines) in &by_id {
+        let i: usize = id.parse().expect("a number id");
+        assert_eq!(lines.len(), 1);
+        assert_eq!(
+            lines[0]["output"],
+            format!("stub answer to: third other-{i}"),
+            "its own answer"
+        );
+    }
+    running.signal(nix::sys::signal::Signal::SIGTERM);
+    tokio::task::spawn_blocking(move || running.wait())
+        .await
+        .expect("worker");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_of_another_tactic_never_takes_the_items_and_a_restarted_server_is_rejoined() {
     let dir = TempDir::new("queue-refuse");
     let Some(mut nats) = Nats::start("queue-refuse", &dir) else {
         return;
@@ -206,15 +264,14 @@ async fn a_worker_with_another_tactic_refuses_the_items_and_a_restarted_server_i
     let input = inputs(&dir, 3);
     let output = dir.path("out.jsonl");
     let queue = nats.queue("refuse");
-    let batch = batch(&file, &input, &output, &queue, 90).spawn();
+    // The worker of another file first, and on the queue all along: it used to take every item,
+    // refuse it and take it again ahead of the right worker, and the batch never ended.
     let wrong = worker(&other, &queue).spawn();
+    let batch = batch(&file, &input, &output, &queue, 90).spawn();
+    waiting_items(&queue, 3).await;
+    // Its pulls (each waits a second) have had the items within reach.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(server.requests().is_empty(), "the wrong tactic ran nothing");
-    wrong.signal(nix::sys::signal::Signal::SIGTERM);
-    let wrong = tokio::task::spawn_blocking(move || wrong.wait())
-        .await
-        .expect("worker");
-    assert!(wrong.stderr.contains("another tactic"), "{}", wrong.stderr);
     // The server goes away and comes back (its store kept): the batch and a new worker finish.
     nats.restart_after(Duration::from_secs(1));
     let right = worker(&file, &queue).spawn();
@@ -223,10 +280,42 @@ async fn a_worker_with_another_tactic_refuses_the_items_and_a_restarted_server_i
         .expect("batch");
     batch.assert_clean(0, &["3 answered"]);
     assert_eq!(answers(&output).len(), 3);
-    right.signal(nix::sys::signal::Signal::SIGTERM);
-    tokio::task::spawn_blocking(move || right.wait())
-        .await
-        .expect("worker");
+    for running in [wrong, right] {
+        running.signal(nix::sys::signal::Signal::SIGTERM);
+        let stopped = tokio::task::spawn_blocking(move || running.wait())
+            .await
+            .expect("worker");
+        assert!(
+            !stopped.stderr.contains("another tactic"),
+            "no worker was offered an item of another tactic: {}",
+            stopped.stderr
+        );
+    }
+    let prompts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["messages"][0]["content"].to_string())
+        .collect();
+    assert!(
+        prompts.iter().all(|p| p == "\"You answer.\""),
+        "only the right tactic ran: {prompts:?}"
+    );
+}
+
+/// Waits until the items stream of `queue` holds `count` items (taken by no worker yet).
+async fn waiting_items(queue: &str, count: u64) {
+    let address: lllm_runtime::queue::QueueAddress = queue.parse().expect("address");
+    let client = async_nats::connect(address.server()).await.expect("client");
+    let js = async_nats::jetstream::new(client);
+    let stream = format!("LLLM_{}_ITEMS", address.name());
+    loop {
+        if let Ok(mut items) = js.get_stream(&stream).await {
+            if items.info().await.is_ok_and(|i| i.state.messages >= count) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -38,7 +38,7 @@ mod run;
 use std::sync::Arc;
 
 #[cfg(feature = "queue")]
-pub(crate) use batch::line_id;
+pub(crate) use batch::item_id;
 pub use batch::{
     read_items, BatchError, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport,
     ItemOutcome, Shard, ShardError, DEFAULT_BATCH_CONCURRENCY, MAX_OUTPUT_LINE_BYTES, MAX_SHARDS,

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::TacticSha;
+
 /// Most characters of a queue's name.
 pub const MAX_QUEUE_NAME: usize = 64;
 
@@ -47,18 +49,25 @@ impl QueueAddress {
         format!("LLLM_{}_JOURNALS", self.name)
     }
 
-    /// The subject items are published on.
-    pub(crate) fn items_subject(&self) -> String {
-        format!("lllm.{}.items", self.name)
+    /// The subjects of the items stream: one per tactic.
+    pub(crate) fn items_subjects(&self) -> String {
+        format!("lllm.{}.items.*", self.name)
+    }
+
+    /// The subject the items of the tactic with this SHA-256 are published on, which only its
+    /// workers' consumer ([`workers`](Self::workers)) reads.
+    pub(crate) fn items_subject(&self, tactic: &TacticSha) -> String {
+        format!("lllm.{}.items.{tactic}", self.name)
+    }
+
+    /// The durable consumer the workers of the tactic with this SHA-256 share.
+    pub(crate) fn workers(&self, tactic: &TacticSha) -> String {
+        format!("workers-{tactic}")
     }
 
     /// The subject of the results of the items of the tactic with this SHA-256.
-    pub(crate) fn results_subject(&self, tactic: &str) -> String {
-        format!(
-            "lllm.{}.results.{}",
-            self.name,
-            &tactic[..tactic.len().min(16)]
-        )
+    pub(crate) fn results_subject(&self, tactic: &TacticSha) -> String {
+        format!("lllm.{}.results.{}", self.name, &tactic.as_str()[..16])
     }
 
     /// The subject of one item's journal.
@@ -119,7 +128,11 @@ mod tests {
         let address: QueueAddress = "nats://127.0.0.1:4222/docs-1".parse().expect("valid");
         assert_eq!(address.server(), "nats://127.0.0.1:4222");
         assert_eq!(address.name(), "docs-1");
-        assert_eq!(address.items_subject(), "lllm.docs-1.items");
+        let tactic = TacticSha::of(b"agent_configs: []");
+        assert_eq!(
+            address.items_subject(&tactic),
+            format!("lllm.docs-1.items.{tactic}")
+        );
         for bad in [
             "http://127.0.0.1:4222/q",
             "nats://127.0.0.1:4222",

@@ -6,8 +6,9 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::{pull, DeliverPolicy};
 use futures::StreamExt as _;
 
-use super::{Connection, QueueAddress, QueueError, ROUND_HEADER};
-use crate::engine::{line_id, BatchOutput};
+use super::result::output_line;
+use super::{Attempts, Connection, QueueAddress, QueueError, QueuedItem, ATTEMPT_HEADER};
+use crate::engine::BatchOutput;
 
 /// What collecting wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -18,23 +19,24 @@ pub struct Collected {
     pub failed: usize,
 }
 
-/// Waits for the results of `waiting` (each id with the attempt it waits for) of the tactic with
-/// SHA-256 `tactic`, appending each one's line to `output` as it arrives, until every one has a
-/// result. `progress` sees the counts after each. Survives the server going away and coming
-/// back: the results are read again from the start, and lines already written are not written
-/// again.
+/// Waits for the results of `attempts` (each matched by its attempt's key, so a result of another
+/// batch's item of the same id is not taken), appending each one's line to `output` as it
+/// arrives, until every one has a result. `progress` sees the counts after each. Survives the
+/// server going away and coming back: the results are read again from the start, and lines
+/// already written are not written again.
 pub async fn collect(
     address: &QueueAddress,
-    tactic: &str,
-    mut waiting: HashMap<String, u32>,
+    attempts: &Attempts,
     output: &BatchOutput,
     progress: &(dyn Fn(Collected) + Sync),
 ) -> Result<Collected, QueueError> {
+    let mut waiting: HashMap<String, &QueuedItem> =
+        attempts.items().iter().map(|i| (i.key(), i)).collect();
     let mut collected = Collected::default();
     while !waiting.is_empty() {
         match read_results(
             address,
-            tactic,
+            attempts,
             &mut waiting,
             output,
             &mut collected,
@@ -55,8 +57,8 @@ pub async fn collect(
 
 async fn read_results(
     address: &QueueAddress,
-    tactic: &str,
-    waiting: &mut HashMap<String, u32>,
+    attempts: &Attempts,
+    waiting: &mut HashMap<String, &QueuedItem>,
     output: &BatchOutput,
     collected: &mut Collected,
     progress: &(dyn Fn(Collected) + Sync),
@@ -65,7 +67,7 @@ async fn read_results(
     let consumer = connection
         .results
         .create_consumer(pull::OrderedConfig {
-            filter_subject: address.results_subject(tactic),
+            filter_subject: address.results_subject(attempts.tactic()),
             deliver_policy: DeliverPolicy::All,
             ..Default::default()
         })
@@ -82,21 +84,19 @@ async fn read_results(
             ));
         };
         let message = message.map_err(|e| QueueError::jetstream("reading results")(&e))?;
-        let round = message
+        let Some(key) = message
             .headers
             .as_ref()
-            .and_then(|h| h.get(ROUND_HEADER))
-            .and_then(|v| v.as_str().parse::<u32>().ok())
-            .unwrap_or(0);
-        let Some((id, answered)) = line_id(&message.payload) else {
+            .and_then(|h| h.get(ATTEMPT_HEADER))
+            .map(|v| v.as_str().to_owned())
+        else {
             continue;
         };
-        if waiting.get(&id) != Some(&round) {
+        let Some(item) = waiting.remove(&key) else {
             continue;
-        }
-        let line = std::str::from_utf8(&message.payload).unwrap_or_default();
-        output.append(line.trim_end())?;
-        waiting.remove(&id);
+        };
+        let (line, answered) = output_line(&message.payload, item);
+        output.append(&line)?;
         if answered {
             collected.answered += 1;
         } else {

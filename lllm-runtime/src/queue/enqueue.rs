@@ -2,50 +2,39 @@
 
 use async_nats::jetstream::message::PublishMessage as Publish;
 
-use super::{Connection, QueueError, QueuedItem};
-use crate::engine::BatchItem;
+use super::{Attempts, Connection, QueueError, ATTEMPT_HEADER};
 
 /// What enqueueing did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Enqueued {
     /// Items put on the queue now.
     pub added: usize,
-    /// Items the queue had already (the same tactic and id, within a week): not added again.
+    /// Items the queue had already (the same attempt of the same content, within a week): not
+    /// added again.
     pub already: usize,
 }
 
-/// Puts `items` for the tactic with SHA-256 `tactic` on the queue, each as attempt `rounds[id]`
-/// (0 when absent: the failed attempts an output already has); `vars` are every item's (its own
-/// win). JetStream drops an attempt it already has, so the same command run twice adds nothing.
+/// Puts `attempts` on the queue, on their tactic's subject (for its workers only). JetStream drops
+/// an attempt whose key it already has, so the same command run twice adds nothing.
 pub async fn enqueue(
     address: &super::QueueAddress,
-    tactic: &str,
-    items: &[BatchItem],
-    rounds: &std::collections::HashMap<String, u32>,
-    vars: &crate::PromptVars,
+    attempts: &Attempts,
 ) -> Result<Enqueued, QueueError> {
     let connection = Connection::open(address).await?;
     let mut counts = Enqueued {
         added: 0,
         already: 0,
     };
-    let subject = connection.address.items_subject();
-    let mut acks = Vec::with_capacity(items.len().min(1024));
-    for item in items {
-        let mut item_vars = vars.clone();
-        item_vars.extend(item.vars.clone());
-        let queued = QueuedItem {
-            id: item.id.clone(),
-            id_json: item.id_json.clone(),
-            input: item.input.clone(),
-            vars: item_vars,
-            tactic: tactic.to_owned(),
-            round: rounds.get(&item.id).copied().unwrap_or(0),
-        };
-        let payload = serde_json::to_vec(&queued)
+    let subject = connection.address.items_subject(attempts.tactic());
+    let mut acks = Vec::with_capacity(attempts.len().min(1024));
+    for queued in attempts.items() {
+        let payload = serde_json::to_vec(queued)
             .map_err(|e| QueueError::jetstream("encoding an item")(&e))?;
+        let key = queued.key();
+        // `header`, not `headers`: a whole map would replace the message id set beside it.
         let publish = Publish::build()
-            .message_id(queued.attempt())
+            .header(ATTEMPT_HEADER, key.as_str())
+            .message_id(key)
             .payload(payload.into());
         let ack = connection
             .js

@@ -2,15 +2,22 @@
 //! results; `lllm worker` takes items and runs them, each with its journal in JetStream, so an item
 //! redelivered after its worker died resumes where it stopped.
 //!
-//! Three streams per queue `NAME`: `LLLM_NAME_ITEMS` (a work queue: each item is delivered to one
-//! worker at a time until it is acknowledged; deduplicated by the tactic's SHA-256 and the item's
-//! id), `LLLM_NAME_RESULTS` (one output line per item, deduplicated the same way, on a subject per
-//! tactic) and `LLLM_NAME_JOURNALS` (each item's journal, one message a line, on a subject of its
-//! own).
+//! Three streams per queue `NAME`:
+//! - `LLLM_NAME_ITEMS`, a work queue: each item is delivered to one worker at a time until it is
+//!   acknowledged. Items wait on a subject per tactic, `lllm.NAME.items.SHA`, read by a consumer per
+//!   tactic, `workers-SHA`, so a worker only ever receives the items of its own file.
+//! - `LLLM_NAME_RESULTS`: one output line per item attempt, on a subject per tactic.
+//! - `LLLM_NAME_JOURNALS`: each item's journal, one message a line, on a subject of its own.
+//!
+//! Items and results are deduplicated by the attempt's key, the SHA-256 of its tactic, id,
+//! attempt, input and variables ([`Attempts`]).
 
 mod address;
+mod attempts;
 mod collect;
 mod enqueue;
+mod result;
+mod tactic;
 mod worker;
 
 use std::time::Duration;
@@ -20,8 +27,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 pub use address::{QueueAddress, QueueAddressError, MAX_QUEUE_NAME};
+pub use attempts::Attempts;
 pub use collect::{collect, Collected};
 pub use enqueue::{enqueue, Enqueued};
+pub use tactic::TacticSha;
 pub use worker::{run_worker, InFlight, WorkerPlan, WorkerReport};
 
 /// How long JetStream remembers a published id, so that publishing the same item or result again
@@ -49,6 +58,13 @@ pub enum QueueError {
         what: &'static str,
         /// What the server or client said.
         problem: String,
+    },
+    /// The queue's streams were made by an earlier release of lllm, whose items of every tactic
+    /// shared one subject.
+    #[error("queue `{queue}` was made by an earlier release of lllm (one subject for the items of every tactic): let its batches finish with that release, then delete its streams (nats stream rm LLLM_{queue}_ITEMS, the same for LLLM_{queue}_RESULTS and LLLM_{queue}_JOURNALS), or use a queue of another name")]
+    EarlierLayout {
+        /// The queue's name.
+        queue: String,
     },
     /// A journal line or a result is larger than a queue message: the item fails (it would on
     /// every worker).
@@ -89,28 +105,36 @@ pub(crate) struct QueuedItem {
     pub(crate) round: u32,
 }
 
-/// The header of a result naming the attempt it answers.
-pub(crate) const ROUND_HEADER: &str = "Lllm-Round";
-
-/// The id of one attempt of an item (`TACTIC-SHA256:ID#ROUND`): what JetStream deduplicates the
-/// item and its result by, and what names its journal.
-pub(crate) fn attempt_id(tactic: &str, id: &str, round: u32) -> String {
-    format!("{tactic}:{id}#{round}")
-}
+/// The header of a result naming the attempt it answers ([`QueuedItem::key`]).
+pub(crate) const ATTEMPT_HEADER: &str = "Lllm-Attempt";
 
 impl QueuedItem {
-    /// This attempt's id ([`attempt_id`]).
-    pub(crate) fn attempt(&self) -> String {
-        attempt_id(&self.tactic, &self.id, self.round)
+    /// The key of this attempt: the SHA-256 of what it asks (the tactic, the id, the attempt, the
+    /// input and the variables), so that an id reused with other content is another item. What
+    /// JetStream deduplicates the item and its result by, what a result is matched by, and what
+    /// names its journal. A worker computes it from the item it runs, never takes it from the
+    /// message: a result answers the content that was run.
+    pub(crate) fn key(&self) -> String {
+        let content = (
+            "lllm queue attempt 1",
+            &self.tactic,
+            &self.id,
+            self.round,
+            &self.input,
+            &self.vars,
+        );
+        // Strings, a number and JSON values: always serialises.
+        crate::content_hash(&serde_json::to_vec(&content).unwrap_or_default())
     }
 
-    /// The key of this attempt's journal subject: a hash, so that any id makes a valid subject.
+    /// The key of this attempt's journal subject.
     pub(crate) fn journal_key(&self) -> String {
-        crate::content_hash(self.attempt().as_bytes())[..32].to_owned()
+        self.key()[..32].to_owned()
     }
 }
 
 /// A connection to the queue's server, with its three streams.
+#[derive(Clone)]
 pub(crate) struct Connection {
     pub(crate) address: QueueAddress,
     pub(crate) js: jetstream::Context,
@@ -120,12 +144,13 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Connects (the client reconnects by itself if the server goes away) and makes the streams
-    /// the queue needs, or finds them.
+    /// Connects (the client reconnects by itself if the server goes away later) and makes the
+    /// streams the queue needs, or finds them. A server that cannot be reached is said at once,
+    /// with its address: retrying the first connection in the background made it a JetStream
+    /// timeout ten seconds later.
     pub(crate) async fn open(address: &QueueAddress) -> Result<Connection, QueueError> {
         let client = async_nats::ConnectOptions::new()
             .name("lllm")
-            .retry_on_initial_connect()
             .connection_timeout(Duration::from_secs(5))
             .connect(address.server())
             .await
@@ -145,7 +170,7 @@ impl Connection {
         };
         let items = make(
             address.items_stream(),
-            vec![address.items_subject()],
+            vec![address.items_subjects()],
             stream::RetentionPolicy::WorkQueue,
         );
         let results = make(
@@ -171,9 +196,15 @@ impl Connection {
                     .map_err(|e| QueueError::jetstream("making the streams")(&e))
             }
         };
+        let items = stream(items).await?;
+        if items.cached_info().config.subjects != [address.items_subjects()] {
+            return Err(QueueError::EarlierLayout {
+                queue: address.name().to_owned(),
+            });
+        }
         Ok(Connection {
             address: address.clone(),
-            items: stream(items).await?,
+            items,
             results: stream(results).await?,
             journals: stream(journals).await?,
             js,

@@ -15,7 +15,7 @@ use async_nats::jetstream::{AckKind, Message};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
-use super::{Connection, QueueAddress, QueueError, QueuedItem, ROUND_HEADER};
+use super::{Connection, QueueAddress, QueueError, QueuedItem, TacticSha, ATTEMPT_HEADER};
 use crate::engine::{Engine, ItemOutcome, JournalPlan, PreparedTactic, RunPlan};
 use crate::journal::{Journal, JournalTap};
 use crate::RunClass;
@@ -96,7 +96,8 @@ pub struct WorkerReport {
     pub answered: usize,
     /// Items failed (their error is their result).
     pub failed: usize,
-    /// Items refused: made for another tactic.
+    /// Items dropped: on this tactic's subject, but made for another tactic (forged, or published
+    /// by hand on the wrong subject).
     pub refused: usize,
     /// Items handed back unfinished (the worker was stopping).
     pub handed_back: usize,
@@ -109,24 +110,32 @@ struct Counts {
     refused: AtomicUsize,
 }
 
-/// Takes items for the tactic with SHA-256 `sha` until `stopping` says so (then the items in
+/// Takes items for the tactic with SHA-256 `sha` (only those: they are on a subject of its own)
+/// until `stopping` says so (then the items in
 /// flight are finished, or handed back if their runs were halted).
 pub async fn run_worker(
     engine: &Engine,
     tactic: &PreparedTactic,
-    sha: &str,
+    sha: &TacticSha,
     address: &QueueAddress,
     plan: &WorkerPlan,
     stopping: &(dyn Fn() -> bool + Sync),
 ) -> Result<WorkerReport, QueueError> {
     std::fs::create_dir_all(&plan.journals)
         .map_err(|e| QueueError::jetstream("making the journals' folder")(&e))?;
+    // The first connection says at once that the server cannot be reached (or that the queue is
+    // an earlier release's); the slots share it, and wait out what fails later.
+    let first = Connection::open(address).await?;
     let counts = Counts::default();
     let slots = (0..plan.concurrency.max(1)).map(|_| async {
+        let mut shared = Some(first.clone());
         while !stopping() && !crate::halt::halted() {
             let taking = async {
-                let connection = Connection::open(address).await?;
-                let consumer = workers(&connection, plan).await?;
+                let connection = match shared.take() {
+                    Some(connection) => connection,
+                    None => Connection::open(address).await?,
+                };
+                let consumer = workers(&connection, sha, plan).await?;
                 while !stopping() && !crate::halt::halted() {
                     take_one(&connection, &consumer, engine, tactic, sha, plan, &counts).await?;
                 }
@@ -150,17 +159,22 @@ pub async fn run_worker(
     })
 }
 
-/// The queue's durable consumer of items, shared by every worker.
+/// The durable consumer of the items of the tactic with SHA-256 `sha`, shared by its workers: a
+/// worker of another file never receives them, so it cannot keep taking them ahead of one that
+/// can run them.
 async fn workers(
     connection: &Connection,
+    sha: &TacticSha,
     plan: &WorkerPlan,
 ) -> Result<async_nats::jetstream::consumer::Consumer<pull::Config>, QueueError> {
+    let name = connection.address.workers(sha);
     connection
         .items
         .get_or_create_consumer(
-            "workers",
+            &name,
             pull::Config {
-                durable_name: Some("workers".into()),
+                durable_name: Some(name.clone()),
+                filter_subject: connection.address.items_subject(sha),
                 ack_wait: plan.ack_wait,
                 ..Default::default()
             },
@@ -175,7 +189,7 @@ async fn take_one(
     consumer: &async_nats::jetstream::consumer::Consumer<pull::Config>,
     engine: &Engine,
     tactic: &PreparedTactic,
-    sha: &str,
+    sha: &TacticSha,
     plan: &WorkerPlan,
     counts: &Counts,
 ) -> Result<(), QueueError> {
@@ -192,8 +206,9 @@ async fn take_one(
             connection,
             message,
             ack_wait: consumer.cached_info().config.ack_wait,
+            sha,
         };
-        item.run(engine, tactic, sha, plan, counts).await?;
+        item.run(engine, tactic, plan, counts).await?;
     }
     Ok(())
 }
@@ -201,8 +216,10 @@ async fn take_one(
 struct Item<'c> {
     connection: &'c Connection,
     message: Message,
-    /// The queue's ack wait as the consumer has it (the first worker's `--ack-wait` made it).
+    /// The ack wait as the tactic's consumer has it (its first worker's `--ack-wait` made it).
     ack_wait: Duration,
+    /// The SHA-256 of the worker's tactic file.
+    sha: &'c TacticSha,
 }
 
 impl Item<'_> {
@@ -210,10 +227,10 @@ impl Item<'_> {
         self,
         engine: &Engine,
         tactic: &PreparedTactic,
-        sha: &str,
         plan: &WorkerPlan,
         counts: &Counts,
     ) -> Result<(), QueueError> {
+        let sha = self.sha;
         let sequence = self.message.info().map(|i| i.stream_sequence).unwrap_or(0);
         if crate::halt::halted() {
             // Taken as the worker stops: kept for the hand-back at the end of `run_worker`.
@@ -224,15 +241,18 @@ impl Item<'_> {
             tracing::error!("an item on the queue is not an lllm item; it is dropped");
             return self.ack(AckKind::Term).await;
         };
-        if item.tactic != sha {
+        if item.tactic != sha.as_str() {
+            // Not published by `lllm batch`, which puts an item on its own tactic's subject: no
+            // worker of the tactic it names ever reads this subject, so it is dropped, not
+            // handed back to be taken again.
             tracing::error!(
                 item = %item.id,
                 made_for = %item.tactic,
                 this_worker = %sha,
-                "refusing an item made for another tactic (its SHA-256 differs): run a worker with that tactic file"
+                "dropping an item made for another tactic on this tactic's subject (its SHA-256 differs)"
             );
             counts.refused.fetch_add(1, Ordering::SeqCst);
-            return self.ack(AckKind::Nak(Some(Duration::from_secs(5)))).await;
+            return self.ack(AckKind::Term).await;
         }
         let began = Instant::now();
         plan.in_flight.lock().insert(sequence, self.message.clone());
@@ -371,18 +391,17 @@ impl Item<'_> {
     }
 
     async fn publish_result(&self, item: &QueuedItem, line: String) -> Result<(), QueueError> {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert(ROUND_HEADER, item.round.to_string().as_str());
+        // The key of what was run, so the batch takes this result for that content only; and
+        // the message id (`header`, not `headers`: a whole map would replace it), so a second
+        // worker's result of the same attempt is dropped.
+        let key = item.key();
         let publish = Publish::build()
-            .message_id(item.attempt())
-            .headers(headers)
+            .header(ATTEMPT_HEADER, key.as_str())
+            .message_id(key)
             .payload(line.into_bytes().into());
         self.connection
             .js
-            .send_publish(
-                self.connection.address.results_subject(&item.tactic),
-                publish,
-            )
+            .send_publish(self.connection.address.results_subject(self.sha), publish)
             .await
             .map_err(|e| QueueError::jetstream("publishing a result")(&e))?
             .await

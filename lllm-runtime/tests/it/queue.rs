@@ -10,10 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::TempDir;
-use lllm_runtime::queue::{collect, enqueue, run_worker, InFlight, QueueAddress, WorkerPlan};
+use lllm_runtime::queue::{
+    collect, enqueue, run_worker, Attempts, InFlight, QueueAddress, TacticSha, WorkerPlan,
+};
 use lllm_runtime::testing::{NatsServer, StubServer};
 use lllm_runtime::{
-    content_hash, load_tactic, BatchItem, BatchOutput, Engine, OpenAiInvoker, PromptVars, RunClass,
+    load_tactic, BatchItem, BatchOutput, Engine, OpenAiInvoker, PromptVars, RunClass,
     ServerDefaults, TacticRegistry,
 };
 use serde_json::Value;
@@ -41,7 +43,7 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
             server.base_url()
         ),
     );
-    let sha = content_hash(&std::fs::read(&file).expect("tactic"));
+    let sha = TacticSha::of(&std::fs::read(&file).expect("tactic"));
     let address: QueueAddress = nats.queue("hostile").parse().expect("address");
     let engine = Engine::new(TacticRegistry::new()).with_invoker(Arc::new(
         OpenAiInvoker::with_defaults(ServerDefaults::none()),
@@ -54,27 +56,32 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
     // Hostile messages first, straight on the subjects.
     let client = async_nats::connect(address.server()).await.expect("client");
     let js = async_nats::jetstream::new(client);
-    enqueue(&address, &sha, &[], &HashMap::new(), &PromptVars::new())
+    let attempts = |items: &[BatchItem]| {
+        Attempts::new(sha.clone(), items, &HashMap::new(), &PromptVars::new())
+    };
+    enqueue(&address, &attempts(&[]))
         .await
         .expect("the streams exist");
+    // On this tactic's subject, where its workers read (lllm publishes nothing elsewhere).
+    let items = format!("lllm.hostile.items.{sha}");
     for garbage in [
         "not json",
         r#"{"id": 5}"#,
         r#"{"id":"x","id_json":"\"x\"","vars":{},"tactic":"0000"}"#,
     ] {
-        js.publish("lllm.hostile.items", garbage.into())
+        js.publish(items.clone(), garbage.into())
             .await
             .expect("published")
             .await
             .expect("stored");
     }
     let huge = vec![b'x'; 2 << 20];
-    let refused = match js.publish("lllm.hostile.items", huge.into()).await {
+    let refused = match js.publish(items.clone(), huge.into()).await {
         Ok(ack) => ack.await.is_err(),
         Err(_) => true,
     };
     assert!(refused, "a message over the limit is refused");
-    let results = format!("lllm.hostile.results.{}", &sha[..16]);
+    let results = format!("lllm.hostile.results.{}", &sha.as_str()[..16]);
     for forged in ["{not json", r#"{"id":"stranger","output":"x","seconds":0}"#] {
         js.publish(results.clone(), forged.into())
             .await
@@ -83,7 +90,8 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
             .expect("stored");
     }
     // A journal for "forged" that is not a journal.
-    let key = &content_hash(format!("{sha}:forged#0").as_bytes())[..32];
+    let batch = attempts(&[item("good"), item("forged")]);
+    let key = &batch.key("forged").expect("forged")[..32];
     js.publish(
         format!("lllm.hostile.journal.{key}"),
         "{\"not\": \"a journal\"}\n".into(),
@@ -93,15 +101,7 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
     .await
     .expect("stored");
 
-    enqueue(
-        &address,
-        &sha,
-        &[item("good"), item("forged")],
-        &HashMap::new(),
-        &PromptVars::new(),
-    )
-    .await
-    .expect("enqueued");
+    enqueue(&address, &batch).await.expect("enqueued");
     let stop = AtomicBool::new(false);
     let plan = WorkerPlan {
         concurrency: 2,
@@ -112,13 +112,12 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
     };
     let output_path = dir.0.join("out.jsonl");
     let output = BatchOutput::open(&output_path).expect("output");
-    let waiting: HashMap<String, u32> = [("good".to_owned(), 0), ("forged".to_owned(), 0)].into();
     let stopping = || stop.load(Ordering::SeqCst);
     let worker = run_worker(&engine, &tactic, &sha, &address, &plan, &stopping);
     let collecting = async {
         let collected = tokio::time::timeout(
             Duration::from_secs(60),
-            collect(&address, &sha, waiting, &output, &|_| {}),
+            collect(&address, &batch, &output, &|_| {}),
         )
         .await;
         stop.store(true, Ordering::SeqCst);
@@ -151,4 +150,34 @@ async fn hostile_items_results_and_journals_leave_one_sane_result_per_item() {
         "{forged}"
     );
     tactic.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queue_made_by_an_earlier_release_is_refused_saying_what_to_do() {
+    let dir = TempDir::new("queue-earlier");
+    let Some(nats) = NatsServer::start("queue-earlier", &dir.0.join("store")) else {
+        return;
+    };
+    let address: QueueAddress = nats.queue("old").parse().expect("address");
+    // The items stream as releases before the per-tactic subjects made it.
+    let client = async_nats::connect(address.server()).await.expect("client");
+    async_nats::jetstream::new(client)
+        .create_stream(async_nats::jetstream::stream::Config {
+            name: "LLLM_old_ITEMS".into(),
+            subjects: vec!["lllm.old.items".into()],
+            retention: async_nats::jetstream::stream::RetentionPolicy::WorkQueue,
+            ..Default::default()
+        })
+        .await
+        .expect("stream");
+    let sha = TacticSha::of(b"agent_configs: []");
+    let attempts = Attempts::new(sha, &[item("a")], &HashMap::new(), &PromptVars::new());
+    let error = enqueue(&address, &attempts)
+        .await
+        .expect_err("an earlier layout");
+    let message = error.to_string();
+    assert!(
+        message.contains("earlier release") && message.contains("nats stream rm LLLM_old_ITEMS"),
+        "{message}"
+    );
 }

@@ -16,7 +16,6 @@ use lllm_core::{PromptVars, RunClass};
 pub(crate) use items::item_id;
 pub use items::{read_items, BatchItem};
 #[cfg(feature = "queue")]
-pub(crate) use output::line_id;
 pub use output::{BatchOutput, ItemOutcome, MAX_OUTPUT_LINE_BYTES};
 pub use shard::{Shard, ShardError, MAX_SHARDS};
 

@@ -211,7 +211,7 @@ fn read_line_within(
 }
 
 /// The id of an output line, and whether it holds an answer (else an error).
-pub(crate) fn line_id(line: &[u8]) -> Option<(String, bool)> {
+fn line_id(line: &[u8]) -> Option<(String, bool)> {
     #[derive(Deserialize)]
     struct Answered<'a> {
         #[serde(borrow)]
