@@ -415,10 +415,10 @@ fn parallel_tools(calls: Option<u32>) -> Result<usize, AgentErrorKind> {
         n @ 1..=MAX_PARALLEL_TOOLS => Ok(n as usize),
         n => Err(AgentErrorKind::Setting {
             setting: "max_parallel_tools",
-            problem: lllm_core::ValueError::Number {
+            problem: Box::new(lllm_core::ValueError::Number {
                 allowed: format!("a whole number from 1 to {MAX_PARALLEL_TOOLS}"),
                 written: format!("`{n}`"),
-            },
+            }),
         }),
     }
 }

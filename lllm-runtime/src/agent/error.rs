@@ -46,8 +46,8 @@ pub enum AgentErrorKind {
     Setting {
         /// The setting (`max_parallel_tools`).
         setting: &'static str,
-        /// What is wrong, and what is allowed.
-        problem: lllm_core::ValueError,
+        /// What is wrong, and what is allowed (boxed: it is rare, and keeps every result small).
+        problem: Box<lllm_core::ValueError>,
     },
     /// The model arguments are invalid.
     #[error("invalid model_args")]

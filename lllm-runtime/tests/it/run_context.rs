@@ -101,8 +101,11 @@ fn the_agent_builder_refuses_the_parallel_tools_a_tactic_file_refuses() {
         match error.kind() {
             AgentErrorKind::Setting {
                 setting: "max_parallel_tools",
-                problem: ValueError::Number { allowed, written },
+                problem,
             } => {
+                let ValueError::Number { allowed, written } = &**problem else {
+                    panic!("{problem:?}")
+                };
                 assert_eq!(allowed, "a whole number from 1 to 64");
                 assert_eq!(written, &format!("`{refused}`"));
             }
