@@ -13,13 +13,17 @@ use crate::cli::Cli;
 /// with ANSI styles).
 #[allow(clippy::print_stderr)]
 pub(crate) fn parse(colour: bool) -> Result<Cli, ExitCode> {
-    let arguments: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let error = match Cli::try_parse_from(&arguments) {
+    // Parsed as the system gave them (a path need not be UTF-8); read as text only to find the
+    // credentials an error might quote.
+    let given: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let error = match Cli::try_parse_from(&given) {
         Ok(cli) => return Ok(cli),
         Err(error) => error,
     };
+    let arguments: Vec<String> = given
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let code = ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
     if !error.use_stderr() {
         // Help and the version, on standard output: no value of the arguments in them.
