@@ -98,8 +98,8 @@ pub use conversation::Conversation;
 pub use endpoints::CallStats;
 pub use engine::{
     plan_resume, read_items, tactic_name, AgentSummary, BatchError, BatchItem, BatchOutput,
-    BatchPlan, BatchProgress, BatchReport, ChatSession, Engine, Host, ItemOutcome, JournalPlan,
-    PreparedTactic, Resumable, RunError, RunHandle, RunOutput, RunPlan, StreamedEvent,
+    BatchPlan, BatchProgress, BatchReport, BeforeEnd, ChatSession, Engine, Host, ItemOutcome,
+    JournalPlan, PreparedTactic, Resumable, RunError, RunHandle, RunOutput, RunPlan, StreamedEvent,
     DEFAULT_BATCH_CONCURRENCY,
 };
 pub use engine::{FileError, RunFiles, Shard, ShardError, MAX_OUTPUT_LINE_BYTES, MAX_SHARDS};

@@ -17,7 +17,7 @@ use crate::serve::http;
 use crate::support::{arg, Serving, TempDir};
 
 /// A raw HTTP/1.1 request, closed after the answer.
-fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
+pub(crate) fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
     let extra: String = headers
         .iter()
         .map(|(name, value)| format!("{name}: {value}\r\n"))
@@ -29,7 +29,7 @@ fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> St
 }
 
 /// The JSON body of a raw answer (`null` when it has none).
-fn body_of(answer: &str) -> Value {
+pub(crate) fn body_of(answer: &str) -> Value {
     let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
     serde_json::from_str(body).unwrap_or(Value::Null)
 }
@@ -67,14 +67,14 @@ fn released_together(address: &str, requests: &[String]) -> Vec<(u16, Value)> {
         .collect()
 }
 
-fn get_json(address: &str, path: &str) -> Value {
+pub(crate) fn get_json(address: &str, path: &str) -> Value {
     let (status, text) = http(address, &request("GET", path, &[], ""));
     assert_eq!(status, 200, "{path}: {text}");
     body_of(&text)
 }
 
 /// Waits until run `id` has `status`.
-fn wait_status(address: &str, id: &str, status: &str) -> Value {
+pub(crate) fn wait_status(address: &str, id: &str, status: &str) -> Value {
     let started = Instant::now();
     loop {
         let run = get_json(address, &format!("/v1/runs/{id}"));
@@ -114,7 +114,7 @@ fn all_ended(address: &str) -> Vec<Value> {
 
 /// A tactic whose `act` tool appends its line to `effects.txt`: `confirm` says whether it waits
 /// for an approval; one tool round per respond, so a run runs it once however often it is asked.
-fn tool_tactic(dir: &TempDir, stub: &StubServer, confirm: bool) -> PathBuf {
+pub(crate) fn tool_tactic(dir: &TempDir, stub: &StubServer, confirm: bool) -> PathBuf {
     let effects = dir.path("effects.txt");
     dir.write(
         "worker.yaml",
@@ -140,7 +140,7 @@ agent_configs:
     )
 }
 
-fn effects(dir: &TempDir) -> Vec<String> {
+pub(crate) fn effects(dir: &TempDir) -> Vec<String> {
     std::fs::read_to_string(dir.path("effects.txt"))
         .unwrap_or_default()
         .lines()
@@ -148,7 +148,7 @@ fn effects(dir: &TempDir) -> Vec<String> {
         .collect()
 }
 
-fn no_panic(serving: &Serving) {
+pub(crate) fn no_panic(serving: &Serving) {
     let log = serving.stderr.lock().expect("log").clone();
     assert!(!log.contains("panicked"), "{log}");
 }
@@ -274,7 +274,7 @@ async fn an_approval_and_a_cancel_at_the_same_instant_end_the_run_as_they_answer
 }
 
 /// The events of an SSE answer: id, name and data.
-fn events(answer: &str) -> Vec<(u64, String, Value)> {
+pub(crate) fn events(answer: &str) -> Vec<(u64, String, Value)> {
     answer
         .split("\n\n")
         .filter_map(|block| {
@@ -294,7 +294,7 @@ fn events(answer: &str) -> Vec<(u64, String, Value)> {
 }
 
 /// A run's events after `after`, over HTTP/1.0 (the stream ends with the run's).
-fn events_after(address: &str, id: &str, after: u64) -> Vec<(u64, String, Value)> {
+pub(crate) fn events_after(address: &str, id: &str, after: u64) -> Vec<(u64, String, Value)> {
     let (status, text) = http(
         address,
         &format!(

@@ -451,4 +451,9 @@ impl Serving {
     pub(crate) fn address(&self) -> &str {
         self.base.trim_start_matches("http://")
     }
+
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }

@@ -58,18 +58,38 @@ struct Log {
     next: u64,
     status: RunStatus,
     outcome: Option<Arc<Result<RunOutput, RunError>>>,
+    /// Set once the run ended, before its end shows: later events are dropped, so its last status
+    /// gets the id [`BeforeEnd`] was told.
+    ending: bool,
 }
+
+/// What must be done once a run ended and before its end shows, given the run's outcome and the id
+/// its last status event gets: until it returns, the run's status, events and outcome are those of
+/// a running run. A server writes its record of the run there, so that a client that saw the run
+/// pause or end finds the record saying so, even after the server was killed.
+pub type BeforeEnd = Box<dyn FnOnce(&Result<RunOutput, RunError>, u64) + Send>;
 
 impl Engine {
     /// Starts `plan` on `tactic` in the background, on the current Tokio runtime, and returns its
     /// handle. The plan's own observer still sees every event.
     pub fn start(&self, tactic: Arc<PreparedTactic>, plan: RunPlan) -> RunHandle {
+        self.start_with(tactic, plan, Box::new(|_, _| {}))
+    }
+
+    /// [`start`](Self::start), calling `before_end` once the run ended, before its end shows.
+    pub fn start_with(
+        &self,
+        tactic: Arc<PreparedTactic>,
+        plan: RunPlan,
+        before_end: BeforeEnd,
+    ) -> RunHandle {
         let shared = Arc::new(Shared {
             log: Mutex::new(Log {
                 events: VecDeque::new(),
                 next: 1,
                 status: RunStatus::Queued,
                 outcome: None,
+                ending: false,
             }),
             latest: watch::channel((0, false)).0,
             cancel: watch::channel(false).0,
@@ -109,7 +129,7 @@ impl Engine {
                 }
                 Err(RunError::Cancelled)
             });
-            runner.end(outcome);
+            runner.end(outcome, before_end);
         });
         RunHandle { shared }
     }
@@ -123,41 +143,55 @@ impl Shared {
     fn push(&self, event: RunEvent) {
         let id = {
             let mut log = self.lock();
-            if log.outcome.is_some() {
+            if log.ending {
                 return;
             }
-            if let RunEvent::Status(status) = event {
-                log.status = status;
-            }
-            let id = log.next;
-            log.next += 1;
-            log.events.push_back(StreamedEvent { id, event });
-            if log.events.len() > KEPT_EVENTS {
-                log.events.pop_front();
-            }
-            id
+            log.append(event)
         };
         self.latest.send_replace((id, false));
     }
 
-    /// The run ended (answered, failed, paused or cancelled): the last status, then the outcome.
-    fn end(&self, outcome: Result<RunOutput, RunError>) {
+    /// The run ended (answered, failed, paused or cancelled): `before_end`, then its last status and
+    /// its outcome, shown together (a paused run shows its pending calls with its status).
+    fn end(&self, outcome: Result<RunOutput, RunError>, before_end: BeforeEnd) {
         let status = match &outcome {
             Ok(_) => RunStatus::Completed,
             Err(e) if e.is_paused() => RunStatus::RequiresAction,
             Err(RunError::Cancelled) => RunStatus::Cancelled,
             Err(_) => RunStatus::Failed,
         };
-        self.push(RunEvent::Status(status));
-        let last = {
+        let next = {
             let mut log = self.lock();
-            if log.outcome.is_some() {
+            if log.ending {
                 return;
             }
+            log.ending = true;
+            log.next
+        };
+        before_end(&outcome, next);
+        let last = {
+            let mut log = self.lock();
+            let last = log.append(RunEvent::Status(status));
             log.outcome = Some(Arc::new(outcome));
-            log.next - 1
+            last
         };
         self.latest.send_replace((last, true));
+    }
+}
+
+impl Log {
+    /// Adds `event` (a status sets the run's), returning its id.
+    fn append(&mut self, event: RunEvent) -> u64 {
+        if let RunEvent::Status(status) = event {
+            self.status = status;
+        }
+        let id = self.next;
+        self.next += 1;
+        self.events.push_back(StreamedEvent { id, event });
+        if self.events.len() > KEPT_EVENTS {
+            self.events.pop_front();
+        }
+        id
     }
 }
 

@@ -46,7 +46,7 @@ pub use batch::{
 pub use chat::ChatSession;
 pub use error::RunError;
 pub use files::{FileError, RunFiles};
-pub use handle::{RunHandle, StreamedEvent};
+pub use handle::{BeforeEnd, RunHandle, StreamedEvent};
 pub use host::Host;
 pub use names::tactic_name;
 pub use output::{AgentSummary, RunOutput};

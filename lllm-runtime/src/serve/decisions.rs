@@ -18,7 +18,7 @@ use super::error::ApiError;
 use super::input::parse_body;
 use super::runs::{record, view};
 use super::store::{RunRecord, RunState, Stopped};
-use super::watch::watch;
+use super::watch::start_recorded;
 use super::ServeState;
 use crate::engine::{plan_resume, Resumable};
 use crate::events::RunStatus;
@@ -111,9 +111,8 @@ pub(crate) async fn approve(
     let _deciding = state.decisions.lock(&id).await;
     let conflict = |message: String| ApiError::conflict(message).with_run(view(&state, &record).0);
     let (pending, base) = match record.state() {
+        // Its status shows with its outcome, which holds the pending calls.
         RunState::Live { handle, base } if handle.status() == RunStatus::RequiresAction => {
-            // Its status is set a moment before its outcome, which holds the pending calls.
-            handle.wait().await;
             (handle.pending(), base + handle.last_event_id())
         }
         // Numbered on after its status event, which a restarted server numbers as its record says.
@@ -135,15 +134,13 @@ pub(crate) async fn approve(
         Err(e) => return Err(conflict(lllm_core::full_message(&e))),
     };
     let ticket = state.admission.admit(&meta.session).await?;
+    record
+        .continues(base)
+        .map_err(|e| ApiError::internal(format!("the run's record cannot be written: {e}")))?;
     let plan = plan
         .confirm(record.log.confirm(decisions))
         .observer(record.log.observer());
-    let handle = state.engine.start(model.tactic.clone(), plan);
-    record.set_state(RunState::Live {
-        handle: handle.clone(),
-        base,
-    });
-    watch(model, record.clone(), handle, base, Some(ticket));
+    start_recorded(&state.engine, model, &record, plan, base, ticket);
     Ok(view(&state, &record))
 }
 

@@ -201,13 +201,14 @@ fn shown(
         status: None,
         error: None,
         last_event: 0,
+        running: false,
     };
     let live = RunState::Live {
         handle: handle.clone(),
         base: 0,
     };
     let record = state.runs.add_in_memory(meta, live, log);
-    super::watch::watch(model, record, handle.clone(), 0, None);
+    super::watch::watch(model, record, handle.clone());
 }
 
 fn receiver_stream(

@@ -23,10 +23,10 @@ use super::input::{parse_body, CLIENT_SYSTEM_VAR};
 use super::session::{CallerSession, ECHO_HEADER};
 use super::sse::run_event;
 use super::store::{is_run_id, new_run_id, RunMeta, RunRecord, RunState, Stopped};
-use super::watch::watch;
+use super::watch::start_recorded;
 use super::ServeState;
 use crate::engine::{JournalPlan, RunHandle, RunPlan, StreamedEvent};
-use crate::events::RunEvent;
+use crate::events::{RunEvent, RunStatus};
 use crate::tools::Decisions;
 use crate::Conversation;
 
@@ -92,25 +92,29 @@ pub(crate) async fn create(
         status: None,
         error: None,
         last_event: 0,
+        running: true,
     };
-    let handle = state.engine.start(model.tactic.clone(), plan);
     let record = state
         .runs
-        .add(
-            meta,
-            RunState::Live {
-                handle: handle.clone(),
-                base: 0,
-            },
-            log,
-        )
+        .add(meta, queued(), log)
         .map_err(ApiError::internal)?;
-    watch(model, record.clone(), handle, 0, Some(ticket));
+    start_recorded(&state.engine, model, &record, plan, 0, ticket);
     let mut response = view(&state, &record).into_response();
     if let Ok(value) = session.id.parse() {
         response.headers_mut().insert(ECHO_HEADER, value);
     }
     Ok(response)
+}
+
+/// A run written but not started yet.
+fn queued() -> RunState {
+    let stopped = Stopped {
+        status: RunStatus::Queued,
+        output: None,
+        error: None,
+        pending: Vec::new(),
+    };
+    RunState::Stopped { stopped, last: 0 }
 }
 
 /// The run an `Idempotency-Key` already started: itself for the same body, else 409.

@@ -21,6 +21,9 @@ const KEPT_RUNS: usize = 10_000;
 const KEPT_REQUEST_RUNS: usize = 1_000;
 /// The largest run record read back.
 const MAX_RECORD_BYTES: u64 = 64 * 1024;
+/// How far past its record's `last_event` a run read back that was running shows its status: the
+/// server that ran it may have numbered events after the record was written, never this many.
+const LOST_EVENTS: u64 = 1 << 32;
 
 /// What is written of a run beside its journal.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,6 +46,11 @@ pub(crate) struct RunMeta {
     /// again numbers the run's later events after it (ids grow for the life of a run).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) last_event: u64,
+    /// Whether the run was running when the record was written (started, or continued after an
+    /// approval): its server may have numbered events after `last_event`, how many the record
+    /// cannot say. A pause or an end writes the record again, before it shows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) running: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -79,6 +87,8 @@ pub(crate) struct RunRecord {
     /// Whether an earlier server started it: its log holds what happened since this one did.
     pub(crate) read_back: bool,
     dir: Option<PathBuf>,
+    /// Held while the record is changed and written.
+    writing: Mutex<()>,
 }
 
 impl RunRecord {
@@ -108,21 +118,47 @@ impl RunRecord {
     /// it waits, and `last_event`, the id of its latest event. A final status stays: the watcher of
     /// a paused run may report the pause after a cancel ended the run.
     pub(crate) fn ended(&self, status: RunStatus, error: Option<String>, last_event: u64) {
-        let meta = {
-            let mut meta = self.meta.lock().unwrap_or_else(|p| p.into_inner());
+        let written = self.change(|meta| {
             if meta.status.is_some() {
-                return;
+                return false;
             }
             meta.status = status.is_final().then(|| status.as_str().to_owned());
             meta.error = error;
             meta.last_event = meta.last_event.max(last_event);
+            meta.running = false;
+            true
+        });
+        if let Err(e) = written {
+            tracing::warn!("the record of run {} was not written: {e}", self.meta().id);
+        }
+    }
+
+    /// Records that the run runs again after its event `last_event` (an approval continues it),
+    /// before it does.
+    pub(crate) fn continues(&self, last_event: u64) -> std::io::Result<()> {
+        self.change(|meta| {
+            meta.last_event = meta.last_event.max(last_event);
+            meta.running = true;
+            true
+        })
+    }
+
+    /// Changes the record by `change` (which says whether it did) and writes it. One change and its
+    /// write at a time, so that the file holds the latest change; readers of the record do not wait
+    /// for the write.
+    fn change(&self, change: impl FnOnce(&mut RunMeta) -> bool) -> std::io::Result<()> {
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let meta = {
+            let mut meta = self.meta.lock().unwrap_or_else(|p| p.into_inner());
+            if !change(&mut meta) {
+                return Ok(());
+            }
             meta.clone()
         };
         self.log.touch();
-        if let Some(dir) = &self.dir {
-            if let Err(e) = write_meta(dir, &meta) {
-                tracing::warn!("the record of run {} was not written: {e}", meta.id);
-            }
+        match &self.dir {
+            Some(dir) => write_meta(dir, &meta),
+            None => Ok(()),
         }
     }
 }
@@ -241,6 +277,7 @@ impl RunStore {
             log,
             read_back: false,
             dir: self.dir.clone(),
+            writing: Mutex::default(),
         });
         Ok(self.insert(record))
     }
@@ -260,6 +297,7 @@ impl RunStore {
             log,
             read_back: false,
             dir: None,
+            writing: Mutex::default(),
         }))
     }
 
@@ -342,8 +380,13 @@ fn read_back(dir: &Path, path: &Path, changes: &Changes) -> Result<RunRecord, St
     }
     let journal = dir.join(format!("{}.journal", meta.id));
     let stopped = stopped_from(&meta, &journal);
-    // Its status is its latest event, shown again under the same id (1 for a record that has none).
-    let last = meta.last_event.max(1);
+    // Its status is its latest event, shown again under the same id (1 for a record that has none);
+    // past any id its server may have given, when it was running.
+    let last = if meta.running {
+        meta.last_event.saturating_add(LOST_EVENTS)
+    } else {
+        meta.last_event.max(1)
+    };
     Ok(RunRecord {
         meta: Mutex::new(meta),
         state: Mutex::new(RunState::Stopped { stopped, last }),
@@ -351,6 +394,7 @@ fn read_back(dir: &Path, path: &Path, changes: &Changes) -> Result<RunRecord, St
         log: RunLog::new(changes.clone()),
         read_back: true,
         dir: Some(dir.to_owned()),
+        writing: Mutex::default(),
     })
 }
 
@@ -460,6 +504,7 @@ mod tests {
             status: ended.then(|| "completed".into()),
             error: None,
             last_event: 0,
+            running: false,
         };
         let stopped = Stopped {
             status: RunStatus::Completed,

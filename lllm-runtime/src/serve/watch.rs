@@ -6,38 +6,64 @@ use super::admission::Ticket;
 use super::failure::Failure;
 use super::store::{status_of, RunRecord, RunState, Stopped};
 use super::Model;
-use crate::engine::RunHandle;
+use crate::engine::{BeforeEnd, Engine, RunHandle, RunPlan};
 
-/// Writes the run's record when it ends, and lets go of its admission (if it holds one) then.
-/// `base`: the id of the run's event before the handle's first.
-pub(crate) fn watch(
+/// Starts `plan` as the run of `record` (of `/v1/runs`), its events numbered after `base` (those
+/// of its earlier parts). When it ends, its record is written with its status and the id of its
+/// last event, and its admission let go, before its end shows: a client that saw it pause or end
+/// finds the record saying so, even after the server was killed.
+pub(crate) fn start_recorded(
+    engine: &Engine,
     model: &Model,
-    record: Arc<RunRecord>,
-    handle: RunHandle,
+    record: &Arc<RunRecord>,
+    plan: RunPlan,
     base: u64,
-    ticket: Option<Ticket>,
-) {
+    ticket: Ticket,
+) -> RunHandle {
+    let secrets = model.tactic.secrets().clone();
+    let ending = record.clone();
+    let before_end: BeforeEnd = Box::new(move |outcome, last| {
+        drop(ticket);
+        let error = match outcome {
+            Err(e) if !e.is_paused() => Some(Failure::of(&secrets, e).message),
+            _ => None,
+        };
+        ending.ended(status_of(outcome), error, base + last);
+    });
+    let handle = engine.start_with(model.tactic.clone(), plan, before_end);
+    record.set_state(RunState::Live {
+        handle: handle.clone(),
+        base,
+    });
+    // The record changed before the end showed: the console hears of the end again once it shows.
+    let (shown, log) = (handle.clone(), record.log.clone());
+    tokio::spawn(async move {
+        shown.wait().await;
+        log.touch();
+    });
+    handle
+}
+
+/// Notes the end of a run that answered one request (kept in memory only), and lets go of its
+/// handle and the events it holds then.
+pub(crate) fn watch(model: &Model, record: Arc<RunRecord>, handle: RunHandle) {
     let secrets = model.tactic.secrets().clone();
     tokio::spawn(async move {
         let outcome = handle.wait().await;
-        drop(ticket);
         let error = match outcome.as_ref() {
             Err(e) if !e.is_paused() => Some(Failure::of(&secrets, e).message),
             _ => None,
         };
         let status = status_of(&outcome);
-        let last = base + handle.last_event_id();
+        let last = handle.last_event_id();
         record.ended(status, error.clone(), last);
-        if record.meta().source.is_some() {
-            // A run that answered one request lets go of its handle, and the events it holds.
-            let output = outcome.as_ref().as_ref().ok().map(|o| o.answer.clone());
-            let stopped = Stopped {
-                status,
-                output,
-                error,
-                pending: Vec::new(),
-            };
-            record.set_state(RunState::Stopped { stopped, last });
-        }
+        let output = outcome.as_ref().as_ref().ok().map(|o| o.answer.clone());
+        let stopped = Stopped {
+            status,
+            output,
+            error,
+            pending: Vec::new(),
+        };
+        record.set_state(RunState::Stopped { stopped, last });
     });
 }

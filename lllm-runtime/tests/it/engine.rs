@@ -239,6 +239,71 @@ async fn a_paused_run_lists_its_pending_call_and_an_approval_by_id_completes_it(
     tactic.shutdown().await;
 }
 
+/// The events a handle has now, without waiting for more.
+fn events_now(handle: &lllm_runtime::RunHandle) -> Vec<lllm_runtime::StreamedEvent> {
+    use futures::FutureExt as _;
+    let mut events = Box::pin(handle.events(0));
+    std::iter::from_fn(|| events.next().now_or_never().flatten()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pause_shows_only_after_before_end_returned_and_with_its_pending_calls() {
+    let dir = TempDir::new("before-end");
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[(
+        "c1",
+        "act",
+        r#"{"line": "one"}"#,
+    )]));
+    let engine = engine();
+    let tactic = engine
+        .prepare(load(&tactic(&dir, &server, true)))
+        .await
+        .expect("prepared");
+    let plan = RunPlan::new()
+        .input("go")
+        .journal(JournalPlan::Create(dir.0.join("run.journal")))
+        .confirm(Arc::new(Decisions::new()));
+    // The hook says it was called, then holds the run's end until the test lets it go.
+    let (entered, entering) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let before_end: lllm_runtime::BeforeEnd = Box::new(move |outcome, last| {
+        entered
+            .send((
+                outcome.as_ref().err().is_some_and(RunError::is_paused),
+                last,
+            ))
+            .ok();
+        released.recv().ok();
+    });
+    let handle = engine.start_with(tactic.clone(), plan, before_end);
+    let (paused, last) = tokio::task::spawn_blocking(move || entering.recv().expect("called"))
+        .await
+        .expect("joined");
+    assert!(paused);
+    // Held: the run looks as if it were running.
+    assert_eq!(handle.status(), RunStatus::Running);
+    assert!(handle.outcome().is_none() && handle.pending().is_empty());
+    let held = events_now(&handle);
+    assert!(held.iter().all(|e| e.id < last), "{held:?}");
+    assert!(!held
+        .iter()
+        .any(|e| e.event == RunEvent::Status(RunStatus::RequiresAction)));
+    release.send(()).expect("released");
+    handle.wait().await;
+    // Let go: its status, its last event (the id the hook was told) and its pending calls at once.
+    assert_eq!(handle.status(), RunStatus::RequiresAction);
+    assert_eq!(handle.pending().len(), 1);
+    assert_eq!(handle.last_event_id(), last);
+    let shown = events_now(&handle);
+    let end = shown.last().expect("events");
+    assert_eq!(
+        (end.id, &end.event),
+        (last, &RunEvent::Status(RunStatus::RequiresAction))
+    );
+    tactic.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_appends_one_line_per_item_and_knows_which_are_answered() {
     let dir = TempDir::new("batch");
