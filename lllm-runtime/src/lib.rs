@@ -95,7 +95,7 @@ pub use agent::{
 };
 pub use budget::RunBudget;
 pub use conversation::Conversation;
-pub use endpoints::CallStats;
+pub use endpoints::{CallStats, Endpoints};
 pub use engine::{
     plan_resume, read_items, tactic_name, AgentSummary, BatchError, BatchItem, BatchOutput,
     BatchPlan, BatchProgress, BatchReport, ChatSession, Engine, Host, ItemOutcome, JournalPlan,

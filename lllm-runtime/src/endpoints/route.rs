@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{endpoint, Admit, Endpoint};
+use super::{Admit, Endpoint, Endpoints};
 use crate::invoker::{ChatRequest, InvokeError};
 
 /// One call's endpoints and their shared state.
@@ -15,14 +15,14 @@ pub(crate) struct Route<'r> {
 }
 
 impl<'r> Route<'r> {
-    pub(crate) fn new(request: &'r ChatRequest) -> Self {
+    pub(crate) fn new(request: &'r ChatRequest, endpoints: &Endpoints) -> Self {
         let bases = request
             .model_args
             .endpoints()
             .map(|e| e.api_base.as_deref());
         Route {
             request,
-            endpoints: bases.map(endpoint).collect(),
+            endpoints: bases.map(|base| endpoints.endpoint(base)).collect(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Admission per endpoint (`model_args.max_in_flight`), as a layer: each attempt waits for a slot
-//! of its endpoint, shared by the whole process, and holds it for the HTTP request only.
+//! of its endpoint, shared by the runs that share its [`Endpoints`], and holds it for the HTTP
+//! request only.
 
 use std::time::Duration;
 
@@ -7,7 +8,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::endpoints::{self, Slot};
+use crate::endpoints::{Endpoints, Slot};
 use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker};
 use crate::telemetry;
 
@@ -17,19 +18,20 @@ use crate::telemetry;
 #[derive(Debug)]
 pub(crate) struct Admitted<I> {
     inner: I,
+    endpoints: Endpoints,
 }
 
 impl<I> Admitted<I> {
-    pub(crate) fn new(inner: I) -> Self {
-        Admitted { inner }
+    pub(crate) fn new(inner: I, endpoints: Endpoints) -> Self {
+        Admitted { inner, endpoints }
     }
 }
 
 /// A slot of `request`'s endpoint, once one is free (none without `max_in_flight`).
-async fn admit(request: &ChatRequest) -> Option<Slot> {
+async fn admit(request: &ChatRequest, endpoints: &Endpoints) -> Option<Slot> {
     request.set_queue_wait(Duration::ZERO);
     let limit = request.model_args.endpoint.max_in_flight?;
-    let endpoint = endpoints::endpoint(request.model_args.endpoint.api_base.as_deref());
+    let endpoint = endpoints.endpoint(request.model_args.endpoint.api_base.as_deref());
     let span = telemetry::queue_span(request, limit);
     let started = Instant::now();
     let slot = endpoint
@@ -46,7 +48,7 @@ async fn admit(request: &ChatRequest) -> Option<Slot> {
 #[async_trait]
 impl<I: Invoker> Invoker for Admitted<I> {
     async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
-        let _slot = admit(request).await;
+        let _slot = admit(request, &self.endpoints).await;
         self.inner.invoke(request).await
     }
 
@@ -55,7 +57,7 @@ impl<I: Invoker> Invoker for Admitted<I> {
         request: &ChatRequest,
         on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
     ) -> Result<ChatResponse, InvokeError> {
-        let _slot = admit(request).await;
+        let _slot = admit(request, &self.endpoints).await;
         self.inner.invoke_stream(request, on_delta).await
     }
 }

@@ -99,7 +99,8 @@ pub(crate) fn stack(
 ) -> Stack {
     let traced = Traced::new(TimeLimited::new(invoker), &facts.agent, run.trace.clone());
     let observed = Observed::new(traced, &facts.agent, run.observer.clone());
-    let retrying = Retrying::new(Admitted::new(observed), retry)
+    let admitted = Admitted::new(observed, run.endpoints.clone());
+    let retrying = Retrying::new(admitted, retry, run.endpoints.clone())
         .spans(facts)
         .counting(Some(calls));
     let journaled = Journaled::new(retrying, run.journal.clone());

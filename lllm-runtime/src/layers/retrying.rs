@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::{CallError, DeltaSink, Service};
-use crate::endpoints::{moves_on, CallCounter, Route};
+use crate::endpoints::{moves_on, CallCounter, Endpoints, Route};
 use crate::invoker::{
     ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit, DEFAULT_TIMEOUT,
 };
@@ -21,6 +21,8 @@ use crate::telemetry::{self, AgentFacts};
 pub(crate) struct Retrying<I> {
     inner: I,
     policy: RetryPolicy,
+    /// The breakers of the endpoints a call may go to.
+    endpoints: Endpoints,
     /// Whose attempts these are, for their `chat` spans (none: no spans).
     facts: Option<AgentFacts>,
     /// Where the agent counts endpoints answering, hops and waits (none: not counted).
@@ -35,10 +37,11 @@ pub(crate) struct Exhausted {
 }
 
 impl<I: Invoker> Retrying<I> {
-    pub(crate) fn new(inner: I, policy: RetryPolicy) -> Self {
+    pub(crate) fn new(inner: I, policy: RetryPolicy, endpoints: Endpoints) -> Self {
         Retrying {
             inner,
             policy,
+            endpoints,
             facts: None,
             calls: None,
         }
@@ -70,7 +73,7 @@ impl<I: Invoker> Retrying<I> {
         request: &ChatRequest,
         mut on_delta: Option<&mut DeltaSink<'_>>,
     ) -> Result<ChatResponse, Exhausted> {
-        let route = Route::new(request);
+        let route = Route::new(request, &self.endpoints);
         let mut at = route.start();
         self.count_hops(at);
         let (mut retry, mut attempts) = (0, 0);

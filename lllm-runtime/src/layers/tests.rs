@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use lllm_core::{Dialog, InferenceHints, Message, ModelArgs, Profile};
 
 use super::{Retrying, TimeLimited};
+use crate::endpoints::Endpoints;
 use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit};
 use crate::retry::RetryPolicy;
 use crate::testing::ScriptedInvoker;
@@ -45,7 +46,7 @@ async fn every_retry_resends_the_same_hints_and_counts_attempts() {
         .fail(unavailable())
         .reply("ok");
     let invoker = Arc::new(script);
-    let retrying = Retrying::new(invoker.clone(), fast(2));
+    let retrying = Retrying::new(invoker.clone(), fast(2), Endpoints::new());
     let answer = retrying
         .call(&request(ModelArgs::new()), None)
         .await
@@ -65,6 +66,7 @@ async fn every_retry_resends_the_same_hints_and_counts_attempts() {
                 .fail(unavailable()),
         ),
         fast(1),
+        Endpoints::new(),
     )
     .call(&request(ModelArgs::new()), None)
     .await
@@ -100,7 +102,7 @@ impl Invoker for BreaksMidStream {
 #[tokio::test]
 async fn a_stream_that_showed_text_is_not_retried() {
     let invoker = Arc::new(BreaksMidStream::default());
-    let retrying = Retrying::new(invoker.clone(), fast(3));
+    let retrying = Retrying::new(invoker.clone(), fast(3), Endpoints::new());
     let mut shown = String::new();
     let mut sink = |delta: Delta<'_>| {
         if let Delta::Text(text) = delta {
@@ -161,7 +163,7 @@ async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
     ];
     for (args, limited_by, allowed) in cases {
         let invoker = Arc::new(ScriptedInvoker::new().fail(asks(3600)).reply("late"));
-        let failed = Retrying::new(invoker.clone(), policy)
+        let failed = Retrying::new(invoker.clone(), policy, Endpoints::new())
             .call(&request(args), None)
             .await
             .expect_err("not waited for");
