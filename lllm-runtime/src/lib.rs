@@ -107,7 +107,7 @@ pub use events::{ModelCall, RunEvent, RunObserver, RunStatus, StepOutcome};
 pub use halt::halt;
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
-    PreparedRequest, ResponseLimits, ServerDefaults, Urgency, WaitLimit,
+    PreparedRequest, RequestNotes, ResponseLimits, ServerDefaults, Urgency, WaitLimit,
 };
 pub use journal::{
     content_hash, Journal, JournalError, JournalTap, LineSink, PendingCall, RunStart,

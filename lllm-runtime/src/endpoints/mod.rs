@@ -7,7 +7,6 @@
 mod breaker;
 mod gate;
 mod key;
-mod route;
 mod stats;
 
 use std::collections::HashMap;
@@ -16,7 +15,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub(crate) use breaker::{Admit, Breaker};
 pub(crate) use gate::{Gate, Slot};
 use key::EndpointKey;
-pub(crate) use route::{moves_on, Route};
 pub(crate) use stats::CallCounter;
 pub use stats::CallStats;
 
