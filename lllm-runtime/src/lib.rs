@@ -95,7 +95,7 @@ pub use agent::{
 };
 pub use budget::RunBudget;
 pub use conversation::Conversation;
-pub use endpoints::CallStats;
+pub use endpoints::{CallStats, Endpoints};
 pub use engine::{
     plan_resume, read_items, tactic_name, AgentSummary, BatchError, BatchItem, BatchOutput,
     BatchPlan, BatchProgress, BatchReport, BeforeEnd, ChatSession, Engine, Host, ItemOutcome,
@@ -107,7 +107,7 @@ pub use events::{ModelCall, RunEvent, RunObserver, RunStatus, StepOutcome};
 pub use halt::halt;
 pub use invoker::{
     ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
-    PreparedRequest, ResponseLimits, ServerDefaults, Urgency, WaitLimit,
+    PreparedRequest, RequestNotes, ResponseLimits, ServerDefaults, Urgency, WaitLimit,
 };
 pub use journal::{
     content_hash, Journal, JournalError, JournalTap, LineSink, PendingCall, RunStart,

@@ -8,6 +8,7 @@ use lllm_core::RunClass;
 
 use crate::budget::RunBudget;
 use crate::conversation::Conversation;
+use crate::endpoints::Endpoints;
 use crate::events::RunObserver;
 use crate::journal::Journal;
 use crate::pause::Pause;
@@ -22,11 +23,12 @@ use crate::trace::TraceRecorder;
 /// hands it to the run's team ([`TeamBuilder::run_context`](crate::TeamBuilder::run_context)), which hands
 /// it to every agent ([`AgentBuilder::run_context`](crate::AgentBuilder::run_context)). Build one yourself
 /// to make the agents of one run by hand. The default is a run without limits, journal, trace,
-/// confirmations or observer, interactive.
+/// confirmations or observer, interactive,
+/// sharing the process's breakers and admission gates ([`Endpoints::shared`]).
 ///
 /// Clones share everything (one budget, one journal, one pause): give each run a context of its
 /// own.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunContext {
     pub(crate) budget: Option<Arc<RunBudget>>,
     pub(crate) journal: Option<Arc<Journal>>,
@@ -41,10 +43,31 @@ pub struct RunContext {
     pub(crate) stream: bool,
     /// Set by the first tool call that pauses the run: nothing more is sent or started.
     pub(crate) pause: Arc<Pause>,
+    /// The breakers and admission gates of the endpoints the run sends to.
+    pub(crate) endpoints: Endpoints,
+}
+
+impl Default for RunContext {
+    fn default() -> Self {
+        RunContext {
+            budget: None,
+            journal: None,
+            trace: None,
+            confirm: None,
+            observer: None,
+            conversation: None,
+            class: RunClass::default(),
+            item: None,
+            stream: false,
+            pause: Arc::default(),
+            endpoints: Endpoints::shared(),
+        }
+    }
 }
 
 impl RunContext {
-    /// A run without limits, journal, trace, confirmations or observer, interactive.
+    /// A run without limits, journal, trace, confirmations or observer, interactive, sharing the
+    /// process's endpoint state ([`Endpoints::shared`]).
     pub fn new() -> Self {
         Self::default()
     }
@@ -99,6 +122,13 @@ impl RunContext {
     /// `id`, so that the server can tell the items' sessions apart by name too.
     pub fn item(mut self, id: impl Into<String>) -> Self {
         self.item = Some(id.into());
+        self
+    }
+
+    /// Keeps the run's breakers and admission gates in `endpoints`, shared with the runs given the
+    /// same (the default: [`Endpoints::shared`], the process's).
+    pub fn endpoints(mut self, endpoints: Endpoints) -> Self {
+        self.endpoints = endpoints;
         self
     }
 

@@ -234,7 +234,7 @@ impl Agent {
         demand: &Demand,
     ) -> Result<String, AgentErrorKind> {
         let mut request = self.request_for(work, demand)?;
-        request.dialog_alias = Some(alias.to_owned());
+        request.notes.dialog_alias = Some(alias.to_owned());
         let mut log = MessageLog::new();
         for message in messages {
             log.push(message.clone());

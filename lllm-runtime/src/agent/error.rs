@@ -184,7 +184,9 @@ impl From<crate::layers::CallError> for AgentErrorKind {
             CallError::Limit(reached) => reached.into(),
             CallError::Journal(e) => AgentErrorKind::Journal(e),
             CallError::Paused { tool } => AgentErrorKind::Paused { tool },
-            CallError::Invoke { attempts, error } => AgentErrorKind::Invoke {
+            CallError::Invoke {
+                attempts, error, ..
+            } => AgentErrorKind::Invoke {
                 attempts,
                 source: error,
             },

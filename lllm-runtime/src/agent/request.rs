@@ -31,12 +31,12 @@ impl Agent {
             self.model_args.clone(),
             hint_fields,
         );
-        request.profile = self.hints.as_ref().map(|h| h.profile());
-        request.dialog = Some(dialog.id());
-        request.parent_dialog = dialog.parent_id();
-        request.window = dialog.window();
-        request.urgency = self.urgency(demand);
-        request.fallback_hints = self.fallback_hints(dialog, demand)?;
+        request.notes.profile = self.hints.as_ref().map(|h| h.profile());
+        request.notes.dialog = Some(dialog.id());
+        request.notes.parent_dialog = dialog.parent_id();
+        request.notes.window = dialog.window();
+        request.notes.urgency = self.urgency(demand);
+        request.notes.fallback_hints = self.fallback_hints(dialog, demand)?;
         Ok(request)
     }
 
@@ -108,7 +108,7 @@ impl Agent {
             args.into(),
             hint_fields,
         );
-        request.profile = Some(hints.profile());
+        request.notes.profile = Some(hints.profile());
         self.call(&request, None).await.map(drop)
     }
 }

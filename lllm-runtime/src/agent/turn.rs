@@ -184,7 +184,7 @@ impl Agent {
             }
             None => self.invoker.send(request, None).await,
         };
-        let response = result?;
+        let response = result?.response;
         if let Some(usage) = &response.message.usage {
             self.add_usage(usage);
         }
@@ -290,7 +290,7 @@ impl Turn<'_, '_> {
 
     fn request(&self, work: &Dialog, last_round: bool) -> Result<ChatRequest, AgentErrorKind> {
         let mut request = self.agent.request_for(work, &self.demand())?;
-        request.dialog_alias = Some(self.alias.to_owned());
+        request.notes.dialog_alias = Some(self.alias.to_owned());
         if !self.feedback.is_empty() {
             let mut messages: MessageLog = request.messages.clone();
             for message in &self.feedback {

@@ -1,5 +1,5 @@
-//! Admission to one endpoint (`model_args.max_in_flight`): at most N requests in flight from the
-//! whole process; the others wait, and a freed slot goes to the most urgent waiting request, the
+//! Admission to one endpoint (`model_args.max_in_flight`): at most N requests in flight from all
+//! the runs that share its [`Endpoints`](super::Endpoints); the others wait, and a freed slot goes to the most urgent waiting request, the
 //! earliest among equals. A slot is held for one HTTP request only (never across a tool call or a
 //! child dialog), so nested fan-out cannot deadlock on it.
 

@@ -1,12 +1,12 @@
-//! What the whole process knows about each endpoint it sends model calls to: its circuit breaker
-//! and its admission gate (`model_args.max_in_flight`). Shared by every agent, fork, batch item and
-//! served run of the process, so that a limit bounds the process and a failing server is skipped by
-//! everyone, not per component.
+//! What a group of runs knows about each endpoint it sends model calls to: its circuit breaker
+//! and its admission gate (`model_args.max_in_flight`), as one value ([`Endpoints`]) that the
+//! engine owns and hands down. Shared by every agent, fork, batch item and served run of the
+//! engine, so that a limit bounds them all and a failing server is skipped by everyone, not per
+//! component.
 
 mod breaker;
 mod gate;
 mod key;
-mod route;
 mod stats;
 
 use std::collections::HashMap;
@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub(crate) use breaker::{Admit, Breaker};
 pub(crate) use gate::{Gate, Slot};
 use key::EndpointKey;
-pub(crate) use route::{moves_on, Route};
 pub(crate) use stats::CallCounter;
 pub use stats::CallStats;
 
@@ -42,24 +41,45 @@ pub(crate) struct Endpoint {
 /// a new endpoint gets state of its own that is not kept.
 const MAX_ENDPOINTS: usize = 4096;
 
-/// The state of the endpoint at `api_base` (`None`: the default server), shared process-wide by
-/// every spelling of that URL ([`EndpointKey`]).
-pub(crate) fn endpoint(api_base: Option<&str>) -> Arc<Endpoint> {
-    static ALL: OnceLock<Mutex<HashMap<EndpointKey, Arc<Endpoint>>>> = OnceLock::new();
-    let key = EndpointKey::of(api_base);
-    let mut all = ALL
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(found) = all.get(&key) {
-        return found.clone();
+/// What a group of runs knows about the endpoints it sends to: each one's circuit breaker and
+/// admission gate (`model_args.max_in_flight`), one per endpoint whatever the spelling of its URL.
+///
+/// An [`Engine`](crate::Engine) owns one ([`Engine::new`](crate::Engine::new) makes it, clones
+/// share it) and hands it to every run through the [`RunContext`](crate::RunContext): a limit
+/// bounds all the engine's runs together, and a failing server is skipped by all of them; another
+/// engine in the same process keeps its own. Agents built without an engine share
+/// [`Endpoints::shared`], the process's. Clones share the state.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoints(Arc<Mutex<HashMap<EndpointKey, Arc<Endpoint>>>>);
+
+impl Endpoints {
+    /// State of its own: no breaker opened and no slot taken by anyone else.
+    pub fn new() -> Self {
+        Self::default()
     }
-    if all.len() >= MAX_ENDPOINTS {
-        all.retain(|_, endpoint| Arc::strong_count(endpoint) > 1);
+
+    /// The state shared by everything in the process that was given no other (agents and teams
+    /// built alone, through a [`RunContext`](crate::RunContext) made by hand).
+    pub fn shared() -> Self {
+        static SHARED: OnceLock<Endpoints> = OnceLock::new();
+        SHARED.get_or_init(Endpoints::new).clone()
     }
-    let made = Arc::new(Endpoint::default());
-    if all.len() < MAX_ENDPOINTS {
-        all.insert(key, made.clone());
+
+    /// The state of the endpoint at `api_base` (`None`: the default server), shared by every
+    /// spelling of that URL ([`EndpointKey`]).
+    pub(crate) fn endpoint(&self, api_base: Option<&str>) -> Arc<Endpoint> {
+        let key = EndpointKey::of(api_base);
+        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = all.get(&key) {
+            return found.clone();
+        }
+        if all.len() >= MAX_ENDPOINTS {
+            all.retain(|_, endpoint| Arc::strong_count(endpoint) > 1);
+        }
+        let made = Arc::new(Endpoint::default());
+        if all.len() < MAX_ENDPOINTS {
+            all.insert(key, made.clone());
+        }
+        made
     }
-    made
 }

@@ -54,24 +54,41 @@ pub use plan::{JournalPlan, RunPlan};
 pub use prepared::PreparedTactic;
 pub use resume::{plan_resume, Resumable};
 
+use crate::endpoints::Endpoints;
 use crate::invoker::{Invoker, OpenAiInvoker};
 use crate::tactic::TacticRegistry;
 
-/// Runs tactics: the registry of tactic types and the invoker every run sends through (unless its
-/// plan brings its own).
+/// Runs tactics: the registry of tactic types, the invoker every run sends through (unless its
+/// plan brings its own), and the state of the endpoints its runs send to (breakers, admission
+/// gates), which all its runs share and no other engine does. Clones share everything.
 #[derive(Debug, Clone)]
 pub struct Engine {
     registry: TacticRegistry,
     invoker: Arc<dyn Invoker>,
+    endpoints: Endpoints,
 }
 
 impl Engine {
-    /// An engine with these tactic types, sending through an [`OpenAiInvoker`].
+    /// An engine with these tactic types, sending through an [`OpenAiInvoker`], with endpoint
+    /// state of its own.
     pub fn new(registry: TacticRegistry) -> Self {
         Engine {
             registry,
             invoker: Arc::new(OpenAiInvoker::new()),
+            endpoints: Endpoints::new(),
         }
+    }
+
+    /// Keeps the runs' breakers and admission gates in `endpoints` (shared with whoever else
+    /// holds it) instead of the engine's own.
+    pub fn with_endpoints(mut self, endpoints: Endpoints) -> Self {
+        self.endpoints = endpoints;
+        self
+    }
+
+    /// The state of the endpoints the engine's runs send to.
+    pub fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
     }
 
     /// Sends every run's requests through `invoker` instead.

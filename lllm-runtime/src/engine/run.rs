@@ -78,16 +78,20 @@ impl Engine {
         let team = Team::builder(tactic.spec())
             .invoker(invoker)
             .mcp(tactic.servers())
-            .run_context(run_context(tactic, plan)?)
+            .run_context(run_context(self, tactic, plan)?)
             .build()?;
         Ok(team)
     }
 }
 
 /// What the run's agents share, built once from `plan`: the budget of the tactic's limits under the
-/// plan's, the journal started or resumed, and the plan's trace, confirmations, observer,
-/// conversation, class, item and streaming.
-fn run_context(tactic: &PreparedTactic, plan: &RunPlan) -> Result<RunContext, RunError> {
+/// plan's, the journal started or resumed, the plan's trace, confirmations, observer,
+/// conversation, class, item and streaming, and the engine's endpoint state.
+fn run_context(
+    engine: &Engine,
+    tactic: &PreparedTactic,
+    plan: &RunPlan,
+) -> Result<RunContext, RunError> {
     let limits = plan.limits_over(*tactic.spec().limits());
     Ok(RunContext {
         budget: Some(Arc::new(RunBudget::new(limits))),
@@ -100,6 +104,7 @@ fn run_context(tactic: &PreparedTactic, plan: &RunPlan) -> Result<RunContext, Ru
         item: plan.item.clone(),
         stream: plan.stream,
         pause: Arc::default(),
+        endpoints: engine.endpoints.clone(),
     })
 }
 

@@ -9,7 +9,6 @@ mod service;
 mod stream;
 mod wire;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -28,7 +27,9 @@ pub use wire::{PreparedRequest, ServerDefaults};
 /// Per-request timeout when `model_args.timeout` is not set.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// One model call, as an agent asks for it.
+/// One model call, as an agent asks for it: what is sent (the model, the messages, the arguments,
+/// the hint fields, the tools, `tool_choice`, `response_format`), and, in [`notes`](Self::notes),
+/// what lllm keeps about it besides (never sent).
 #[derive(Debug, Clone)]
 pub struct ChatRequest {
     /// Model name as configured; a provider prefix such as `hosted_vllm/` is stripped when sent.
@@ -39,48 +40,45 @@ pub struct ChatRequest {
     pub model_args: Arc<ModelArgs>,
     /// Header and body fields from the inference hints, to be merged under the user's explicit ones.
     pub hint_fields: RequestFields,
-    /// The profile `hint_fields` were shaped for, when the request comes from hints (for traces and
-    /// spans, which read the hints back where that profile puts them; never sent).
-    pub profile: Option<Profile>,
     /// Tools offered to the model (none: no `tools` field).
     pub tools: Vec<ToolSpec>,
     /// `tool_choice`, when set (lllm sets `"none"` for the final, tool-less turn of a respond).
     pub tool_choice: Option<Value>,
     /// `response_format`, when the answer must match a JSON Schema.
     pub response_format: Option<Value>,
-    /// The dialog being answered, when an agent sends the request (for traces; never sent).
-    pub dialog: Option<DialogId>,
-    /// The dialog it was forked from, if any (for traces; never sent).
-    pub parent_dialog: Option<DialogId>,
-    /// The dialog's alias in its agent, when a respond sends the request (for the run's events;
-    /// never sent).
-    pub dialog_alias: Option<String>,
-    /// How many times the dialog's window was compacted (for spans and traces; never sent).
-    pub window: u32,
-    /// How urgent the request is when it must wait for a slot (`model_args.max_in_flight`); never
-    /// sent.
-    pub urgency: Urgency,
-    /// The hint fields for each endpoint of `model_args.fallback`, in order, shaped for its profile
-    /// and arguments (empty: no hints); never sent.
-    pub fallback_hints: Vec<RequestFields>,
-    /// The endpoint this request goes to: 0 for the agent's own, n for `model_args.fallback[n-1]`
-    /// (for spans, traces and usage; never sent).
-    pub hop: u32,
+    /// What lllm keeps about the request besides what it sends.
+    pub notes: RequestNotes,
     /// The hints the request carries as sent, read once, when a layer first asks.
     sent: SentOnce,
-    /// How long the latest attempt waited for a slot, set by the admission layer.
-    queue_wait: QueueWait,
 }
 
-/// The latest attempt's wait for a slot, in microseconds. A clone starts at zero: it is a new
-/// request.
-#[derive(Debug, Default)]
-struct QueueWait(AtomicU64);
-
-impl Clone for QueueWait {
-    fn clone(&self) -> Self {
-        QueueWait::default()
-    }
+/// What lllm keeps about a request besides what it sends (none of it is sent): whose dialog it
+/// answers, how urgent it is, which of the agent's endpoints it goes to, and how its hint fields
+/// read. Traces, spans, run events and the call counts record it.
+#[derive(Debug, Clone, Default)]
+pub struct RequestNotes {
+    /// The profile `hint_fields` were shaped for, when the request comes from hints (traces, spans
+    /// and the default key's rule read the hints back where that profile puts them).
+    pub profile: Option<Profile>,
+    /// The dialog being answered, when an agent sends the request.
+    pub dialog: Option<DialogId>,
+    /// The dialog it was forked from, if any.
+    pub parent_dialog: Option<DialogId>,
+    /// The dialog's alias in its agent, when a respond sends the request (for the run's events).
+    pub dialog_alias: Option<String>,
+    /// How many times the dialog's window was compacted.
+    pub window: u32,
+    /// How urgent the request is when it must wait for a slot (`model_args.max_in_flight`).
+    pub urgency: Urgency,
+    /// The hint fields for each endpoint of `model_args.fallback`, in order, shaped for its profile
+    /// and arguments (empty: no hints).
+    pub fallback_hints: Vec<RequestFields>,
+    /// The endpoint this request goes to: 0 for the agent's own, n for `model_args.fallback[n-1]`.
+    pub hop: u32,
+    /// Retries of the call before this attempt (0: its first request), for its span.
+    pub(crate) retry: u32,
+    /// Endpoints the call moved past since its previous attempt, for the call counts.
+    pub(crate) moved: u32,
 }
 
 /// [`SentHints`] read at most once per request. A clone starts empty, so a request copied and
@@ -114,19 +112,11 @@ impl ChatRequest {
             messages,
             model_args,
             hint_fields,
-            profile: None,
             tools: Vec::new(),
             tool_choice: None,
             response_format: None,
-            dialog: None,
-            parent_dialog: None,
-            dialog_alias: None,
-            window: 0,
-            urgency: Urgency::default(),
-            fallback_hints: Vec::new(),
-            hop: 0,
+            notes: RequestNotes::default(),
             sent: SentOnce::default(),
-            queue_wait: QueueWait::default(),
         }
     }
 
@@ -139,13 +129,14 @@ impl ChatRequest {
         if let Some(model) = &entry.model {
             request.model = model.clone();
         }
-        if let Some(fields) = self.fallback_hints.get(index) {
+        let notes = &mut request.notes;
+        if let Some(fields) = notes.fallback_hints.get(index) {
             request.hint_fields = fields.clone();
         }
-        if entry.profile.is_some() && !self.fallback_hints.is_empty() {
-            request.profile = entry.profile;
+        if entry.profile.is_some() && !notes.fallback_hints.is_empty() {
+            notes.profile = entry.profile;
         }
-        request.hop = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        notes.hop = u32::try_from(index + 1).unwrap_or(u32::MAX);
         Some(request)
     }
 
@@ -156,11 +147,11 @@ impl ChatRequest {
         let session = sent
             .session
             .clone()
-            .or_else(|| self.dialog.map(|d| d.to_string()));
+            .or_else(|| self.notes.dialog.map(|d| d.to_string()));
         let parent = sent
             .parent_session
             .clone()
-            .or_else(|| self.parent_dialog.map(|d| d.to_string()));
+            .or_else(|| self.notes.parent_dialog.map(|d| d.to_string()));
         (session, parent)
     }
 
@@ -172,17 +163,6 @@ impl ChatRequest {
             .api_base
             .as_deref()
             .map(lllm_core::internal::redact_url)
-    }
-
-    /// How long the latest attempt of this request waited for a slot.
-    pub fn queue_wait(&self) -> Duration {
-        Duration::from_micros(self.queue_wait.0.load(Ordering::Relaxed))
-    }
-
-    /// Records the latest attempt's wait for a slot.
-    pub(crate) fn set_queue_wait(&self, wait: Duration) {
-        let micros = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
-        self.queue_wait.0.store(micros, Ordering::Relaxed);
     }
 
     /// The hints this request carries as it is sent (after the merge under the agent's parameters

@@ -152,7 +152,7 @@ fn headers(request: &ChatRequest, defaults: &ServerDefaults) -> Vec<(String, Str
     let mut base = Vec::with_capacity(1 + request.hint_fields.headers.len());
     // A fallback endpoint sends its own key or none: the environment's key is the agent's own
     // server's, and never travels to another host.
-    let default_key = defaults.api_key.as_ref().filter(|_| request.hop == 0);
+    let default_key = defaults.api_key.as_ref().filter(|_| request.notes.hop == 0);
     let key = args.api_key.as_ref().or(default_key);
     if let Some(key) = key.filter(|k| !k.expose().is_empty()) {
         base.push((
@@ -276,12 +276,12 @@ impl SentHints {
             &request.model_args.endpoint.extra_body,
         );
         let lookup = |path: BodyPath| merged_value(standard, hints, extra, path);
-        let wire = match request.profile {
+        let wire = match request.notes.profile {
             Some(profile) => profile.shape().read(lookup),
             None => WireHints::read_any(lookup),
         };
         SentHints {
-            profile: request.profile,
+            profile: request.notes.profile,
             wire,
             session: hint_header(request, Profile::session_header),
             parent_session: hint_header(request, Profile::parent_header),
@@ -292,7 +292,7 @@ impl SentHints {
 /// The header named by `name` for the request's profile (for some profile, when it has none) that the
 /// hints put on `request`.
 fn hint_header(request: &ChatRequest, name: fn(Profile) -> &'static str) -> Option<String> {
-    let profiles = match &request.profile {
+    let profiles = match &request.notes.profile {
         Some(profile) => std::slice::from_ref(profile),
         None => &Profile::ALL[..],
     };
@@ -639,7 +639,7 @@ mod tests {
         extra.insert("cache_salt".into(), json!("user"));
         extra.insert("nvext".into(), json!({"agent_hints": {"priority": 9}}));
         let mut sent = request(ModelArgs::new().extra_body(extra), fields);
-        sent.profile = Some(Profile::Vllm);
+        sent.notes.profile = Some(Profile::Vllm);
         let hints = sent.sent_hints();
         let prepared = PreparedRequest::build(&sent, &ServerDefaults::none()).expect("builds");
         let body = prepared.body.as_object().expect("object");
@@ -658,7 +658,7 @@ mod tests {
         assert!(std::ptr::eq(hints, sent.sent_hints()), "read once");
         // Without a profile, any profile's place is read, Dynamo's first.
         let mut unknown = sent.clone();
-        unknown.profile = None;
+        unknown.notes.profile = None;
         assert_eq!(unknown.sent_hints().wire.priority, Some(9));
     }
 

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{CallError, DeltaSink, Service};
+use super::{CallError, DeltaSink, Reply, Service};
 use crate::budget::RunBudget;
-use crate::invoker::{ChatRequest, ChatResponse};
+use crate::invoker::ChatRequest;
 
 /// Counts every call against the run's [`RunBudget`] before it goes on, and the tokens of its answer
 /// after: a limit reached fails the call with [`CallError::Limit`] before anything is sent.
@@ -28,13 +28,13 @@ impl<S: Service> Service for Budgeted<S> {
         &self,
         request: &ChatRequest,
         sink: Option<&mut DeltaSink<'_>>,
-    ) -> Result<ChatResponse, CallError> {
+    ) -> Result<Reply, CallError> {
         let Some(budget) = &self.budget else {
             return self.inner.send(request, sink).await;
         };
         budget.request().map_err(CallError::Limit)?;
-        let response = self.inner.send(request, sink).await?;
-        budget.answered(response.message.usage.as_ref());
-        Ok(response)
+        let reply = self.inner.send(request, sink).await?;
+        budget.answered(reply.response.message.usage.as_ref());
+        Ok(reply)
     }
 }

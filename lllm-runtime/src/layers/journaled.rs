@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{CallError, DeltaSink, Service};
+use super::{CallError, DeltaSink, Reply, Service};
 use crate::invoker::{ChatRequest, ChatResponse};
 use crate::journal::Journal;
 
@@ -30,18 +30,18 @@ impl<S: Service> Service for Journaled<S> {
         &self,
         request: &ChatRequest,
         sink: Option<&mut DeltaSink<'_>>,
-    ) -> Result<ChatResponse, CallError> {
-        let (Some(journal), Some(dialog)) = (&self.journal, request.dialog) else {
+    ) -> Result<Reply, CallError> {
+        let (Some(journal), Some(dialog)) = (&self.journal, request.notes.dialog) else {
             return self.inner.send(request, sink).await;
         };
         let (n, answered) = journal.next_answer(dialog);
         if let Some(message) = answered {
-            return Ok(ChatResponse::new(message));
+            return Ok(Reply::new(ChatResponse::new(message)));
         }
-        let response = self.inner.send(request, sink).await?;
+        let reply = self.inner.send(request, sink).await?;
         journal
-            .answered(dialog, n, &response.message)
+            .answered(dialog, n, &reply.response.message)
             .map_err(CallError::Journal)?;
-        Ok(response)
+        Ok(reply)
     }
 }

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{CallError, DeltaSink, Service};
-use crate::invoker::{ChatRequest, ChatResponse};
+use super::{CallError, DeltaSink, Reply, Service};
+use crate::invoker::ChatRequest;
 use crate::pause::Pause;
 
 /// Sends nothing once the run pauses: the call fails with [`CallError::Paused`], and the branch that
@@ -28,7 +28,7 @@ impl<S: Service> Service for Pausable<S> {
         &self,
         request: &ChatRequest,
         sink: Option<&mut DeltaSink<'_>>,
-    ) -> Result<ChatResponse, CallError> {
+    ) -> Result<Reply, CallError> {
         if let Some(tool) = self.pause.as_ref().and_then(|p| p.paused()) {
             return Err(CallError::Paused { tool });
         }

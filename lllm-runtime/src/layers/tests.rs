@@ -5,7 +5,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lllm_core::{Dialog, InferenceHints, Message, ModelArgs, Profile};
 
-use super::{Retrying, TimeLimited};
+use super::{CallError, Retrying, Service, TimeLimited};
+use crate::endpoints::Endpoints;
 use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker, WaitLimit};
 use crate::retry::RetryPolicy;
 use crate::testing::ScriptedInvoker;
@@ -30,6 +31,16 @@ fn request(args: ModelArgs) -> ChatRequest {
     ChatRequest::new("m", dialog.messages().clone(), Arc::new(args), fields)
 }
 
+/// The requests sent and the last failure of a call that got no answer.
+fn failed(error: CallError) -> (u32, InvokeError) {
+    match error {
+        CallError::Invoke {
+            attempts, error, ..
+        } => (attempts, error),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 fn unavailable() -> InvokeError {
     InvokeError::Http {
         status: 503,
@@ -45,12 +56,12 @@ async fn every_retry_resends_the_same_hints_and_counts_attempts() {
         .fail(unavailable())
         .reply("ok");
     let invoker = Arc::new(script);
-    let retrying = Retrying::new(invoker.clone(), fast(2));
+    let retrying = Retrying::new(invoker.clone(), fast(2), Endpoints::new());
     let answer = retrying
-        .call(&request(ModelArgs::new()), None)
+        .send(&request(ModelArgs::new()), None)
         .await
         .expect("answered on the third try");
-    assert_eq!(answer.message.text(), "ok");
+    assert_eq!(answer.response.message.text(), "ok");
     let calls = invoker.calls();
     assert_eq!(calls.len(), 3);
     for call in &calls {
@@ -65,12 +76,14 @@ async fn every_retry_resends_the_same_hints_and_counts_attempts() {
                 .fail(unavailable()),
         ),
         fast(1),
+        Endpoints::new(),
     )
-    .call(&request(ModelArgs::new()), None)
+    .send(&request(ModelArgs::new()), None)
     .await
     .expect_err("out of retries");
-    assert_eq!(exhausted.attempts, 2);
-    assert_eq!(exhausted.error.status(), Some(503));
+    let (attempts, error) = failed(exhausted);
+    assert_eq!(attempts, 2);
+    assert_eq!(error.status(), Some(503));
 }
 
 /// Streams one piece, then fails as a broken connection would; counts its calls.
@@ -100,7 +113,7 @@ impl Invoker for BreaksMidStream {
 #[tokio::test]
 async fn a_stream_that_showed_text_is_not_retried() {
     let invoker = Arc::new(BreaksMidStream::default());
-    let retrying = Retrying::new(invoker.clone(), fast(3));
+    let retrying = Retrying::new(invoker.clone(), fast(3), Endpoints::new());
     let mut shown = String::new();
     let mut sink = |delta: Delta<'_>| {
         if let Delta::Text(text) = delta {
@@ -108,10 +121,10 @@ async fn a_stream_that_showed_text_is_not_retried() {
         }
     };
     let err = retrying
-        .call(&request(ModelArgs::new()), Some(&mut sink))
+        .send(&request(ModelArgs::new()), Some(&mut sink))
         .await
         .expect_err("broken");
-    assert_eq!(err.attempts, 1);
+    assert_eq!(failed(err).0, 1);
     assert_eq!(shown, "half");
     assert_eq!(invoker.calls.load(Ordering::SeqCst), 1);
 }
@@ -129,10 +142,16 @@ impl Invoker for Silent {
 
 #[tokio::test]
 async fn the_request_timeout_bounds_each_attempt() {
-    let limited = TimeLimited::new(Silent);
+    let limited = TimeLimited::new(Arc::new(Silent));
     let args = ModelArgs::new().timeout(Duration::from_millis(20));
-    let err = limited.invoke(&request(args)).await.expect_err("timed out");
-    assert_eq!(err, InvokeError::Timeout(Duration::from_millis(20)));
+    let err = limited
+        .send(&request(args), None)
+        .await
+        .expect_err("timed out");
+    assert_eq!(
+        failed(err).1,
+        InvokeError::Timeout(Duration::from_millis(20))
+    );
 }
 
 #[tokio::test]
@@ -161,32 +180,34 @@ async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
     ];
     for (args, limited_by, allowed) in cases {
         let invoker = Arc::new(ScriptedInvoker::new().fail(asks(3600)).reply("late"));
-        let failed = Retrying::new(invoker.clone(), policy)
-            .call(&request(args), None)
-            .await
-            .expect_err("not waited for");
+        let (attempts, error) = failed(
+            Retrying::new(invoker.clone(), policy, Endpoints::new())
+                .send(&request(args), None)
+                .await
+                .expect_err("not waited for"),
+        );
         assert_eq!(invoker.calls().len(), 1, "{limited_by:?}");
-        assert_eq!(failed.attempts, 1);
+        assert_eq!(attempts, 1);
         let InvokeError::RetryAfterTooLong {
             asked,
             allowed: granted,
             limited_by: by,
             status,
             ..
-        } = &failed.error
+        } = &error
         else {
-            panic!("unexpected {:?}", failed.error);
+            panic!("unexpected {error:?}");
         };
         assert_eq!(
             (*status, *asked, *by),
             (429, Duration::from_secs(3600), limited_by)
         );
         assert!(*granted <= Duration::from_secs(allowed), "{granted:?}");
-        let shown = failed.error.to_string();
+        let shown = error.to_string();
         assert!(
             shown.contains("asked to wait 3600s") && shown.contains("slow down"),
             "{shown}"
         );
-        assert!(!failed.error.is_retryable());
+        assert!(!error.is_retryable());
     }
 }

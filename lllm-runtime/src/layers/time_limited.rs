@@ -2,52 +2,40 @@
 
 use async_trait::async_trait;
 
-use crate::invoker::{ChatRequest, ChatResponse, Delta, InvokeError, Invoker, DEFAULT_TIMEOUT};
+use super::{CallError, DeltaSink, Reply, Service};
+use crate::invoker::{ChatRequest, InvokeError, DEFAULT_TIMEOUT};
 
 /// Ends an attempt that has no answer within the request's `model_args.timeout` (else
-/// [`DEFAULT_TIMEOUT`]) with [`InvokeError::Timeout`]. Dropping the attempt cancels it.
+/// [`DEFAULT_TIMEOUT`]) with [`InvokeError::Timeout`]; once the process is halted, sends nothing
+/// ([`InvokeError::Halted`]). Dropping the attempt cancels it.
 #[derive(Debug)]
-pub(crate) struct TimeLimited<I> {
-    inner: I,
+pub(crate) struct TimeLimited<S> {
+    inner: S,
 }
 
-impl<I> TimeLimited<I> {
-    pub(crate) fn new(inner: I) -> Self {
+impl<S> TimeLimited<S> {
+    pub(crate) fn new(inner: S) -> Self {
         TimeLimited { inner }
     }
 }
 
 #[async_trait]
-impl<I: Invoker> Invoker for TimeLimited<I> {
-    async fn invoke(&self, request: &ChatRequest) -> Result<ChatResponse, InvokeError> {
-        if crate::halt::halted() {
-            return Err(InvokeError::Halted);
-        }
-        let limit = request
-            .model_args
-            .endpoint
-            .timeout
-            .unwrap_or(DEFAULT_TIMEOUT);
-        tokio::time::timeout(limit, self.inner.invoke(request))
-            .await
-            .unwrap_or(Err(InvokeError::Timeout(limit)))
-    }
-
-    async fn invoke_stream(
+impl<S: Service> Service for TimeLimited<S> {
+    async fn send(
         &self,
         request: &ChatRequest,
-        on_delta: &mut (dyn for<'d> FnMut(Delta<'d>) + Send),
-    ) -> Result<ChatResponse, InvokeError> {
+        sink: Option<&mut DeltaSink<'_>>,
+    ) -> Result<Reply, CallError> {
         if crate::halt::halted() {
-            return Err(InvokeError::Halted);
+            return Err(CallError::invoke(InvokeError::Halted));
         }
         let limit = request
             .model_args
             .endpoint
             .timeout
             .unwrap_or(DEFAULT_TIMEOUT);
-        tokio::time::timeout(limit, self.inner.invoke_stream(request, on_delta))
+        tokio::time::timeout(limit, self.inner.send(request, sink))
             .await
-            .unwrap_or(Err(InvokeError::Timeout(limit)))
+            .unwrap_or(Err(CallError::invoke(InvokeError::Timeout(limit))))
     }
 }

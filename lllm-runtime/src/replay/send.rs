@@ -110,7 +110,7 @@ async fn send(
         Err(error) => return failed(error.to_string(), Duration::ZERO),
     };
     let mut request = ChatRequest::new(options.model.clone(), messages, Arc::new(args), fields);
-    request.profile = Some(options.profile);
+    request.notes.profile = Some(options.profile);
     let sent = Instant::now();
     let result = invoker.invoke(&request).await;
     let latency = sent.elapsed();

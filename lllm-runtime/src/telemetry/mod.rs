@@ -161,15 +161,15 @@ pub(crate) fn chat_span(facts: &AgentFacts, request: &ChatRequest, attempt: u32)
         gen_ai.output.messages = Empty,
         server.address = address().0.as_deref(),
         server.port = address().1.map(int),
-        lllm.profile = request.profile.or(facts.profile).map(Profile::as_str),
+        lllm.profile = request.notes.profile.or(facts.profile).map(Profile::as_str),
         lllm.parent_session.id = sent().parent_session.as_deref(),
-        lllm.fallback.hop = int(request.hop),
+        lllm.fallback.hop = int(request.notes.hop),
         lllm.priority = sent().wire.priority,
         lllm.strict_priority = sent().wire.strict_priority.map(int),
         lllm.osl = sent().wire.osl.map(int),
         lllm.retry.attempt = int(attempt),
         lllm.tools = int(request.tools.len()),
-        lllm.context.window = request.window,
+        lllm.context.window = request.notes.window,
         lllm.worker.id = Empty,
         error.type = Empty,
     );
@@ -201,8 +201,8 @@ pub(crate) fn queue_span(request: &ChatRequest, limit: u32) -> Span {
         server.address = address.0.as_deref(),
         server.port = address.1.map(int),
         lllm.queue.max_in_flight = int(limit),
-        lllm.queue.tier = int(request.urgency.tier),
-        lllm.queue.priority = request.urgency.priority,
+        lllm.queue.tier = int(request.notes.urgency.tier),
+        lllm.queue.priority = request.notes.urgency.priority,
         lllm.queue.wait_ms = Empty,
     )
 }
@@ -317,7 +317,7 @@ fn int<T: TryInto<i64>>(value: T) -> i64 {
 fn conversation_id(request: &ChatRequest, sent: &SentHints) -> String {
     sent.session
         .clone()
-        .or_else(|| request.dialog.map(|d| d.to_string()))
+        .or_else(|| request.notes.dialog.map(|d| d.to_string()))
         .unwrap_or_default()
 }
 

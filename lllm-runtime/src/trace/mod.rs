@@ -67,8 +67,11 @@ pub(crate) struct Answered<'a> {
     pub(crate) agent: &'a str,
     pub(crate) request: &'a ChatRequest,
     pub(crate) response: &'a ChatResponse,
+    /// When the request went out, after its wait for a slot.
     pub(crate) sent: Instant,
     pub(crate) first_piece: Option<Instant>,
+    /// How long it waited for a slot of its endpoint (`max_in_flight`).
+    pub(crate) queue_wait: Duration,
 }
 
 /// The token blocks and lengths of one request's prompt.
@@ -252,12 +255,12 @@ impl TraceRecorder {
 
     /// Writes the row of one answered request. A trace that cannot be written is reported once in the
     /// log; the run goes on.
-    pub(crate) fn record(&self, answered: Answered<'_>) {
+    pub(crate) fn record(&self, answered: &Answered<'_>) {
         let line = match self.format {
             TraceFormat::Lllm | TraceFormat::RowsOnly => {
-                Line::Row(self.row(&answered), answered.request.profile)
+                Line::Row(self.row(answered), answered.request.notes.profile)
             }
-            TraceFormat::AgenticMooncake => Line::Agentic(self.agentic_row(&answered)),
+            TraceFormat::AgenticMooncake => Line::Agentic(self.agentic_row(answered)),
         };
         let written = self
             .out
@@ -271,7 +274,11 @@ impl TraceRecorder {
 
     fn row(&self, answered: &Answered<'_>) -> TraceRow {
         let request = answered.request;
-        let chain = request.dialog.map(|d| d.to_string()).unwrap_or_default();
+        let chain = request
+            .notes
+            .dialog
+            .map(|d| d.to_string())
+            .unwrap_or_default();
         let sent_hints = request.sent_hints();
         let (session_id, parent_session_id) = request.recorded_sessions();
         let session_id = session_id.unwrap_or_default();
@@ -306,9 +313,11 @@ impl TraceRecorder {
                 .first_piece
                 .map(|t| millis(t.saturating_duration_since(answered.sent))),
             prefix_reset: self.first_of_window(request),
-            fallback: request.hop,
-            endpoint: (request.hop > 0).then(|| request.endpoint()).flatten(),
-            queue_ms: Some(request.queue_wait())
+            fallback: request.notes.hop,
+            endpoint: (request.notes.hop > 0)
+                .then(|| request.endpoint())
+                .flatten(),
+            queue_ms: Some(answered.queue_wait)
                 .filter(|w| !w.is_zero())
                 .map(millis),
         }
@@ -316,7 +325,7 @@ impl TraceRecorder {
 
     /// Whether `request` is the first of a compacted window.
     fn first_of_window(&self, request: &ChatRequest) -> bool {
-        match request.dialog.filter(|_| request.window > 0) {
+        match request.notes.dialog.filter(|_| request.notes.window > 0) {
             Some(dialog) => self
                 .windows
                 .lock()
@@ -333,7 +342,7 @@ impl TraceRecorder {
     fn agentic_row(&self, answered: &Answered<'_>) -> AgenticRow {
         let request = answered.request;
         let now = Instant::now();
-        let placed = self.graph().place(request.dialog, answered.sent, now);
+        let placed = self.graph().place(request.notes.dialog, answered.sent, now);
         let sent_hints = request.sent_hints();
         let messages: Vec<&Message> = request.messages.iter().collect();
         let usage = answered.response.message.usage;
@@ -358,7 +367,7 @@ impl TraceRecorder {
             session_id: sent_hints
                 .session
                 .clone()
-                .or_else(|| request.dialog.map(|d| d.to_string()))
+                .or_else(|| request.notes.dialog.map(|d| d.to_string()))
                 .unwrap_or_else(|| self.play.clone()),
             model: lllm_core::strip_provider_prefix(&request.model).to_owned(),
             input_length,

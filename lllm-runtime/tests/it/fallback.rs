@@ -8,7 +8,7 @@ use crate::support::TempDir;
 use lllm_runtime::testing::{StubReply, StubServer};
 use lllm_runtime::{
     load_tactic, Agent, BatchItem, BatchOutput, BatchPlan, Engine, Fallback, InferenceHints,
-    ModelArgs, OpenAiInvoker, Profile, ServerDefaults, StreamEvent, TacticRegistry,
+    ModelArgs, OpenAiInvoker, Profile, RunPlan, ServerDefaults, StreamEvent, TacticRegistry,
 };
 use serde_json::json;
 
@@ -438,4 +438,46 @@ mod fallback_profiles {
         openai_to_sglang: OpenAi => Sglang,
         openai_to_openai: OpenAi => OpenAi,
     }
+}
+
+#[tokio::test]
+async fn two_engines_in_one_process_keep_separate_breakers() {
+    let dir = TempDir::new("two-engines");
+    let (primary, spare) = (
+        StubServer::start().await.expect("stub"),
+        StubServer::start().await.expect("stub"),
+    );
+    primary.answer_unscripted(Duration::ZERO, Some(StubReply::error(503, "down")));
+    let path = batch_tactic(&dir, &primary, &spare);
+    let first = Engine::new(TacticRegistry::new()).with_invoker(invoker());
+    let second = Engine::new(TacticRegistry::new()).with_invoker(invoker());
+    let run = |engine: &Engine| {
+        let engine = engine.clone();
+        let path = path.clone();
+        async move {
+            let tactic = engine
+                .prepare(load_tactic(&path).expect("tactic"))
+                .await
+                .expect("prepared");
+            let output = engine
+                .run(&tactic, RunPlan::new().input("hello"))
+                .await
+                .expect("the fallback answers");
+            assert_eq!(output.answer, "stub answer to: hello");
+            tactic.shutdown().await;
+        }
+    };
+    // Three failures open the first engine's circuit of the primary; its next run skips it.
+    for _ in 0..4 {
+        run(&first).await;
+    }
+    assert_eq!(primary.requests().len(), 3, "the open circuit skips it");
+    // The second engine has seen no failure of that URL: it sends there first.
+    run(&second).await;
+    assert_eq!(
+        primary.requests().len(),
+        4,
+        "another engine's circuit is its own"
+    );
+    assert_eq!(spare.requests().len(), 5);
 }
