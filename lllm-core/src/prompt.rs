@@ -253,11 +253,7 @@ impl Prompt {
     /// steps) is skipped.
     fn literal(&self) -> Option<&str> {
         let text: &str = &self.template;
-        let tag = text
-            .as_bytes()
-            .windows(2)
-            .any(|pair| matches!(pair, [b'{', b'{' | b'%' | b'#']));
-        (!tag).then_some(text)
+        is_literal(text).then_some(text)
     }
 
     /// A literal's render: itself, unless it is longer than [`MAX_RENDERED_BYTES`].
@@ -383,6 +379,15 @@ impl Prompt {
             message: describe(error),
         }
     }
+}
+
+/// Whether `text` has no `{{`, `{%` or `{#`: minijinja reads it as plain text, with no variable and
+/// nothing that can fail to parse, so it need not be compiled.
+pub(crate) fn is_literal(text: &str) -> bool {
+    !text
+        .as_bytes()
+        .windows(2)
+        .any(|pair| matches!(pair, [b'{', b'{' | b'%' | b'#']))
 }
 
 fn missing_list(variables: &[String]) -> String {

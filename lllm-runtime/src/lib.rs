@@ -84,6 +84,7 @@ mod tactic;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tls;
 mod tokenizer;
 mod tools;
 mod trace;

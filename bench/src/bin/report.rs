@@ -11,6 +11,7 @@
 //!   python FIGURES.json                 (with --write also redraws docs/bench_vs_python.svg)
 //!   serve FIGURES.json                compaction LEGS.jsonl MOCK_ARGS
 //!   admission DYNAMO_ARGS LEGS.jsonl... queue FIGURES.json
+//!   floor TABLE.md                      (the `floor` binary's output)
 //! ```
 #![allow(clippy::print_stdout)]
 
@@ -18,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _};
 use lllm_bench::report::{
-    admission, compaction, concurrency, criterion, journal, mcp, otel, payoff, priority, python,
-    queue, replay, serve,
+    admission, compaction, concurrency, criterion, floor, journal, mcp, otel, payoff, priority,
+    python, queue, replay, serve,
 };
 use lllm_bench::splice::{splice_file, Section};
 
@@ -28,7 +29,7 @@ const USAGE: &str = "usage: report [--write] [--file BENCHMARKS.md] BENCHMARK IN
   otel FIGURES.json [PROCESSES.json] | payoff LEGS.jsonl WORKERS
   priority ELAPSED_S MOCK_ARGS LEG.json... | replay WORK_DIR | criterion CRITERION_DIR
   python FIGURES.json | serve FIGURES.json | compaction LEGS.jsonl MOCK_ARGS
-  admission DYNAMO_ARGS LEGS.jsonl... | queue FIGURES.json";
+  admission DYNAMO_ARGS LEGS.jsonl... | queue FIGURES.json | floor TABLE.md";
 
 /// The command line, read.
 struct Args {
@@ -83,6 +84,7 @@ fn sections(args: &Args) -> anyhow::Result<(Vec<Section>, Option<String>)> {
         "journal" => journal::report(first("FIGURES.json")?)?,
         "serve" => serve::report(first("FIGURES.json")?)?,
         "queue" => queue::report(first("FIGURES.json")?)?,
+        "floor" => floor::report(first("TABLE.md")?)?,
         "admission" => {
             let dynamo = input(args, 0, "DYNAMO_ARGS")?;
             input(args, 1, "LEGS.jsonl")?;

@@ -7,6 +7,7 @@ pub mod admission;
 pub mod compaction;
 pub mod concurrency;
 pub mod criterion;
+pub mod floor;
 pub mod journal;
 pub mod mcp;
 pub mod otel;

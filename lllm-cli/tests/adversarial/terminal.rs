@@ -154,9 +154,14 @@ fn under_a_terminal(lllm_args: &str, no_color: bool) -> String {
 #[test]
 fn colour_only_on_a_terminal_and_never_with_no_color() {
     let dir = TempDir::new("colour");
-    // At debug level a dry run logs a few lines: enough to see whether they are coloured.
-    let file = dir.write("t.yaml", tactic("http://127.0.0.1:9/v1"));
-    let args = format!("run {} --input x --dry-run", arg(&file));
+    // At debug level a call to a closed port logs a few lines (the attempt and its connection):
+    // enough to see whether they are coloured.
+    let text = tactic("http://127.0.0.1:9/v1").replace(
+        "system_prompt: s",
+        "system_prompt: s\n    max_call_retries: 0",
+    );
+    let file = dir.write("t.yaml", text);
+    let args = format!("run {} --input x", arg(&file));
     let on_terminal = under_a_terminal(&args, false);
     assert!(
         on_terminal.contains("\u{1b}["),
@@ -167,10 +172,10 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
         !no_color.contains("\u{1b}[") && no_color.contains("DEBUG"),
         "NO_COLOR is honoured: {no_color}"
     );
-    let piped = lllm(&["run", arg(&file), "--input", "x", "--dry-run"])
+    let piped = lllm(&["run", arg(&file), "--input", "x"])
         .env("LLLM_LOG", "debug")
         .run_blocking();
-    piped.assert_clean(0, &["DEBUG"]);
+    piped.assert_clean(1, &["DEBUG", "cannot reach the server"]);
     assert!(!piped.stderr.contains('\u{1b}'), "{}", piped.stderr);
 }
 

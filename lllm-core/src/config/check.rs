@@ -1,9 +1,11 @@
 //! Static checks of a tactic's steps: what would go wrong at run time, found before anything runs.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 
 use super::steps::{Branch, Step, Turn};
 use super::steps_error::StepsError;
+use crate::prompt::is_literal;
 use crate::suggest::closest;
 
 /// A problem at a field path (`steps[2].agent`).
@@ -72,6 +74,10 @@ struct Checker<'a> {
     agents: &'a [String],
     /// Every variable some step saves, and where.
     saves: HashMap<String, String>,
+    /// The environment templates are parsed in, made for the first template that is not plain text
+    /// (a run of plain steps never builds one: minijinja's built-in filters and tests are a map of
+    /// closures built anew for each environment).
+    templates: OnceCell<minijinja::Environment<'static>>,
 }
 
 /// Checks `steps` against the agents' names: unknown agents, forks from dialogs that do not exist yet,
@@ -85,6 +91,7 @@ pub(crate) fn check_steps(
     let mut checker = Checker {
         agents,
         saves: HashMap::new(),
+        templates: OnceCell::new(),
     };
     for turn in steps.iter().flat_map(Step::turns) {
         if let Some(name) = &turn.save {
@@ -222,8 +229,12 @@ impl Checker<'_> {
 
     /// A template must parse, and may not use a saved variable before the step that saves it.
     fn template(&self, template: &str, at: &str, scope: &Scope) -> Result<(), PathError> {
-        let env = minijinja::Environment::new();
-        let parsed = env
+        if is_literal(template) {
+            return Ok(());
+        }
+        let parsed = self
+            .templates
+            .get_or_init(minijinja::Environment::new)
             .template_from_str(template)
             .map_err(|e| (at.to_owned(), StepsError::Template(e.to_string())))?;
         let mut used: Vec<String> = parsed.undeclared_variables(false).into_iter().collect();

@@ -41,11 +41,9 @@ impl OpenAiInvoker {
 
     /// An invoker with explicit fallbacks (for tests and embedding).
     pub fn with_defaults(defaults: ServerDefaults) -> Self {
-        // No redirect is followed: one would carry the credentials and the prompt to another host.
         // Like `reqwest::Client::new`, this fails only when the TLS backend cannot start.
         #[allow(clippy::expect_used)]
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
+        let http = crate::tls::http_client()
             .build()
             .expect("the HTTP client starts");
         OpenAiInvoker {

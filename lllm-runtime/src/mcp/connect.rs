@@ -78,8 +78,7 @@ pub(crate) async fn connect(
             })?
         }
         Transport::Http { url, headers } => {
-            let client = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
+            let client = crate::tls::http_client()
                 .connect_timeout(CONNECT_TIMEOUT)
                 .build()
                 .map_err(|e| Failed {

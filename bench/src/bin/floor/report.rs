@@ -122,7 +122,7 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
             &bare.cold_wall_ms,
             1,
             "ms",
-            1.5,
+            1.3,
         ),
         (
             "cold 1-turn run, CPU (user+sys)".to_owned(),
@@ -130,7 +130,7 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
             &bare.cold_cpu_ms,
             1,
             "ms",
-            1.5,
+            1.3,
         ),
         (
             format!(
@@ -141,7 +141,7 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
             &bare.marginal_cpu_ms,
             3,
             "ms",
-            1.15,
+            1.0,
         ),
         (
             format!("peak RSS, {turns} turns"),
@@ -161,7 +161,7 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
         let ratio = l.median / b.median;
         let met = if ratio <= target { "met" } else { "not met" };
         lines.push(format!(
-            "| {label} | {} | {} | **{ratio:.2}×** | ≤{target}× ({met}) |",
+            "| {label} | {} | {} | **{ratio:.2}×** | ≤{target:.1}× ({met}) |",
             b.show(decimals, unit),
             l.show(decimals, unit)
         ));
