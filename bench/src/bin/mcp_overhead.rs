@@ -10,9 +10,10 @@
 
 use std::time::{Duration, Instant};
 
-use lllm_runtime::{McpServer, ToolFilter};
+use lllm_runtime::{McpServer, Tool, ToolFilter};
 use rmcp::model::CallToolRequestParams;
-use rmcp::ServiceExt;
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
 
 /// Calls in one block before switching to the other client.
@@ -29,9 +30,14 @@ fn summary(mut times: Vec<Duration>) -> serde_json::Value {
     json!({"p50_us": percentile(&times, 0.5), "p90_us": percentile(&times, 0.9), "p99_us": percentile(&times, 0.99), "mean_us": mean})
 }
 
-#[tokio::main]
-#[allow(clippy::print_stdout)]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// The command line: how many calls, the message's size, and the server program.
+struct Args {
+    calls: usize,
+    message_bytes: usize,
+    command: Vec<String>,
+}
+
+fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: mcp_overhead CALLS MESSAGE_BYTES -- PROGRAM ARGS...";
     let calls: usize = args.first().ok_or(usage)?.parse()?;
@@ -45,13 +51,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if command.is_empty() {
         return Err(usage.into());
     }
+    Ok(Args {
+        calls,
+        message_bytes,
+        command,
+    })
+}
 
-    let server = McpServer::stdio("bench", command.clone()).start().await?;
-    let tool = server
-        .tools(&ToolFilter::Include(vec!["echo".into()]))?
-        .pop()
-        .ok_or("the server has no `echo` tool")?;
-
+/// The bare SDK client over a second copy of the server; the child is returned so that it lives
+/// (it is killed when dropped) as long as the client is used.
+async fn start_bare(
+    command: &[String],
+) -> Result<(RunningService<RoleClient, ()>, tokio::process::Child), Box<dyn std::error::Error>> {
     let mut child = tokio::process::Command::new(&command[0])
         .args(&command[1..])
         .stdin(std::process::Stdio::piped())
@@ -64,7 +75,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         child.stdin.take().ok_or("no stdin")?,
     );
     let bare = ().serve(io).await?;
+    Ok((bare, child))
+}
 
+/// The times of `calls` calls through lllm's tool and through the bare client, in alternating
+/// blocks after a warm-up block of each.
+async fn measure(
+    tool: &dyn Tool,
+    bare: &RunningService<RoleClient, ()>,
+    message_bytes: usize,
+    calls: usize,
+) -> Result<(Vec<Duration>, Vec<Duration>), Box<dyn std::error::Error>> {
     let message: String = "the quick brown fox jumps over the lazy dog "
         .chars()
         .cycle()
@@ -97,22 +118,47 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::hint::black_box(result);
         }
     }
+    Ok((through_lllm, through_sdk))
+}
+
+/// The figures of both paths and what lllm adds.
+fn report(
+    args: &Args,
+    through_lllm: Vec<Duration>,
+    through_sdk: Vec<Duration>,
+) -> serde_json::Value {
     let lllm = summary(through_lllm);
     let sdk = summary(through_sdk);
     let overhead_p50 =
         lllm["p50_us"].as_f64().unwrap_or(0.0) - sdk["p50_us"].as_f64().unwrap_or(0.0);
     let overhead_mean =
         lllm["mean_us"].as_f64().unwrap_or(0.0) - sdk["mean_us"].as_f64().unwrap_or(0.0);
-    let report = json!({
-        "server": command.join(" "),
-        "calls": calls,
-        "message_bytes": message_bytes,
+    json!({
+        "server": args.command.join(" "),
+        "calls": args.calls,
+        "message_bytes": args.message_bytes,
         "through_lllm": lllm,
         "through_sdk": sdk,
         "overhead_p50_us": overhead_p50,
         "overhead_mean_us": overhead_mean,
-    });
-    println!("{report}");
+    })
+}
+
+#[tokio::main]
+#[allow(clippy::print_stdout)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = parse_args()?;
+    let server = McpServer::stdio("bench", args.command.clone())
+        .start()
+        .await?;
+    let tool = server
+        .tools(&ToolFilter::Include(vec!["echo".into()]))?
+        .pop()
+        .ok_or("the server has no `echo` tool")?;
+    let (bare, _child) = start_bare(&args.command).await?;
+    let (through_lllm, through_sdk) =
+        measure(tool.as_ref(), &bare, args.message_bytes, args.calls).await?;
+    println!("{}", report(&args, through_lllm, through_sdk));
     server.shutdown().await;
     bare.cancel().await.ok();
     Ok(())

@@ -427,22 +427,18 @@ fn added(runs: &[Run], baseline: &[Run]) -> serde_json::Value {
     })
 }
 
-#[tokio::main]
+/// `--sink`: only the collector, serving until killed.
 #[allow(clippy::print_stdout)]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let sink = Arc::new(Sink::default());
-    let arg = std::env::args().nth(1);
-    if arg.as_deref() == Some("--sink") {
-        let url = start_sink(sink).await?;
-        println!("{url}");
-        // Serves until killed.
-        std::future::pending::<()>().await;
-        return Ok(());
-    }
-    let repetitions: usize = match arg {
-        Some(n) => n.parse()?,
-        None => 101,
-    };
+async fn serve_sink(sink: Arc<Sink>) -> Result<(), Box<dyn std::error::Error>> {
+    let url = start_sink(sink).await?;
+    println!("{url}");
+    // Serves until killed.
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
+/// The legs' shared parts: the stand-in server, the invoker, the collector and both providers.
+async fn setup(sink: Arc<Sink>) -> Result<Setup, Box<dyn std::error::Error>> {
     if std::net::TcpStream::connect_timeout(&"127.0.0.1:9".parse()?, Duration::from_millis(200))
         .is_ok()
     {
@@ -451,20 +447,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let url = start_sink(sink.clone()).await?;
-    let setup = Setup {
+    Ok(Setup {
         server: StubServer::start().await?,
         invoker: Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none())),
         export: provider(&format!("{url}/v1/traces"))?,
         dead: provider(DEAD_ENDPOINT)?,
         sink,
-    };
-    let legs = [Leg::None, Leg::Export, Leg::Dead];
-    // The warm-up flushes the `dead` leg after each run too: what one flush to a dead collector
-    // takes (what `lllm` waits at exit, up to its 3 s limit).
+    })
+}
+
+const LEGS: [Leg; 3] = [Leg::None, Leg::Export, Leg::Dead];
+
+/// The warm-up runs of every leg. They flush the `dead` leg after each run too: what one flush to a
+/// dead collector takes (what `lllm` waits at exit, up to its 3 s limit), in milliseconds.
+async fn warm_up(setup: &Setup) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
     let mut dead_flushes = Vec::new();
     for _ in 0..WARMUP {
-        for leg in legs {
-            let run = run(&setup, leg, true).await?;
+        for leg in LEGS {
+            let run = run(setup, leg, true).await?;
             if leg == Leg::Dead {
                 if !run.flush_failed {
                     return Err("a flush to the dead collector succeeded".into());
@@ -473,18 +473,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    setup
-        .sink
-        .names
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clear();
-    let mut runs: BTreeMap<&str, Vec<Run>> = BTreeMap::new();
+    Ok(dead_flushes)
+}
+
+/// The measured runs, by leg name.
+type Runs = BTreeMap<&'static str, Vec<Run>>;
+
+/// `repetitions` measured runs of every leg; also the seconds they took.
+async fn measure(
+    setup: &Setup,
+    repetitions: usize,
+) -> Result<(Runs, f64), Box<dyn std::error::Error>> {
+    let mut runs: Runs = BTreeMap::new();
     let started = Instant::now();
     for i in 0..repetitions {
         // Which leg goes first turns round from one repetition to the next.
-        for k in 0..legs.len() {
-            let leg = legs[(i + k) % legs.len()];
+        for k in 0..LEGS.len() {
+            let leg = LEGS[(i + k) % LEGS.len()];
             let name = match leg {
                 Leg::None => "none",
                 Leg::Export => "export",
@@ -492,24 +497,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             runs.entry(name)
                 .or_default()
-                .push(run(&setup, leg, false).await?);
+                .push(run(setup, leg, false).await?);
         }
     }
-    let measured_s = started.elapsed().as_secs_f64();
-    let (none, export, dead) = (&runs["none"], &runs["export"], &runs["dead"]);
+    Ok((runs, started.elapsed().as_secs_f64()))
+}
+
+/// The `export` leg's figures: what it adds to `none`, and what the collector received.
+fn export_figures(sink: &Sink, export: &[Run], none: &[Run]) -> serde_json::Value {
     let received = export.iter().fold(Counts::default(), |total, r| Counts {
         requests: total.requests + r.received.requests,
         bytes: total.bytes + r.received.bytes,
         spans: total.spans + r.received.spans,
     });
-    let mut export_figures = added(export, none);
+    let mut figures = added(export, none);
     let spans_per_run = received.spans as f64 / export.len() as f64;
     let bytes_per_run = received.bytes as f64 / export.len() as f64;
     for (key, value) in [
         ("spans_per_run", json!(spans_per_run)),
         (
             "spans_by_operation",
-            json!(*setup.sink.names.lock().unwrap_or_else(|p| p.into_inner())),
+            json!(*sink.names.lock().unwrap_or_else(|p| p.into_inner())),
         ),
         (
             "posts_per_run",
@@ -519,21 +527,52 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("bytes_per_span", json!(bytes_per_run / spans_per_run)),
         (
             "undecodable_posts",
-            json!(setup.sink.undecodable.load(Ordering::SeqCst)),
+            json!(sink.undecodable.load(Ordering::SeqCst)),
         ),
     ] {
-        export_figures[key] = value;
+        figures[key] = value;
     }
-    let mut dead_figures = added(dead, none);
+    figures
+}
+
+/// The `dead` leg's figures: what it adds to `none`, with the flushes timed in the warm-up.
+fn dead_figures(dead: &[Run], none: &[Run], dead_flushes: Vec<f64>) -> serde_json::Value {
+    let mut figures = added(dead, none);
     let dead_flushes = sorted(dead_flushes);
     for key in ["flush_p90_ms", "flush_us_per_span", "flushes_failed"] {
-        if let Some(figures) = dead_figures.as_object_mut() {
+        if let Some(figures) = figures.as_object_mut() {
             figures.remove(key);
         }
     }
-    dead_figures["flush_median_ms"] = json!(percentile(&dead_flushes, 0.5));
-    dead_figures["flush_max_ms"] = json!(dead_flushes[dead_flushes.len() - 1]);
-    dead_figures["flushes_timed"] = json!(dead_flushes.len());
+    figures["flush_median_ms"] = json!(percentile(&dead_flushes, 0.5));
+    figures["flush_max_ms"] = json!(dead_flushes[dead_flushes.len() - 1]);
+    figures["flushes_timed"] = json!(dead_flushes.len());
+    figures
+}
+
+#[tokio::main]
+#[allow(clippy::print_stdout)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let sink = Arc::new(Sink::default());
+    let arg = std::env::args().nth(1);
+    if arg.as_deref() == Some("--sink") {
+        return serve_sink(sink).await;
+    }
+    let repetitions: usize = match arg {
+        Some(n) => n.parse()?,
+        None => 101,
+    };
+    let setup = setup(sink).await?;
+    let dead_flushes = warm_up(&setup).await?;
+    // The spans counted by name are those of the measured runs.
+    setup
+        .sink
+        .names
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clear();
+    let (runs, measured_s) = measure(&setup, repetitions).await?;
+    let (none, export, dead) = (&runs["none"], &runs["export"], &runs["dead"]);
     let report = json!({
         "turns": TURNS,
         "requests_per_run": TURNS,
@@ -545,8 +584,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "export": leg_figures(export),
             "dead": leg_figures(dead),
         },
-        "export": export_figures,
-        "dead": dead_figures,
+        "export": export_figures(&setup.sink, export, none),
+        "dead": dead_figures(dead, none, dead_flushes),
     });
     setup.export.shutdown().ok();
     // Its export thread may be waiting out retries: do not wait for it.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use lllm_runtime::{
     Agent, ChatRequest, ChatResponse, Delta, ForkSession, InferenceHints, InvokeError, Invoker,
-    ModelArgs, OpenAiInvoker, Profile, RetryPolicy, ServerDefaults,
+    ModelArgs, OpenAiInvoker, Profile, RetryPolicy, ServerDefaults, TraceRecorder,
 };
 use serde_json::json;
 
@@ -115,12 +115,10 @@ async fn run_dialog(agent: &Agent, alias: &str, script: &Script) {
     }
 }
 
-#[tokio::main]
-async fn main() {
-    let url = std::env::var("LLLM_DYNAMO_URL").expect("LLLM_DYNAMO_URL");
-    let log = std::env::var("LLLM_DYNAMO_LOG").expect("LLLM_DYNAMO_LOG");
-    let leg = std::env::var("LLLM_PAYOFF_LEG").unwrap_or_else(|_| "family".into());
-    let hints = match leg.as_str() {
+/// The hints of leg `leg`: `family` (forks share their parent's session), `own` (each dialog its
+/// own), anything else none.
+fn hints_for(leg: &str) -> InferenceHints {
+    match leg {
         "family" => InferenceHints::builder()
             .profile(Profile::Dynamo)
             .fork_session(ForkSession::Family),
@@ -130,25 +128,36 @@ async fn main() {
             .session(false),
     }
     .build()
-    .expect("hints");
+    .expect("hints")
+}
+
+/// The trace recorder of `LLLM_PAYOFF_TRACE`, when set.
+fn trace_recorder() -> Option<Arc<TraceRecorder>> {
     // `LLLM_PAYOFF_TRACE_FORMAT=agentic` writes Dynamo's agentic format instead of lllm-trace/1.
     let format = match std::env::var("LLLM_PAYOFF_TRACE_FORMAT").as_deref() {
         Ok("agentic") => lllm_runtime::TraceFormat::AgenticMooncake,
         _ => lllm_runtime::TraceFormat::Lllm,
     };
-    let trace = std::env::var("LLLM_PAYOFF_TRACE").ok().map(|path| {
+    std::env::var("LLLM_PAYOFF_TRACE").ok().map(|path| {
         Arc::new(
-            lllm_runtime::TraceRecorder::to_file(std::path::Path::new(&path), 16, None, format)
+            TraceRecorder::to_file(std::path::Path::new(&path), 16, None, format)
                 .expect("trace file"),
         )
-    });
-    let recorder = Arc::new(Recorder {
-        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
-        calls: Mutex::new(Vec::new()),
-        errors: Mutex::new(0),
-    });
+    })
+}
 
-    // The same draws for every leg.
+/// The work of one root agent, drawn up front.
+struct Plan {
+    root: usize,
+    arrival: Duration,
+    system: String,
+    main: Script,
+    forks: Vec<Script>,
+    max_tokens: u32,
+}
+
+/// The roots' plans: the same draws for every leg.
+fn plans() -> Vec<Plan> {
     let mut rng = fastrand::Rng::with_seed(SEED);
     let mut plans = Vec::new();
     for root in 0..ROOTS {
@@ -165,80 +174,123 @@ async fn main() {
             }
         }
         let max_tokens = rng.u32(20..=120);
-        plans.push((root, arrival, system, main, forks, max_tokens));
+        plans.push(Plan {
+            root,
+            arrival,
+            system,
+            main,
+            forks,
+            max_tokens,
+        });
     }
+    plans
+}
 
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for (root, arrival, system, main, forks, max_tokens) in plans {
-        let recorder = recorder.clone();
-        let trace = trace.clone();
-        let hints = hints.clone();
-        let url = url.clone();
-        tasks.push(tokio::spawn(async move {
-            tokio::time::sleep(arrival).await;
-            let mut builder = Agent::builder();
-            if let Some(trace) = trace {
-                builder = builder.trace(trace);
-            }
-            let agent = Arc::new(
-                builder
-                    .name(format!("agent{root}"))
-                    .system_prompt(system)
-                    .model("tiny")
-                    .invoker(recorder)
-                    .model_args(ModelArgs::new().api_base(url).max_tokens(max_tokens))
-                    .inference_hints(hints)
-                    .retry_policy(RetryPolicy::with_max_call_retries(1))
-                    .build()
-                    .expect("agent"),
-            );
-            let alias = format!("r{root}");
-            agent.open(&alias).expect("open");
-            let (first, rest) = main.turns.split_at(2.min(main.turns.len()));
-            run_dialog(
-                &agent,
-                &alias,
-                &Script {
-                    turns: first.to_vec(),
-                },
-            )
-            .await;
-            let mut subagents = Vec::new();
-            for (i, fork) in forks.iter().enumerate() {
-                let child = format!("r{root}s{i}");
-                agent.fork(&alias, &child).expect("fork");
-                let agent = agent.clone();
-                let fork = fork.clone();
-                subagents.push(tokio::spawn(async move {
-                    run_dialog(&agent, &child, &fork).await
-                }));
-            }
-            run_dialog(
-                &agent,
-                &alias,
-                &Script {
-                    turns: rest.to_vec(),
-                },
-            )
-            .await;
-            for sub in subagents {
-                sub.await.ok();
-            }
+/// What every root agent shares: where its calls go and are recorded, and the leg's hints.
+#[derive(Clone)]
+struct Shared {
+    recorder: Arc<Recorder>,
+    trace: Option<Arc<TraceRecorder>>,
+    hints: InferenceHints,
+    url: String,
+}
+
+/// One root agent: after its arrival, the first two turns of its main dialog, then its forks (as
+/// subagents, concurrently) beside the rest of the main dialog.
+async fn run_root(plan: Plan, shared: Shared) {
+    let Plan {
+        root,
+        arrival,
+        system,
+        main,
+        forks,
+        max_tokens,
+    } = plan;
+    tokio::time::sleep(arrival).await;
+    let mut builder = Agent::builder();
+    if let Some(trace) = shared.trace {
+        builder = builder.trace(trace);
+    }
+    let agent = Arc::new(
+        builder
+            .name(format!("agent{root}"))
+            .system_prompt(system)
+            .model("tiny")
+            .invoker(shared.recorder)
+            .model_args(ModelArgs::new().api_base(shared.url).max_tokens(max_tokens))
+            .inference_hints(shared.hints)
+            .retry_policy(RetryPolicy::with_max_call_retries(1))
+            .build()
+            .expect("agent"),
+    );
+    let alias = format!("r{root}");
+    agent.open(&alias).expect("open");
+    let (first, rest) = main.turns.split_at(2.min(main.turns.len()));
+    run_dialog(
+        &agent,
+        &alias,
+        &Script {
+            turns: first.to_vec(),
+        },
+    )
+    .await;
+    let mut subagents = Vec::new();
+    for (i, fork) in forks.iter().enumerate() {
+        let child = format!("r{root}s{i}");
+        agent.fork(&alias, &child).expect("fork");
+        let agent = agent.clone();
+        let fork = fork.clone();
+        subagents.push(tokio::spawn(async move {
+            run_dialog(&agent, &child, &fork).await
         }));
     }
+    run_dialog(
+        &agent,
+        &alias,
+        &Script {
+            turns: rest.to_vec(),
+        },
+    )
+    .await;
+    for sub in subagents {
+        sub.await.ok();
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let url = std::env::var("LLLM_DYNAMO_URL").expect("LLLM_DYNAMO_URL");
+    let log = std::env::var("LLLM_DYNAMO_LOG").expect("LLLM_DYNAMO_LOG");
+    let leg = std::env::var("LLLM_PAYOFF_LEG").unwrap_or_else(|_| "family".into());
+    let shared = Shared {
+        hints: hints_for(&leg),
+        trace: trace_recorder(),
+        recorder: Arc::new(Recorder {
+            inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
+            calls: Mutex::new(Vec::new()),
+            errors: Mutex::new(0),
+        }),
+        url,
+    };
+    let plans = plans();
+
+    let started = Instant::now();
+    let tasks: Vec<_> = plans
+        .into_iter()
+        .map(|plan| tokio::spawn(run_root(plan, shared.clone())))
+        .collect();
     for task in tasks {
         task.await.ok();
     }
     let elapsed = started.elapsed();
-    if let Some(trace) = &trace {
+    if let Some(trace) = &shared.trace {
         trace.flush().expect("trace written");
     }
-    let calls = recorder.calls.lock().expect("lock").clone();
+    let calls = shared.recorder.calls.lock().expect("lock").clone();
     let ids: Vec<&str> = calls.iter().map(|c| c.response_id.as_str()).collect();
     let served_by =
         lllm_runtime::testing::dynamo_workers_for(&log, &ids, Duration::from_secs(10)).await;
-    let errors = *recorder.errors.lock().expect("lock");
+    let errors = *shared.recorder.errors.lock().expect("lock");
     println!("{}", figures(&leg, &calls, &served_by, errors, elapsed));
 }
 

@@ -456,16 +456,19 @@ fn summary(values: &[f64]) -> Value {
     })
 }
 
-#[tokio::main]
-async fn main() {
-    let config = Arc::new(Config::from_env());
-    let timed = Arc::new(Timed {
-        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
-        epoch: Instant::now(),
-        records: Mutex::new(Vec::new()),
-    });
+/// A tactic run as planned: the same tactic file and input in every leg (but for the leg's
+/// priority and session prefix).
+struct Planned {
+    run: usize,
+    shape: Shape,
+    /// When it starts, after the epoch.
+    at: Duration,
+    yaml: String,
+    input: String,
+}
 
-    // The same tactic files and inputs in every leg (but for the leg's priority and session prefix).
+/// Every tactic run of the leg, in waves, the shapes alternating.
+fn plan_runs(config: &Config) -> Vec<Planned> {
     let mut rng = fastrand::Rng::with_seed(SEED);
     let mut plans = Vec::new();
     for wave in 0..config.waves {
@@ -478,12 +481,27 @@ async fn main() {
             };
             let at =
                 config.warmup + config.wave_gap.mul_f64(wave as f64) + config.stagger * i as u32;
-            let yaml = tactic_yaml(&config, run, shape, &mut rng);
+            let yaml = tactic_yaml(config, run, shape, &mut rng);
             let input = lllm_bench::random_words(&mut rng, 20);
-            plans.push((run, shape, at, yaml, input));
+            plans.push(Planned {
+                run,
+                shape,
+                at,
+                yaml,
+                input,
+            });
         }
     }
+    plans
+}
 
+/// Runs the leg: the background clients, the tactic runs each at its time, then the background
+/// until the end of the fixed window. Returns the runs' outcomes and when the background stopped.
+async fn run_leg(
+    config: &Arc<Config>,
+    timed: &Arc<Timed>,
+    plans: Vec<Planned>,
+) -> (Vec<RunOutcome>, f64) {
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = (0..config.background)
         .map(|client| {
@@ -496,14 +514,14 @@ async fn main() {
         })
         .collect();
 
-    let tactics_start = config.warmup.as_secs_f64();
     let runs: Vec<_> = plans
         .into_iter()
-        .map(|(run, shape, at, yaml, input)| {
+        .map(|plan| {
             let timed = timed.clone();
             tokio::spawn(async move {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(timed.epoch + at)).await;
-                tactic_run(timed, run, shape, yaml, input).await
+                let start = tokio::time::Instant::from_std(timed.epoch + plan.at);
+                tokio::time::sleep_until(start).await;
+                tactic_run(timed, plan.run, plan.shape, plan.yaml, plan.input).await
             })
         })
         .collect();
@@ -519,23 +537,40 @@ async fn main() {
         client.abort();
         let _ = client.await;
     }
-    let stopped = timed.epoch.elapsed().as_secs_f64();
+    (outcomes, timed.epoch.elapsed().as_secs_f64())
+}
 
-    let records = timed.records.lock().expect("lock").clone();
-    // The frontend writes its line when a request completes: wait for all of them.
+/// The frontend log's time to first token by response id, once it has a line for every answered
+/// request in `records` (the frontend writes its line when a request completes) or after 10 s.
+async fn await_ttfts(config: &Config, records: &[Record]) -> HashMap<String, f64> {
     let wanted: Vec<String> = records
         .iter()
         .filter_map(|r| r.response_id.as_deref())
         .map(|id| id.trim_start_matches("chatcmpl-").to_owned())
         .collect();
     let deadline = Instant::now() + Duration::from_secs(10);
-    let ttfts = loop {
+    loop {
         let ttfts = lllm_runtime::testing::dynamo_ttfts(&config.log);
         if wanted.iter().all(|id| ttfts.contains_key(id)) || Instant::now() >= deadline {
             break ttfts;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let config = Arc::new(Config::from_env());
+    let timed = Arc::new(Timed {
+        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
+        epoch: Instant::now(),
+        records: Mutex::new(Vec::new()),
+    });
+    let plans = plan_runs(&config);
+    let tactics_start = config.warmup.as_secs_f64();
+    let (outcomes, stopped) = run_leg(&config, &timed, plans).await;
+    let records = timed.records.lock().expect("lock").clone();
+    let ttfts = await_ttfts(&config, &records).await;
     println!(
         "{}",
         figures(&config, &records, &outcomes, &ttfts, tactics_start, stopped)
@@ -545,54 +580,61 @@ async fn main() {
 /// A request's kind and the `priority`, `strict_priority` and `osl` it carried.
 type Carried = (Kind, Option<i64>, Option<i64>, Option<i64>);
 
-/// The figures of one leg.
-fn figures(
-    config: &Config,
-    records: &[Record],
-    outcomes: &[RunOutcome],
-    ttfts: &HashMap<String, f64>,
-    tactics_start: f64,
-    stopped: f64,
-) -> Value {
-    // Time to first token, and the absolute time of the first token, of every answered request.
-    let (mut from_client, mut from_log, mut missing) = (0, 0, 0);
-    let mut firsts: Vec<(f64, f64, Kind)> = Vec::new(); // (sent, first token, kind)
-    let mut ttft_by_class: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+/// The first token of every answered request, and where its time came from.
+#[derive(Default)]
+struct FirstTokens {
+    /// (sent, first token, kind), in seconds since the epoch.
+    firsts: Vec<(f64, f64, Kind)>,
+    /// Time to first token (ms) by [`Kind::class`].
+    ttft_by_class: BTreeMap<&'static str, Vec<f64>>,
+    from_client: u64,
+    from_log: u64,
+    missing: u64,
+}
+
+/// The first tokens of the answered requests: the first streamed piece of text, else the
+/// frontend log's time to first token.
+fn first_tokens(records: &[Record], ttfts: &HashMap<String, f64>) -> FirstTokens {
+    let mut tokens = FirstTokens::default();
     for r in records.iter().filter(|r| r.error.is_none()) {
         let first = match r.first_delta {
             Some(t) => {
-                from_client += 1;
+                tokens.from_client += 1;
                 Some(t)
             }
             None => {
                 let id = r.response_id.as_deref().unwrap_or("");
                 match ttfts.get(id.trim_start_matches("chatcmpl-")) {
                     Some(ms) => {
-                        from_log += 1;
+                        tokens.from_log += 1;
                         Some(r.sent + ms / 1e3)
                     }
                     None => {
-                        missing += 1;
+                        tokens.missing += 1;
                         None
                     }
                 }
             }
         };
         if let (Some(first), Some(kind)) = (first, r.kind) {
-            firsts.push((r.sent, first, kind));
-            ttft_by_class
+            tokens.firsts.push((r.sent, first, kind));
+            tokens
+                .ttft_by_class
                 .entry(kind.class())
                 .or_default()
                 .push((first - r.sent) * 1e3);
         }
     }
+    tokens
+}
 
-    // Reordered: a request whose first token came before that of a request sent earlier (at least
-    // REORDER_MARGIN earlier: the forks of a fan-out are sent together, in no meaningful order).
+/// Reordered: a request whose first token came before that of a request sent earlier (at least
+/// REORDER_MARGIN earlier: the forks of a fan-out are sent together, in no meaningful order).
+fn reordered(firsts: &[(f64, f64, Kind)]) -> Value {
     let mut overtook = vec![false; firsts.len()];
     let (mut tactic_over_bg, mut bg_over_tactic) = (0u64, 0u64);
     for (b, &(sent_b, first_b, kind_b)) in firsts.iter().enumerate() {
-        for &(sent_a, first_a, kind_a) in &firsts {
+        for &(sent_a, first_a, kind_a) in firsts {
             if sent_a + REORDER_MARGIN < sent_b && first_a > first_b {
                 overtook[b] = true;
                 match (kind_a == Kind::Background, kind_b == Kind::Background) {
@@ -611,9 +653,19 @@ fn figures(
             .count()
     };
     let tactic_requests = firsts.iter().filter(|f| f.2 != Kind::Background).count();
-    let bg_requests = firsts.len() - tactic_requests;
+    json!({
+        "margin_ms": REORDER_MARGIN * 1e3,
+        "tactic_requests": tactic_requests,
+        "tactic_reordered": reordered(false),
+        "background_requests": firsts.len() - tactic_requests,
+        "background_reordered": reordered(true),
+        "pairs_tactic_over_background": tactic_over_bg,
+        "pairs_background_over_tactic": bg_over_tactic,
+    })
+}
 
-    // Makespans.
+/// The makespans of the successful runs, over all and per shape.
+fn makespans(outcomes: &[RunOutcome]) -> Value {
     let makespan = |shape: Option<Shape>| -> Vec<f64> {
         outcomes
             .iter()
@@ -621,36 +673,37 @@ fn figures(
             .map(|o| o.end - o.start)
             .collect()
     };
-    let window_start = outcomes
-        .iter()
-        .map(|o| o.start)
-        .fold(f64::INFINITY, f64::min);
-    let window_end = outcomes.iter().map(|o| o.end).fold(0.0, f64::max);
-    let fixed_end = tactics_start + config.window.as_secs_f64();
-    let background = |from: f64, to: f64| {
-        let done: Vec<&Record> = records
-            .iter()
-            .filter(|r| {
-                r.kind == Some(Kind::Background)
-                    && r.error.is_none()
-                    && r.done >= from
-                    && r.done < to
-            })
-            .collect();
-        let seconds = (to - from).max(1e-9);
-        let tokens: u64 = done.iter().map(|r| r.completion_tokens).sum();
-        json!({
-            "from_s": from,
-            "to_s": to,
-            "seconds": to - from,
-            "requests": done.len(),
-            "output_tokens": tokens,
-            "requests_per_s": done.len() as f64 / seconds,
-            "output_tokens_per_s": tokens as f64 / seconds,
-        })
-    };
+    json!({
+        "all": summary(&makespan(None)),
+        "fan_out": summary(&makespan(Some(Shape::FanOut))),
+        "chain": summary(&makespan(Some(Shape::Chain))),
+    })
+}
 
-    // The priority fields carried, by kind.
+/// The background's requests completed from `from` to `to` (seconds since the epoch), and their
+/// output tokens.
+fn background_throughput(records: &[Record], from: f64, to: f64) -> Value {
+    let done: Vec<&Record> = records
+        .iter()
+        .filter(|r| {
+            r.kind == Some(Kind::Background) && r.error.is_none() && r.done >= from && r.done < to
+        })
+        .collect();
+    let seconds = (to - from).max(1e-9);
+    let tokens: u64 = done.iter().map(|r| r.completion_tokens).sum();
+    json!({
+        "from_s": from,
+        "to_s": to,
+        "seconds": to - from,
+        "requests": done.len(),
+        "output_tokens": tokens,
+        "requests_per_s": done.len() as f64 / seconds,
+        "output_tokens_per_s": tokens as f64 / seconds,
+    })
+}
+
+/// The distinct priority fields carried, by kind, with how many requests carried each.
+fn carried(records: &[Record]) -> Vec<Value> {
     let mut carried: BTreeMap<Carried, u64> = BTreeMap::new();
     for r in records {
         if let Some(kind) = r.kind {
@@ -659,75 +712,112 @@ fn figures(
                 .or_default() += 1;
         }
     }
-    let carried: Vec<Value> = carried
+    carried
         .into_iter()
         .map(|((kind, priority, strict, osl), n)| {
             json!({"kind": kind.tag(), "priority": priority, "strict_priority": strict, "osl": osl, "requests": n})
         })
-        .collect();
+        .collect()
+}
 
+/// The leg's workload, as configured.
+fn workload(config: &Config, tactic_runs: usize) -> Value {
+    json!({
+        "background_clients": config.background,
+        "background_prompt_words": config.bg_words,
+        "background_max_tokens": [config.bg_tokens.0, config.bg_tokens.1],
+        "tactic_runs": tactic_runs,
+        "runs_per_wave": config.runs_per_wave,
+        "waves": config.waves,
+        "wave_gap_s": config.wave_gap.as_secs_f64(),
+        "stagger_ms": config.stagger.as_millis() as u64,
+        "tactic_max_tokens": config.tactic_tokens,
+        "warmup_s": config.warmup.as_secs_f64(),
+        "fixed_window_s": config.window.as_secs_f64(),
+    })
+}
+
+/// The requests by kind: background, tactic, and untagged.
+fn requests(records: &[Record]) -> Value {
+    let unknown = records.iter().filter(|r| r.kind.is_none()).count();
+    let background = records
+        .iter()
+        .filter(|r| r.kind == Some(Kind::Background))
+        .count();
+    json!({
+        "total": records.len(),
+        "background": background,
+        "tactic": records.len() - background - unknown,
+        "untagged": unknown,
+    })
+}
+
+/// The failed attempts and runs, and the first few of their errors.
+struct Failures {
+    attempts: usize,
+    runs: usize,
+    first: Vec<String>,
+}
+
+fn failures(records: &[Record], outcomes: &[RunOutcome]) -> Failures {
     let failed_attempts: Vec<&Record> = records.iter().filter(|r| r.error.is_some()).collect();
     let failed_runs: Vec<&RunOutcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
-    let mut first_errors: Vec<String> = failed_attempts
+    let mut first: Vec<String> = failed_attempts
         .iter()
         .filter_map(|r| r.error.clone())
         .chain(failed_runs.iter().filter_map(|o| o.error.clone()))
         .take(5)
         .collect();
-    first_errors.dedup();
-    let unknown = records.iter().filter(|r| r.kind.is_none()).count();
-    let by_tag = |kind: Kind| records.iter().filter(|r| r.kind == Some(kind)).count();
+    first.dedup();
+    Failures {
+        attempts: failed_attempts.len(),
+        runs: failed_runs.len(),
+        first,
+    }
+}
 
+/// The figures of one leg.
+fn figures(
+    config: &Config,
+    records: &[Record],
+    outcomes: &[RunOutcome],
+    ttfts: &HashMap<String, f64>,
+    tactics_start: f64,
+    stopped: f64,
+) -> Value {
+    let tokens = first_tokens(records, ttfts);
+    let window_start = outcomes
+        .iter()
+        .map(|o| o.start)
+        .fold(f64::INFINITY, f64::min);
+    let window_end = outcomes.iter().map(|o| o.end).fold(0.0, f64::max);
+    let fixed_end = tactics_start + config.window.as_secs_f64();
+    let failures = failures(records, outcomes);
     json!({
         "leg": config.leg,
         "setup": config.setup,
         "background_hints": config.bg_hints,
-        "workload": {
-            "background_clients": config.background,
-            "background_prompt_words": config.bg_words,
-            "background_max_tokens": [config.bg_tokens.0, config.bg_tokens.1],
-            "tactic_runs": outcomes.len(),
-            "runs_per_wave": config.runs_per_wave,
-            "waves": config.waves,
-            "wave_gap_s": config.wave_gap.as_secs_f64(),
-            "stagger_ms": config.stagger.as_millis() as u64,
-            "tactic_max_tokens": config.tactic_tokens,
-            "warmup_s": config.warmup.as_secs_f64(),
-            "fixed_window_s": config.window.as_secs_f64(),
-        },
-        "requests": {
-            "total": records.len(),
-            "background": by_tag(Kind::Background),
-            "tactic": records.len() - by_tag(Kind::Background) - unknown,
-            "untagged": unknown,
-        },
-        "errors": failed_attempts.len() + failed_runs.len(),
-        "failed_attempts": failed_attempts.len(),
-        "failed_runs": failed_runs.len(),
-        "first_errors": first_errors,
-        "makespan_s": {
-            "all": summary(&makespan(None)),
-            "fan_out": summary(&makespan(Some(Shape::FanOut))),
-            "chain": summary(&makespan(Some(Shape::Chain))),
-        },
+        "workload": workload(config, outcomes.len()),
+        "requests": requests(records),
+        "errors": failures.attempts + failures.runs,
+        "failed_attempts": failures.attempts,
+        "failed_runs": failures.runs,
+        "first_errors": failures.first,
+        "makespan_s": makespans(outcomes),
         "runs": outcomes.iter().map(|o| json!({
             "run": o.run, "shape": o.shape.name(), "start_s": o.start, "makespan_s": o.end - o.start,
             "ok": o.error.is_none(),
         })).collect::<Vec<_>>(),
-        "ttft_ms": ttft_by_class.iter().map(|(class, v)| (class.to_string(), summary(v))).collect::<BTreeMap<_, _>>(),
-        "ttft_source": {"client_first_delta": from_client, "frontend_log": from_log, "missing": missing},
-        "background_in_tactic_window": background(window_start, window_end),
-        "background_in_fixed_window": background(tactics_start, fixed_end),
-        "reordered": {
-            "margin_ms": REORDER_MARGIN * 1e3,
-            "tactic_requests": tactic_requests,
-            "tactic_reordered": reordered(false),
-            "background_requests": bg_requests,
-            "background_reordered": reordered(true),
-            "pairs_tactic_over_background": tactic_over_bg,
-            "pairs_background_over_tactic": bg_over_tactic,
+        "ttft_ms": tokens.ttft_by_class.iter().map(|(class, v)| (class.to_string(), summary(v))).collect::<BTreeMap<_, _>>(),
+        "ttft_source": {
+            "client_first_delta": tokens.from_client,
+            "frontend_log": tokens.from_log,
+            "missing": tokens.missing,
         },
-        "carried": carried,
+        "background_in_tactic_window": background_throughput(records, window_start, window_end),
+        "background_in_fixed_window": background_throughput(records, tactics_start, fixed_end),
+        "reordered": reordered(&tokens.firsts),
+        "carried": carried(records),
         "seconds": stopped,
     })
 }
