@@ -4,10 +4,12 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use lllm_runtime::{
-    load_tactic, read_items, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport, Engine,
-    PromptVars, RunFiles, TacticRegistry, TacticSpec,
+use lllm_runtime::batch::{
+    read_items, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport,
 };
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::engine::RunFiles;
+use lllm_runtime::{load_tactic, Engine, TacticRegistry, TacticSpec};
 
 use crate::cli::BatchArgs;
 use crate::execute::announce_servers;

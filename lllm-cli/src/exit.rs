@@ -4,7 +4,9 @@
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use lllm_runtime::{PromptError, RunError, TacticError};
+use lllm_runtime::config::PromptError;
+use lllm_runtime::tactic::TacticError;
+use lllm_runtime::RunError;
 
 /// Why the command failed, and so which exit code it ends with.
 #[derive(Debug)]

@@ -4,8 +4,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::anyhow;
+use lllm_runtime::batch::BatchOutput;
+use lllm_runtime::journal::content_hash;
 use lllm_runtime::queue::{collect, enqueue, run_worker, Collected, InFlight, WorkerPlan};
-use lllm_runtime::{content_hash, load_tactic, BatchOutput, Engine, TacticRegistry};
+use lllm_runtime::{load_tactic, Engine, TacticRegistry};
 
 use crate::cli::{BatchArgs, WorkerArgs};
 use crate::exit::{failed, run_failure, usage, Failure};

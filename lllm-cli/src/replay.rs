@@ -3,8 +3,8 @@
 use std::io::Write;
 
 use anyhow::anyhow;
+use lllm_runtime::replay::{check_api_base, replay_trace, ReplayOptions, Trace};
 use lllm_runtime::Profile;
-use lllm_runtime::{check_api_base, replay_trace, ReplayOptions, Trace};
 
 use crate::cli::ReplayArgs;
 use crate::exit::{failed, stdout_failed, usage, Failure};
@@ -29,7 +29,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
     };
     options.check().map_err(usage)?;
     let trace = Trace::open(&args.trace, options.block_size).map_err(|e| match e {
-        lllm_runtime::ReplayError::File { .. } => usage(e),
+        lllm_runtime::replay::ReplayError::File { .. } => usage(e),
         other => usage(anyhow!("{}: {other}", args.trace.display())),
     })?;
     let report = crate::execute::host()?

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use lllm_core::{DialogId, ToolCall, Usage};
 
+// The namespace's names defined elsewhere.
+pub use crate::halt::halt;
+
 /// One thing that happened in a run.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

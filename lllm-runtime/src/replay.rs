@@ -8,6 +8,7 @@
 //! each request when what it waits for is done: its dependencies' answers (or, for a `spawn` edge
 //! triggered by dispatch, their sending) plus each edge's `delay_ms`, and not before its
 //! `not_before_ms`, every time divided by the speed.
+#![doc = include_str!("../../docs/replay.md")]
 
 mod agentic;
 pub mod limits;
@@ -21,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use lllm_core::internal::redact_url;
+use lllm_core::secret::redact_url;
 use lllm_core::{Profile, Trigger};
 
 use crate::invoker::{OpenAiInvoker, ServerDefaults};

@@ -21,10 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
+use lllm_runtime::agent::{RetryPolicy, Role, Summarizer, SUMMARY_INSTRUCTION};
+use lllm_runtime::config::{ContextPolicy, SessionOnCompaction, Window};
+use lllm_runtime::invoker::{Delta, ServerDefaults};
+use lllm_runtime::tools::ToolCall;
 use lllm_runtime::{
-    tool_fn, Agent, ChatRequest, ChatResponse, ContextPolicy, Delta, InferenceHints, InvokeError,
-    Invoker, Message, ModelArgs, OpenAiInvoker, Profile, RetryPolicy, Role, ServerDefaults,
-    SessionOnCompaction, Summarizer, ToolCall, Window, SUMMARY_INSTRUCTION,
+    tool_fn, Agent, ChatRequest, ChatResponse, InferenceHints, InvokeError, Invoker, Message,
+    ModelArgs, OpenAiInvoker, Profile,
 };
 use serde_json::json;
 

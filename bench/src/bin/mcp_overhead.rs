@@ -10,7 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use lllm_runtime::{McpServer, ToolFilter};
+use lllm_runtime::mcp::McpServer;
+use lllm_runtime::tools::ToolFilter;
 use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceExt;
 use serde_json::json;

@@ -13,12 +13,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lllm_runtime::batch::{BatchItem, BatchOutput, BatchPlan};
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::engine::PreparedTactic;
+use lllm_runtime::hints::RunClass;
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::journal::content_hash;
 use lllm_runtime::queue::{collect, enqueue, run_worker, InFlight, QueueAddress, WorkerPlan};
 use lllm_runtime::testing::{NatsServer, StubServer};
-use lllm_runtime::{
-    content_hash, load_tactic, BatchItem, BatchOutput, BatchPlan, Engine, OpenAiInvoker,
-    PreparedTactic, PromptVars, RunClass, ServerDefaults, TacticRegistry,
-};
+use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, TacticRegistry};
 use serde_json::json;
 
 /// Items each worker (and the local batch) runs at a time.

@@ -4,9 +4,10 @@ use std::time::Duration;
 
 use lllm_core::{InferenceHints, Message, ModelArgs, Profile, PromptVars, Role};
 
+use crate::agent::{AgentErrorKind, RetryPolicy};
 use crate::invoker::InvokeError;
 use crate::testing::ScriptedInvoker;
-use crate::{Agent, AgentError, AgentErrorKind, RetryPolicy};
+use crate::{Agent, AgentError};
 
 fn fast_retries(max_retries: u32) -> RetryPolicy {
     RetryPolicy {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-pub(crate) use lllm_core::internal::Secrets;
+pub(crate) use lllm_core::secret::Secrets;
 
 /// A model call failed.
 ///
@@ -39,7 +39,7 @@ pub enum InvokeError {
     TooLarge {
         /// What was too large ("answer body", "streamed answer", "server-sent event").
         what: &'static str,
-        /// The limit, in bytes (see [`ResponseLimits`](crate::ResponseLimits)).
+        /// The limit, in bytes (see [`ResponseLimits`](crate::invoker::ResponseLimits)).
         limit: usize,
     },
     /// The server asked (`Retry-After`) to wait longer than the request's time limits allow, so the
@@ -89,7 +89,7 @@ pub enum InvokeError {
         /// What failed.
         problem: String,
     },
-    /// The process is stopping ([`halt`](crate::halt) was called): no request is sent any more.
+    /// The process is stopping ([`halt`](crate::events::halt) was called): no request is sent any more.
     #[error("not sent: the run is stopping")]
     Halted,
 }
@@ -102,7 +102,7 @@ pub enum WaitLimit {
     Timeout,
     /// What is left of the respond's `model_args.deadline`.
     Deadline,
-    /// The retry policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after).
+    /// The retry policy's [`max_retry_after`](crate::agent::RetryPolicy::max_retry_after).
     Policy,
 }
 

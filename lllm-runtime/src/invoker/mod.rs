@@ -1,4 +1,5 @@
 //! Invokers: what sends a model call and brings its answer back.
+#![doc = include_str!("../../../docs/fallback.md")]
 
 mod dry_run;
 mod error;
@@ -24,6 +25,9 @@ pub use openai::OpenAiInvoker;
 pub use service::ResponseLimits;
 pub(crate) use wire::SentHints;
 pub use wire::{PreparedRequest, ServerDefaults};
+
+// The namespace's names defined elsewhere.
+pub use crate::endpoints::CallStats;
 
 /// Per-request timeout when `model_args.timeout` is not set.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -170,7 +174,7 @@ impl ChatRequest {
         self.model_args
             .api_base
             .as_deref()
-            .map(lllm_core::internal::redact_url)
+            .map(lllm_core::secret::redact_url)
     }
 
     /// How long the latest attempt of this request waited for a slot.

@@ -2,7 +2,8 @@
 //! reqwest so that every byte of the answer is read within limits (see `service`).
 
 use async_trait::async_trait;
-use lllm_core::internal::{is_secret_header, typed_header};
+use lllm_core::internal::typed_header;
+use lllm_core::secret::is_secret_header;
 use reqwest::header::HeaderMap;
 
 use super::error::Secrets;
@@ -127,7 +128,7 @@ impl OpenAiInvoker {
                     status: status.as_u16(),
                     message: format!(
                         "GET {} answered {status}",
-                        lllm_core::internal::redact_url(&url)
+                        lllm_core::secret::redact_url(&url)
                     ),
                     retry_after: None,
                 });
@@ -137,7 +138,7 @@ impl OpenAiInvoker {
                 status: status.as_u16(),
                 message: format!(
                     "GET {}: not a JSON list of models ({e})",
-                    lllm_core::internal::redact_url(&url)
+                    lllm_core::secret::redact_url(&url)
                 ),
                 retry_after: None,
             })

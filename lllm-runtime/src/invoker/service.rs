@@ -5,7 +5,7 @@
 use std::time::{Duration, SystemTime};
 
 use lllm_core::full_message;
-use lllm_core::internal::redact_url;
+use lllm_core::secret::redact_url;
 use reqwest::header::{HeaderMap, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 
 use super::error::{excerpt, printable, Secrets, EXCERPT_CHARS};

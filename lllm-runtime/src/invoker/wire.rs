@@ -11,7 +11,7 @@ use async_openai::types::chat::{
     ChatCompletionRequestUserMessageContent, FunctionCall,
 };
 use lllm_core::internal::{find_header, merge_body, merge_headers, merged_value};
-use lllm_core::internal::{printable_header_value, redact_url};
+use lllm_core::secret::{printable_header_value, redact_url};
 use lllm_core::{
     strip_provider_prefix, BodyPath, Message, Profile, Role, Secret, ToolCall, Usage, WireHints,
 };

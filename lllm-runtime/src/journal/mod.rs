@@ -10,6 +10,7 @@
 //! A journal holds the conversation (it must, to resume it), but never a header, and never a credential
 //! of its run that it was told of ([`Journal::redact`]): a key a server echoes into an answer is
 //! written as `[redacted]`.
+#![doc = include_str!("../../../docs/durable.md")]
 
 mod event;
 mod file;
@@ -24,7 +25,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use lllm_core::internal::Secrets;
+use lllm_core::secret::Secrets;
 use lllm_core::{DialogId, Message};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lllm_core::internal::{prefix_problem, tool_name_problem, Secrets};
+use lllm_core::internal::{prefix_problem, tool_name_problem};
+use lllm_core::secret::Secrets;
 use lllm_core::{
     ConfirmTools, McpServerConfig, McpTransport, SecondsRange, ToolFilter,
     DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S,

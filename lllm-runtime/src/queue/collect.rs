@@ -7,7 +7,8 @@ use async_nats::jetstream::consumer::{pull, DeliverPolicy};
 use futures::StreamExt as _;
 
 use super::{Connection, QueueAddress, QueueError, ROUND_HEADER};
-use crate::engine::{line_id, BatchOutput};
+use crate::engine::batch::BatchOutput;
+use crate::engine::line_id;
 
 /// What collecting wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use async_nats::jetstream::message::PublishMessage as Publish;
 
 use super::{Connection, QueueError, QueuedItem};
-use crate::engine::BatchItem;
+use crate::engine::batch::BatchItem;
 
 /// What enqueueing did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub async fn enqueue(
     tactic: &str,
     items: &[BatchItem],
     rounds: &std::collections::HashMap<String, u32>,
-    vars: &crate::PromptVars,
+    vars: &lllm_core::PromptVars,
 ) -> Result<Enqueued, QueueError> {
     let connection = Connection::open(address).await?;
     let mut counts = Enqueued {

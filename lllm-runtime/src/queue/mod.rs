@@ -61,7 +61,7 @@ pub enum QueueError {
     },
     /// The output file cannot be written.
     #[error(transparent)]
-    Output(#[from] crate::BatchError),
+    Output(#[from] crate::engine::batch::BatchError),
 }
 
 impl QueueError {
@@ -81,7 +81,7 @@ pub(crate) struct QueuedItem {
     /// The id as the items file wrote it.
     pub(crate) id_json: Box<RawValue>,
     pub(crate) input: Option<String>,
-    pub(crate) vars: crate::PromptVars,
+    pub(crate) vars: lllm_core::PromptVars,
     /// SHA-256 of the tactic file the item is for.
     pub(crate) tactic: String,
     /// Which attempt of the item this is: the error lines the batch's output had for it.
@@ -106,7 +106,7 @@ impl QueuedItem {
 
     /// The key of this attempt's journal subject: a hash, so that any id makes a valid subject.
     pub(crate) fn journal_key(&self) -> String {
-        crate::content_hash(self.attempt().as_bytes())[..32].to_owned()
+        crate::journal::content_hash(self.attempt().as_bytes())[..32].to_owned()
     }
 }
 

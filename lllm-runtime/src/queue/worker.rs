@@ -16,9 +16,10 @@ use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
 use super::{Connection, QueueAddress, QueueError, QueuedItem, ROUND_HEADER};
-use crate::engine::{Engine, ItemOutcome, JournalPlan, PreparedTactic, RunPlan};
+use crate::engine::batch::ItemOutcome;
+use crate::engine::{Engine, JournalPlan, PreparedTactic, RunPlan};
 use crate::journal::{Journal, JournalTap};
-use crate::RunClass;
+use lllm_core::RunClass;
 
 /// How a worker runs.
 #[derive(Debug, Clone)]

@@ -22,6 +22,7 @@
 //! served.serve(listener, std::future::pending()).await?;
 //! # Ok(()) }
 //! ```
+#![doc = include_str!("../../../docs/serve.md")]
 
 mod admission;
 mod auth;
@@ -310,7 +311,7 @@ impl Served {
 }
 
 impl ServedBuilder {
-    /// Serves `tactic` as the model `id` (see [`tactic_name`](crate::tactic_name)).
+    /// Serves `tactic` as the model `id` (see [`tactic_name`](crate::engine::tactic_name)).
     pub fn tactic(mut self, id: impl Into<String>, tactic: Arc<PreparedTactic>) -> Self {
         self.tactics.push((id.into(), tactic));
         self

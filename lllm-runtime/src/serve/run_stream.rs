@@ -18,9 +18,9 @@ use super::input::{Turn, CLIENT_SYSTEM_VAR};
 use super::session::{CallerSession, ECHO_HEADER};
 use super::store::{new_run_id, RunMeta, RunState};
 use super::{Model, ServeState};
+use crate::conversation::Conversation;
 use crate::engine::{RunError, RunHandle, RunOutput, RunPlan};
 use crate::events::RunEvent;
-use crate::Conversation;
 use lllm_core::DialogTree;
 
 /// What a finished run left, as a renderer sees it.
@@ -49,7 +49,7 @@ pub(crate) struct Failure {
 
 impl Failure {
     /// `error`, its message without `secrets`.
-    pub(crate) fn of(secrets: &crate::internal::Secrets, error: &RunError) -> Self {
+    pub(crate) fn of(secrets: &lllm_core::secret::Secrets, error: &RunError) -> Self {
         Failure {
             message: secrets.redact(&lllm_core::full_message(error)),
             usage: error.is_usage(),
@@ -79,7 +79,7 @@ pub(crate) struct LiveRun {
     ticket: Option<Ticket>,
     pub(crate) session: CallerSession,
     pub(crate) model: String,
-    secrets: crate::internal::Secrets,
+    secrets: lllm_core::secret::Secrets,
 }
 
 /// What a request asks of a model: its turn, its conversation, and dialogs to continue.
@@ -268,7 +268,7 @@ fn receiver_stream(
 }
 
 /// A run's failure as an error before the first byte.
-pub(crate) fn failure(secrets: &crate::internal::Secrets, error: &RunError) -> ApiError {
+pub(crate) fn failure(secrets: &lllm_core::secret::Secrets, error: &RunError) -> ApiError {
     let failure = Failure::of(secrets, error);
     if failure.usage {
         ApiError::invalid(failure.message).code("invalid_run")

@@ -22,10 +22,10 @@ use super::run_stream::{json_event, read_body, Failure};
 use super::session::{CallerSession, ECHO_HEADER};
 use super::store::{is_run_id, new_run_id, status_of, RunMeta, RunRecord, RunState, Stopped};
 use super::{Model, ServeState};
+use crate::conversation::Conversation;
 use crate::engine::{JournalPlan, RunHandle, RunPlan, StreamedEvent};
 use crate::events::RunEvent;
 use crate::tools::Decisions;
-use crate::Conversation;
 
 /// The longest `Idempotency-Key` taken.
 const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;

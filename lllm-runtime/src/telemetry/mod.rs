@@ -15,6 +15,7 @@
 //!
 //! Message content (prompts, answers, tool arguments and results) is recorded only when
 //! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, as the conventions ask.
+#![doc = include_str!("../../../docs/observability.md")]
 
 mod content;
 mod links;

@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use lllm_runtime::agent::{AgentErrorKind, RetryPolicy, Role, StreamEvent};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
+use lllm_runtime::tools::ToolError;
 use lllm_runtime::{
-    tool_fn, Agent, AgentErrorKind, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile,
-    RetryPolicy, Role, ServerDefaults, StreamEvent, Tool, ToolError,
+    tool_fn, Agent, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile, Tool,
 };
 use serde_json::{json, Value};
 

@@ -9,10 +9,10 @@ use lllm_core::{
     pair_safe_tail_start, pairing_problem, ContextPolicy, InferenceHints, Message, ModelArgs,
     Profile, SessionOnCompaction, ToolCall, Window,
 };
+use lllm_runtime::agent::{SUMMARY_HEADING, SUMMARY_INSTRUCTION};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
-use lllm_runtime::{
-    tool_fn, Agent, OpenAiInvoker, ServerDefaults, SUMMARY_HEADING, SUMMARY_INSTRUCTION,
-};
+use lllm_runtime::{tool_fn, Agent, OpenAiInvoker};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -371,11 +371,12 @@ async fn a_resumed_run_compacts_the_same_way_without_sending_anything() {
         agent.dialog("main").expect("dialog")
     };
     let journal =
-        lllm_runtime::Journal::create(&path, lllm_runtime::RunStart::default()).expect("journal");
+        lllm_runtime::journal::Journal::create(&path, lllm_runtime::journal::RunStart::default())
+            .expect("journal");
     let first = steps(with_journal(&server, Arc::new(journal))).await;
     assert_eq!(server.requests().len(), 3);
     server.clear_requests();
-    let journal = lllm_runtime::Journal::resume(&path).expect("resume");
+    let journal = lllm_runtime::journal::Journal::resume(&path).expect("resume");
     let again = steps(with_journal(&server, Arc::new(journal))).await;
     assert!(
         server.requests().is_empty(),
@@ -390,7 +391,7 @@ async fn a_resumed_run_compacts_the_same_way_without_sending_anything() {
     assert_eq!(again.messages().to_vec(), first.messages().to_vec());
 }
 
-fn with_journal(server: &StubServer, journal: Arc<lllm_runtime::Journal>) -> Agent {
+fn with_journal(server: &StubServer, journal: Arc<lllm_runtime::journal::Journal>) -> Agent {
     let policy = ContextPolicy::with(Window::Tokens(1000), 0.5, 2, SessionOnCompaction::Keep)
         .expect("policy");
     Agent::builder()
@@ -485,8 +486,9 @@ async fn window_auto_is_read_from_the_servers_models_once_or_fails_saying_what_t
 async fn the_first_request_of_a_new_window_is_marked_in_the_trace() {
     let server = StubServer::start().await.expect("stub");
     let out = lllm_runtime::testing::SharedBuffer::default();
-    let recorder =
-        Arc::new(lllm_runtime::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
+    let recorder = Arc::new(
+        lllm_runtime::trace::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"),
+    );
     let policy = ContextPolicy::with(Window::Tokens(1000), 0.5, 2, SessionOnCompaction::Keep)
         .expect("policy");
     let agent = Agent::builder()

@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use crate::support::{alive, TempDir};
 use futures::StreamExt as _;
+use lllm_runtime::batch::{BatchItem, BatchOutput, BatchPlan};
+use lllm_runtime::engine::{plan_resume, JournalPlan, Resumable};
+use lllm_runtime::events::{RunEvent, RunStatus};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{StubReply, StubServer};
-use lllm_runtime::{
-    load_tactic, plan_resume, BatchItem, BatchOutput, BatchPlan, Decision, Decisions, Engine,
-    JournalPlan, OpenAiInvoker, Resumable, RunError, RunEvent, RunPlan, RunStatus, ServerDefaults,
-    TacticRegistry,
-};
+use lllm_runtime::tools::{Decision, Decisions};
+use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, RunError, RunPlan, TacticRegistry};
 use serde_json::{json, Value};
 
 fn engine() -> Engine {

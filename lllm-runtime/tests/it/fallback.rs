@@ -5,10 +5,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::TempDir;
+use lllm_runtime::agent::StreamEvent;
+use lllm_runtime::batch::{BatchItem, BatchOutput, BatchPlan};
+use lllm_runtime::config::Fallback;
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{StubReply, StubServer};
 use lllm_runtime::{
-    load_tactic, Agent, BatchItem, BatchOutput, BatchPlan, Engine, Fallback, InferenceHints,
-    ModelArgs, OpenAiInvoker, Profile, ServerDefaults, StreamEvent, TacticRegistry,
+    load_tactic, Agent, Engine, InferenceHints, ModelArgs, OpenAiInvoker, Profile, TacticRegistry,
 };
 use serde_json::json;
 
@@ -252,7 +255,7 @@ async fn the_environments_key_never_travels_to_a_fallback() {
         .model("m")
         .invoker(Arc::new(OpenAiInvoker::with_defaults(ServerDefaults {
             api_base: None,
-            api_key: Some(lllm_runtime::Secret::new("sk-environment")),
+            api_key: Some(lllm_runtime::config::Secret::new("sk-environment")),
         })))
         .model_args(args)
         .build()

@@ -11,8 +11,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
+use lllm_runtime::invoker::ResponseLimits;
 use lllm_runtime::testing::{parse_completion, parse_event_stream};
-use lllm_runtime::{ChatResponse, InvokeError, ResponseLimits};
+use lllm_runtime::{ChatResponse, InvokeError};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::strategy::ValueTree;

@@ -6,10 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lllm_runtime::agent::RetryPolicy;
+use lllm_runtime::hints::RequestFields;
+use lllm_runtime::invoker::{ResponseLimits, ServerDefaults};
 use lllm_runtime::testing::{HostileReply, HostileServer};
 use lllm_runtime::{
     Agent, ChatRequest, ChatResponse, InvokeError, Invoker, Message, ModelArgs, OpenAiInvoker,
-    RequestFields, ResponseLimits, RetryPolicy, ServerDefaults,
 };
 
 const KEY: &str = "sk-hostile-api-key-0001";
@@ -63,8 +65,8 @@ async fn call_with(
     let mut text = String::new();
     let call = async {
         if stream {
-            let mut on_delta = |d: lllm_runtime::Delta<'_>| {
-                if let lllm_runtime::Delta::Text(t) = d {
+            let mut on_delta = |d: lllm_runtime::invoker::Delta<'_>| {
+                if let lllm_runtime::invoker::Delta::Text(t) = d {
                     text.push_str(t)
                 }
             };
@@ -440,7 +442,7 @@ async fn a_retry_after_beyond_the_timeout_fails_at_once_and_saying_what_was_aske
         panic!("unexpected {error:?}");
     };
     assert_eq!(*asked, Duration::from_secs(3600));
-    assert_eq!(*limited_by, lllm_runtime::WaitLimit::Timeout);
+    assert_eq!(*limited_by, lllm_runtime::invoker::WaitLimit::Timeout);
     let shown = lllm_core::full_message(&error);
     assert!(shown.contains("asked to wait 3600s"), "{shown}");
     assert!(shown.contains("rate limited"), "{shown}");

@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use lllm_runtime::replay::{replay, replay_trace, ReplayError, ReplayOptions, Replayed, Trace};
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
-use lllm_runtime::{replay, replay_trace, Profile, ReplayError, ReplayOptions, Replayed, Trace};
+use lllm_runtime::Profile;
 use serde_json::{json, Value};
 
 /// Dynamo's own e2e fixture (`tests/e2e/configs/unified_cli/fixtures/traces/agentic-mooncake.jsonl`

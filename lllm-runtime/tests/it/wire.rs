@@ -4,11 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lllm_runtime::agent::{AgentErrorKind, RetryPolicy};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
-use lllm_runtime::{
-    Agent, AgentErrorKind, InferenceHints, InvokeError, ModelArgs, OpenAiInvoker, Profile,
-    RetryPolicy, ServerDefaults,
-};
+use lllm_runtime::{Agent, InferenceHints, InvokeError, ModelArgs, OpenAiInvoker, Profile};
 use serde_json::{json, Value};
 
 /// Headers a client library adds on its own; everything else must be exactly what lllm means to send.
