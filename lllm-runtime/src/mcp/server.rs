@@ -32,7 +32,9 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use lllm_runtime::{Agent, McpServer, OpenAiInvoker, ToolFilter};
+/// use lllm_runtime::{Agent, OpenAiInvoker};
+/// use lllm_runtime::mcp::McpServer;
+/// use lllm_runtime::tools::ToolFilter;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let time = McpServer::stdio("time", ["mcp-server-time", "--local-timezone", "UTC"])

@@ -8,7 +8,8 @@
 //!
 //! ```no_run
 //! use lllm_runtime::serve::Served;
-//! use lllm_runtime::{load_tactic, tactic_name, Engine, TacticRegistry};
+//! use lllm_runtime::{Engine, load_tactic, TacticRegistry};
+//! use lllm_runtime::engine::tactic_name;
 //!
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
 //! let path = std::path::Path::new("reviewer.yaml");
