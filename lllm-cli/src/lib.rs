@@ -32,6 +32,7 @@ mod show;
 mod signals;
 mod tools;
 mod vars;
+mod words;
 
 use std::process::ExitCode;
 

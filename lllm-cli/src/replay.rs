@@ -30,7 +30,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
     options.check().map_err(usage)?;
     let trace = Trace::open(&args.trace, options.block_size).map_err(|e| match e {
         lllm_runtime::replay::ReplayError::File { .. } => usage(e),
-        other => usage(anyhow!("{}: {other}", args.trace.display())),
+        other => usage(anyhow::Error::new(other).context(args.trace.display().to_string())),
     })?;
     let report = crate::execute::host()?
         .block_on(replay_trace(&trace, &options))

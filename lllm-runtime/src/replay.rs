@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use lllm_core::secret::redact_url;
-use lllm_core::{Profile, Trigger};
+use lllm_core::{HintsError, Profile, Trigger, ValueError};
 
 use crate::invoker::{OpenAiInvoker, ServerDefaults};
 use plan::{Plan, Schedule, Step};
@@ -74,9 +74,40 @@ pub enum ReplayError {
         #[source]
         source: Option<std::io::Error>,
     },
-    /// An option is out of range (see [`ReplayOptions::check`]).
-    #[error("{0}")]
-    Options(String),
+    /// The API base is not a server URL (see [`check_api_base`]).
+    #[error("the API base `{url}` {problem}; write it like http://127.0.0.1:8000/v1")]
+    ApiBase {
+        /// The URL, with any user name, password and query redacted.
+        url: String,
+        /// Why it cannot be a server URL.
+        problem: ValueError,
+    },
+    /// No model was named.
+    #[error("the model is empty; name the model to ask")]
+    NoModel,
+    /// The speed is out of range (see [`check_speed`]).
+    #[error(
+        "the speed {speed} is out of range; use a number from {} to {} (2 replays twice as fast, \
+         0.5 half as fast)",
+        limits::MIN_SPEED,
+        limits::MAX_SPEED
+    )]
+    Speed {
+        /// The speed asked for.
+        speed: f64,
+    },
+    /// The tokens per block of a trace without its header are out of range.
+    #[error(
+        "the block size {tokens} is out of range; use a whole number of tokens from 1 to {}",
+        limits::MAX_BLOCK_TOKENS
+    )]
+    BlockSize {
+        /// The tokens per block asked for.
+        tokens: usize,
+    },
+    /// The hints the replay sends cannot be built.
+    #[error(transparent)]
+    Hints(#[from] HintsError),
 }
 
 /// One replayed request.
@@ -168,11 +199,9 @@ impl ReplayReport {
 /// Whether `url` can be an API base: the one rule of server URLs ([`lllm_core::check_http_url`]).
 /// The error shows the URL with any user name, password and query redacted.
 pub fn check_api_base(url: &str) -> Result<(), ReplayError> {
-    lllm_core::check_http_url(url).map_err(|problem| {
-        ReplayError::Options(format!(
-            "--api-base `{}` {problem}; write it like http://127.0.0.1:8000/v1",
-            redact_url(url)
-        ))
+    lllm_core::check_http_url(url).map_err(|problem| ReplayError::ApiBase {
+        url: redact_url(url),
+        problem,
     })
 }
 
@@ -181,12 +210,7 @@ pub fn check_speed(speed: f64) -> Result<(), ReplayError> {
     if (limits::MIN_SPEED..=limits::MAX_SPEED).contains(&speed) {
         Ok(())
     } else {
-        Err(ReplayError::Options(format!(
-            "--speed {speed} is out of range; use a number from {} to {} (2 replays twice as \
-             fast, 0.5 half as fast)",
-            limits::MIN_SPEED,
-            limits::MAX_SPEED
-        )))
+        Err(ReplayError::Speed { speed })
     }
 }
 
@@ -195,17 +219,13 @@ impl ReplayOptions {
     pub fn check(&self) -> Result<(), ReplayError> {
         check_api_base(&self.api_base)?;
         if self.model.trim().is_empty() {
-            return Err(ReplayError::Options(
-                "--model is empty; name the model to ask".into(),
-            ));
+            return Err(ReplayError::NoModel);
         }
         check_speed(self.speed)?;
         if !(1..=limits::MAX_BLOCK_TOKENS).contains(&self.block_size) {
-            return Err(ReplayError::Options(format!(
-                "--block-size {} is out of range; use a whole number of tokens from 1 to {}",
-                self.block_size,
-                limits::MAX_BLOCK_TOKENS
-            )));
+            return Err(ReplayError::BlockSize {
+                tokens: self.block_size,
+            });
         }
         Ok(())
     }

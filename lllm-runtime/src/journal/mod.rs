@@ -83,13 +83,13 @@ pub enum JournalError {
         source: std::io::Error,
     },
     /// A run was asked to start a journal in a file that already holds one.
-    #[error("{} already holds a journal: resume it with `lllm resume {}`, or give another file", path.display(), path.display())]
+    #[error("{} already holds a journal: resume it, or give another file", path.display())]
     Exists {
         /// The journal.
         path: PathBuf,
     },
-    /// Another run holds the journal (`lllm run --journal` or `lllm resume` on it, now).
-    #[error("{} is in use by another run (lllm run or lllm resume of it): one journal has one runner at a time; wait for that run to end", path.display())]
+    /// Another run holds the journal (a run journaled in it, or resumed from it, now).
+    #[error("{} is in use by another run of it: one journal has one runner at a time; wait for that run to end", path.display())]
     Busy {
         /// The journal.
         path: PathBuf,

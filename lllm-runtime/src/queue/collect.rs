@@ -71,18 +71,16 @@ async fn read_results(
             ..Default::default()
         })
         .await
-        .map_err(|e| QueueError::jetstream("reading results")(&e))?;
+        .map_err(QueueError::jetstream("reading results"))?;
     let mut messages = consumer
         .messages()
         .await
-        .map_err(|e| QueueError::jetstream("reading results")(&e))?;
+        .map_err(QueueError::jetstream("reading results"))?;
     while !waiting.is_empty() {
         let Some(message) = messages.next().await else {
-            return Err(QueueError::jetstream("reading results")(
-                &"the stream ended",
-            ));
+            return Err(QueueError::jetstream("reading results")("the stream ended"));
         };
-        let message = message.map_err(|e| QueueError::jetstream("reading results")(&e))?;
+        let message = message.map_err(QueueError::jetstream("reading results"))?;
         let round = message
             .headers
             .as_ref()

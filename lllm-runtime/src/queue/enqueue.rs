@@ -42,8 +42,8 @@ pub async fn enqueue(
             tactic: tactic.to_owned(),
             round: rounds.get(&item.id).copied().unwrap_or(0),
         };
-        let payload = serde_json::to_vec(&queued)
-            .map_err(|e| QueueError::jetstream("encoding an item")(&e))?;
+        let payload =
+            serde_json::to_vec(&queued).map_err(QueueError::jetstream("encoding an item"))?;
         let publish = Publish::build()
             .message_id(queued.attempt())
             .payload(payload.into());
@@ -51,7 +51,7 @@ pub async fn enqueue(
             .js
             .send_publish(subject.clone(), publish)
             .await
-            .map_err(|e| QueueError::jetstream("publishing an item")(&e))?;
+            .map_err(QueueError::jetstream("publishing an item"))?;
         acks.push(ack);
         // Bounded in flight: at most 1,024 publishes wait for their acknowledgement.
         if acks.len() >= 1024 {
@@ -69,7 +69,7 @@ async fn settle(
     for ack in acks.drain(..) {
         let ack = ack
             .await
-            .map_err(|e| QueueError::jetstream("publishing an item")(&e))?;
+            .map_err(QueueError::jetstream("publishing an item"))?;
         if ack.duplicate {
             counts.already += 1;
         } else {

@@ -19,6 +19,8 @@ use async_nats::jetstream::{self, stream};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::tactic::BoxError;
+
 pub use address::{QueueAddress, QueueAddressError, MAX_QUEUE_NAME};
 pub use collect::{collect, Collected};
 pub use enqueue::{enqueue, Enqueued};
@@ -35,20 +37,22 @@ const MAX_MESSAGE_BYTES: i32 = 1 << 20;
 #[non_exhaustive]
 pub enum QueueError {
     /// The NATS server cannot be reached.
-    #[error("cannot reach the NATS server at {server}: {problem}; is it running (scripts/servers/nats.sh up)?")]
+    #[error("cannot reach the NATS server at {server}")]
     Connect {
         /// The server.
         server: String,
         /// What the client said.
-        problem: String,
+        #[source]
+        source: BoxError,
     },
     /// JetStream refused or failed an operation.
-    #[error("JetStream: {what}: {problem}")]
+    #[error("JetStream: {what}")]
     JetStream {
         /// What lllm was doing.
         what: &'static str,
         /// What the server or client said.
-        problem: String,
+        #[source]
+        source: BoxError,
     },
     /// A journal line or a result is larger than a queue message: the item fails (it would on
     /// every worker).
@@ -65,10 +69,10 @@ pub enum QueueError {
 }
 
 impl QueueError {
-    fn jetstream(what: &'static str) -> impl Fn(&dyn std::fmt::Display) -> QueueError {
-        move |problem| QueueError::JetStream {
+    fn jetstream<E: Into<BoxError>>(what: &'static str) -> impl Fn(E) -> QueueError {
+        move |source| QueueError::JetStream {
             what,
-            problem: problem.to_string(),
+            source: source.into(),
         }
     }
 }
@@ -131,7 +135,7 @@ impl Connection {
             .await
             .map_err(|e| QueueError::Connect {
                 server: address.server().to_owned(),
-                problem: e.to_string(),
+                source: e.into(),
             })?;
         let js = jetstream::new(client);
         let make = |name: String, subjects: Vec<String>, retention| stream::Config {
@@ -165,10 +169,9 @@ impl Connection {
                     .await
                     .map_err(|_| QueueError::Connect {
                         server: address.server().to_owned(),
-                        problem: "no answer from JetStream within 30 s (is it enabled, -js?)"
-                            .into(),
+                        source: "no answer from JetStream within 30 s (is it enabled, -js?)".into(),
                     })?
-                    .map_err(|e| QueueError::jetstream("making the streams")(&e))
+                    .map_err(QueueError::jetstream("making the streams"))
             }
         };
         Ok(Connection {

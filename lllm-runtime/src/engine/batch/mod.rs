@@ -50,7 +50,7 @@ pub enum BatchError {
         problem: String,
     },
     /// Another batch writes the same output now.
-    #[error("{} is being written by another lllm batch: one output has one writer at a time; wait for that batch to end", path.display())]
+    #[error("{} is being written by another batch: one output has one writer at a time; wait for that batch to end", path.display())]
     Busy {
         /// The output.
         path: PathBuf,
