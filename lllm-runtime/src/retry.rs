@@ -69,7 +69,7 @@ mod tests {
 
     fn http(status: u16, retry_after: Option<Duration>) -> InvokeError {
         InvokeError::Http {
-            status,
+            status: http::StatusCode::from_u16(status).expect("a status"),
             message: "x".into(),
             retry_after,
         }

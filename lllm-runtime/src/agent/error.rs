@@ -281,7 +281,7 @@ impl AgentError {
     }
 
     /// The HTTP status of the server's last answer, when it was an error status.
-    pub fn status(&self) -> Option<u16> {
+    pub fn status(&self) -> Option<http::StatusCode> {
         self.invoke_error().and_then(InvokeError::status)
     }
 

@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use http::StatusCode;
+
 use super::{endpoint, Admit, Endpoint};
 use crate::invoker::{ChatRequest, InvokeError};
 
@@ -85,10 +87,10 @@ impl<'r> Route<'r> {
 /// (`wait_too_long`). Never another client error (authentication, validation, content).
 pub(crate) fn moves_on(error: &InvokeError, wait_too_long: bool) -> bool {
     match error {
-        InvokeError::Http {
-            status: 503 | 529, ..
-        } => true,
-        InvokeError::Http { status: 429, .. } => wait_too_long,
+        InvokeError::Http { status, .. } if matches!(status.as_u16(), 503 | 529) => true,
+        InvokeError::Http { status, .. } if *status == StatusCode::TOO_MANY_REQUESTS => {
+            wait_too_long
+        }
         InvokeError::Connection { .. } | InvokeError::Timeout(_) => true,
         _ => false,
     }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use http::StatusCode;
+
 pub(crate) use lllm_core::secret::Secrets;
 
 /// A model call failed.
@@ -12,10 +14,10 @@ pub(crate) use lllm_core::secret::Secrets;
 #[non_exhaustive]
 pub enum InvokeError {
     /// The server answered with an error status.
-    #[error("the server answered HTTP {status}: {message}")]
+    #[error("the server answered HTTP {}: {message}", status.as_u16())]
     Http {
         /// The HTTP status code.
-        status: u16,
+        status: StatusCode,
         /// The server's message (from its JSON error, else its text, shortened).
         message: String,
         /// How long the server asked to wait (`Retry-After`).
@@ -24,13 +26,14 @@ pub enum InvokeError {
     /// The server answered with a redirect. Redirects are never followed for API calls: they would
     /// carry the credentials (and, for 307 and 308, the prompt) to wherever the server points.
     #[error(
-        "the server answered HTTP {status}, a redirect to {}; redirects are not followed for API \
+        "the server answered HTTP {}, a redirect to {}; redirects are not followed for API \
          calls (they would carry credentials and the prompt elsewhere): set api_base to the final URL",
+        status.as_u16(),
         location.as_deref().unwrap_or("nowhere (no Location)")
     )]
     Redirect {
         /// The HTTP status code (3xx).
-        status: u16,
+        status: StatusCode,
         /// The `Location` header, with user name, password and query redacted.
         location: Option<String>,
     },
@@ -45,12 +48,13 @@ pub enum InvokeError {
     /// The server asked (`Retry-After`) to wait longer than the request's time limits allow, so the
     /// call failed at once instead of waiting.
     #[error(
-        "the server answered HTTP {status} and asked to wait {asked:?} before trying again \
-         (Retry-After), longer than the {allowed:?} allowed by {limited_by}: {message}"
+        "the server answered HTTP {} and asked to wait {asked:?} before trying again \
+         (Retry-After), longer than the {allowed:?} allowed by {limited_by}: {message}",
+        status.as_u16()
     )]
     RetryAfterTooLong {
         /// The HTTP status code.
-        status: u16,
+        status: StatusCode,
         /// The server's message.
         message: Box<str>,
         /// The wait the server asked for.
@@ -132,7 +136,7 @@ impl InvokeError {
     pub fn is_retryable(&self) -> bool {
         match self {
             InvokeError::Http { status, .. } => {
-                matches!(status, 408 | 409 | 429) || (500..=599).contains(status)
+                matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error()
             }
             InvokeError::Connection { .. } | InvokeError::Timeout(_) => true,
             InvokeError::Redirect { .. }
@@ -160,7 +164,7 @@ impl InvokeError {
     }
 
     /// The HTTP status, when the server answered.
-    pub fn status(&self) -> Option<u16> {
+    pub fn status(&self) -> Option<StatusCode> {
         match self {
             InvokeError::Http { status, .. }
             | InvokeError::Redirect { status, .. }

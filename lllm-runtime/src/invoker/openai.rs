@@ -125,7 +125,7 @@ impl OpenAiInvoker {
             let status = response.status();
             if !status.is_success() {
                 return Err(InvokeError::Http {
-                    status: status.as_u16(),
+                    status,
                     message: format!(
                         "GET {} answered {status}",
                         lllm_core::secret::redact_url(&url)
@@ -135,7 +135,7 @@ impl OpenAiInvoker {
             }
             let body = read_limited(response, super::models::MAX_MODELS_BYTES, &url).await?;
             serde_json::from_slice(&body).map_err(|e| InvokeError::Http {
-                status: status.as_u16(),
+                status,
                 message: format!(
                     "GET {}: not a JSON list of models ({e})",
                     lllm_core::secret::redact_url(&url)

@@ -82,15 +82,12 @@ pub(crate) async fn send(
                 secrets,
             )
         });
-        return Err(InvokeError::Redirect {
-            status: status.as_u16(),
-            location,
-        });
+        return Err(InvokeError::Redirect { status, location });
     }
     let retry_after = parse_retry_after(response.headers());
     let body = read_capped(response, limits.max_error_bytes).await;
     Err(InvokeError::Http {
-        status: status.as_u16(),
+        status,
         message: server_message(&body, status.canonical_reason(), secrets),
         retry_after,
     })

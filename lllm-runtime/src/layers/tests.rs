@@ -32,7 +32,7 @@ fn request(args: ModelArgs) -> ChatRequest {
 
 fn unavailable() -> InvokeError {
     InvokeError::Http {
-        status: 503,
+        status: http::StatusCode::SERVICE_UNAVAILABLE,
         message: "busy".into(),
         retry_after: None,
     }
@@ -70,7 +70,10 @@ async fn every_retry_resends_the_same_hints_and_counts_attempts() {
     .await
     .expect_err("out of retries");
     assert_eq!(exhausted.attempts, 2);
-    assert_eq!(exhausted.error.status(), Some(503));
+    assert_eq!(
+        exhausted.error.status(),
+        Some(http::StatusCode::SERVICE_UNAVAILABLE)
+    );
 }
 
 /// Streams one piece, then fails as a broken connection would; counts its calls.
@@ -138,7 +141,7 @@ async fn the_request_timeout_bounds_each_attempt() {
 #[tokio::test]
 async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
     let asks = |secs: u64| InvokeError::Http {
-        status: 429,
+        status: http::StatusCode::TOO_MANY_REQUESTS,
         message: "slow down".into(),
         retry_after: Some(Duration::from_secs(secs)),
     };
@@ -179,7 +182,11 @@ async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
         };
         assert_eq!(
             (*status, *asked, *by),
-            (429, Duration::from_secs(3600), limited_by)
+            (
+                http::StatusCode::TOO_MANY_REQUESTS,
+                Duration::from_secs(3600),
+                limited_by
+            )
         );
         assert!(*granted <= Duration::from_secs(allowed), "{granted:?}");
         let shown = failed.error.to_string();

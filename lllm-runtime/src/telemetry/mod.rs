@@ -347,7 +347,7 @@ fn server(request: &ChatRequest) -> (Option<String>, Option<u16>) {
 fn error_type(error: &InvokeError) -> String {
     match error {
         InvokeError::Http { status, .. } | InvokeError::RetryAfterTooLong { status, .. } => {
-            status.to_string()
+            status.as_u16().to_string()
         }
         InvokeError::Timeout(_) => "timeout".into(),
         InvokeError::Connection { .. } => "connection".into(),

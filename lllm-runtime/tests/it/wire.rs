@@ -327,7 +327,7 @@ async fn failure_after_retries_keeps_status_message_and_the_dialog() {
             assert_eq!(
                 *source,
                 InvokeError::Http {
-                    status: 503,
+                    status: http::StatusCode::SERVICE_UNAVAILABLE,
                     message: "engine overloaded".into(),
                     retry_after: None
                 }
