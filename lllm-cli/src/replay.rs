@@ -19,14 +19,11 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
             args.profile
         ))
     })?;
-    let options = ReplayOptions {
-        api_base: args.api_base.clone(),
-        model: args.model.clone(),
-        profile,
-        session: !args.no_session,
-        speed: args.speed,
-        block_size: usize::try_from(args.block_size).unwrap_or(usize::MAX),
-    };
+    let mut options = ReplayOptions::new(args.api_base.clone(), args.model.clone());
+    options.profile = profile;
+    options.session = !args.no_session;
+    options.speed = args.speed;
+    options.block_size = usize::try_from(args.block_size).unwrap_or(usize::MAX);
     options.check().map_err(usage)?;
     let trace = Trace::open(&args.trace, options.block_size).map_err(|e| match e {
         lllm_runtime::replay::ReplayError::File { .. } => usage(e),

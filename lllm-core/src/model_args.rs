@@ -83,6 +83,7 @@ pub(crate) const RESERVED_KEYS: &[&str] = &["model", "messages", "stream", "tool
 /// A `model_args` entry is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("model_args.{field}: {message}")]
+#[non_exhaustive]
 pub struct ModelArgsError {
     /// The key, with a path inside it when the problem is nested (`extra_headers.x-foo`).
     pub field: String,

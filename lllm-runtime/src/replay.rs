@@ -37,6 +37,7 @@ use {
 
 /// How to replay.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ReplayOptions {
     /// The server's API base.
     pub api_base: String,
@@ -112,6 +113,7 @@ pub enum ReplayError {
 
 /// One replayed request.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Replayed {
     /// The recorded session.
     pub session_id: String,
@@ -135,6 +137,7 @@ pub struct Replayed {
 
 /// Everything a replay did.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ReplayReport {
     /// Every request: for an `lllm-trace/1` trace grouped by session in trace order, for an agentic
     /// trace in trace order.
@@ -215,6 +218,20 @@ pub fn check_speed(speed: f64) -> Result<(), ReplayError> {
 }
 
 impl ReplayOptions {
+    /// Replays against `api_base` asking `model`, with what `lllm replay` does by default:
+    /// Dynamo's hints with session identity, at the recorded speed, 64 tokens per block of a trace
+    /// without its header. Set the other fields to change them.
+    pub fn new(api_base: impl Into<String>, model: impl Into<String>) -> Self {
+        ReplayOptions {
+            api_base: api_base.into(),
+            model: model.into(),
+            profile: Profile::Dynamo,
+            session: true,
+            speed: 1.0,
+            block_size: lllm_core::internal::DEFAULT_BLOCK_TOKENS,
+        }
+    }
+
     /// Checks every option: the API base, the model, the speed and the block size.
     pub fn check(&self) -> Result<(), ReplayError> {
         check_api_base(&self.api_base)?;

@@ -49,10 +49,8 @@ async fn local(
 ) -> f64 {
     let output =
         BatchOutput::open(&dir.join(format!("local-{concurrency}.jsonl"))).expect("output");
-    let plan = BatchPlan {
-        concurrency,
-        ..BatchPlan::default()
-    };
+    let mut plan = BatchPlan::default();
+    plan.concurrency = concurrency;
     let started = Instant::now();
     let report = engine
         .batch(tactic, items, &plan, &output, &|_| {})

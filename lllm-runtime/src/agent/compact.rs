@@ -51,6 +51,7 @@ pub(crate) struct Compaction {
 
 /// What an agent's compactions did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ContextStats {
     /// Windows compacted: summary requests sent and new windows started (one whose first request
     /// was still over the threshold counts too, though the respond failed and kept the old window).

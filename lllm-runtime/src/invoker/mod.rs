@@ -206,6 +206,7 @@ pub enum Delta<'a> {
 
 /// The answer to one model call.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ChatResponse {
     /// The assistant message, with usage and finish reason when the server sent them.
     pub message: Message,

@@ -17,6 +17,7 @@ const MAX_MESSAGE_CHARS: usize = 1_000;
 /// Size limits on what a server sends back. Anything larger ends the call with
 /// [`InvokeError::TooLarge`]; an error body is cut instead, since only its start is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResponseLimits {
     /// Largest answer body of a call without streaming (default 32 MiB).
     pub max_answer_bytes: usize,
@@ -37,6 +38,32 @@ impl Default for ResponseLimits {
             max_event_bytes: 4 * MIB,
             max_stream_bytes: 64 * MIB,
         }
+    }
+}
+
+impl ResponseLimits {
+    /// The limits with answer bodies of at most `bytes`.
+    pub fn max_answer_bytes(mut self, bytes: usize) -> Self {
+        self.max_answer_bytes = bytes;
+        self
+    }
+
+    /// The limits keeping at most `bytes` of an error body.
+    pub fn max_error_bytes(mut self, bytes: usize) -> Self {
+        self.max_error_bytes = bytes;
+        self
+    }
+
+    /// The limits with streamed lines and events of at most `bytes`.
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes;
+        self
+    }
+
+    /// The limits with streamed answers of at most `bytes` in all.
+    pub fn max_stream_bytes(mut self, bytes: usize) -> Self {
+        self.max_stream_bytes = bytes;
+        self
     }
 }
 

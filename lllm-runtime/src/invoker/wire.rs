@@ -27,6 +27,7 @@ const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
 /// Server settings from the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`), used when an agent's
 /// `model_args` has no `api_base` / `api_key`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ServerDefaults {
     /// Fallback base URL.
     pub api_base: Option<String>,
@@ -52,6 +53,7 @@ impl ServerDefaults {
 
 /// A request exactly as it goes on the wire.
 #[derive(Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PreparedRequest {
     /// Base URL of the API, without a trailing slash.
     pub api_base: String,

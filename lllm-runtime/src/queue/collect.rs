@@ -12,6 +12,7 @@ use crate::engine::line_id;
 
 /// What collecting wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Collected {
     /// Items answered.
     pub answered: usize,

@@ -7,6 +7,7 @@ use crate::engine::batch::BatchItem;
 
 /// What enqueueing did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Enqueued {
     /// Items put on the queue now.
     pub added: usize,

@@ -92,6 +92,7 @@ impl InFlight {
 
 /// What a worker did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkerReport {
     /// Items answered.
     pub answered: usize,

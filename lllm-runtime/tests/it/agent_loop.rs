@@ -77,12 +77,13 @@ fn builder(server: &StubServer) -> lllm_runtime::AgentBuilder {
         )))
         .model_args(ModelArgs::new().api_base(server.base_url()))
         .inference_hints(InferenceHints::for_profile(Profile::Dynamo))
-        .retry_policy(RetryPolicy {
-            max_call_retries: 2,
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_millis(10),
-            max_retry_after: Duration::from_secs(1),
-        })
+        .retry_policy(
+            RetryPolicy::default()
+                .max_call_retries(2)
+                .base_delay(Duration::from_millis(5))
+                .max_delay(Duration::from_millis(10))
+                .max_retry_after(Duration::from_secs(1)),
+        )
 }
 
 async fn server() -> StubServer {

@@ -409,14 +409,9 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     recorder.flush().expect("flush");
     let trace = out.text();
 
-    let mut options = lllm_runtime::replay::ReplayOptions {
-        api_base: url.clone(),
-        model: "tiny".into(),
-        profile: lllm_runtime::Profile::Dynamo,
-        session: true,
-        speed: 4.0,
-        block_size: 16,
-    };
+    let mut options = lllm_runtime::replay::ReplayOptions::new(url.clone(), "tiny");
+    options.speed = 4.0;
+    options.block_size = 16;
     let hinted = lllm_runtime::replay::replay(&trace, &options)
         .await
         .expect("replays");

@@ -220,10 +220,8 @@ async fn a_failing_primary_is_skipped_by_its_circuit_while_the_fallback_answers_
         })
         .collect();
     let output = BatchOutput::open(&dir.0.join("out.jsonl")).expect("output");
-    let plan = BatchPlan {
-        concurrency: 2,
-        ..BatchPlan::default()
-    };
+    let mut plan = BatchPlan::default();
+    plan.concurrency = 2;
     let report = engine
         .batch(&tactic, items, &plan, &output, &|_| {})
         .await
@@ -253,9 +251,10 @@ async fn the_environments_key_never_travels_to_a_fallback() {
         .name("worker")
         .system_prompt("You work.")
         .model("m")
-        .invoker(Arc::new(OpenAiInvoker::with_defaults(ServerDefaults {
-            api_base: None,
-            api_key: Some(lllm_runtime::config::Secret::new("sk-environment")),
+        .invoker(Arc::new(OpenAiInvoker::with_defaults({
+            let mut defaults = ServerDefaults::none();
+            defaults.api_key = Some(lllm_runtime::config::Secret::new("sk-environment"));
+            defaults
         })))
         .model_args(args)
         .build()

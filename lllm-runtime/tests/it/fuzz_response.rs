@@ -271,11 +271,9 @@ fn run(case: &Case) {
                 from = point;
             }
             pieces.push(&bytes[from..]);
-            let limits = ResponseLimits {
-                max_event_bytes: limits.0,
-                max_stream_bytes: limits.1,
-                ..ResponseLimits::default()
-            };
+            let limits = ResponseLimits::default()
+                .max_event_bytes(limits.0)
+                .max_stream_bytes(limits.1);
             let (outcome, _text) = parse_event_stream(&pieces, &limits);
             check_outcome(&outcome);
         }

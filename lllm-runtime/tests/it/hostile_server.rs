@@ -106,12 +106,13 @@ fn agent_for(server: &HostileServer, args: ModelArgs) -> Agent {
         .model("m")
         .invoker(Arc::new(invoker()))
         .model_args(args.api_base(server.base_url()))
-        .retry_policy(RetryPolicy {
-            max_call_retries: 3,
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_millis(10),
-            max_retry_after: Duration::from_secs(60),
-        })
+        .retry_policy(
+            RetryPolicy::default()
+                .max_call_retries(3)
+                .base_delay(Duration::from_millis(5))
+                .max_delay(Duration::from_millis(10))
+                .max_retry_after(Duration::from_secs(60)),
+        )
         .build()
         .expect("agent")
 }
@@ -176,10 +177,7 @@ async fn an_endless_body_ends_at_the_answer_limit() {
         }
     );
     assert!(error.to_string().contains("32 MiB"), "{error}");
-    let small = invoker().with_limits(ResponseLimits {
-        max_answer_bytes: 100_000,
-        ..ResponseLimits::default()
-    });
+    let small = invoker().with_limits(ResponseLimits::default().max_answer_bytes(100_000));
     let (result, _) = call_with(&small, args(&server), false).await;
     assert!(matches!(
         failed(result),
@@ -457,10 +455,7 @@ async fn a_retry_after_beyond_the_timeout_fails_at_once_and_saying_what_was_aske
 
 #[tokio::test]
 async fn endless_streams_end_at_the_stream_limit() {
-    let small = invoker().with_limits(ResponseLimits {
-        max_stream_bytes: 2 * 1024 * 1024,
-        ..ResponseLimits::default()
-    });
+    let small = invoker().with_limits(ResponseLimits::default().max_stream_bytes(2 * 1024 * 1024));
     let text_forever = format!("data: {}\n\n", chunk("x"));
     for reply in [
         HostileReply::endless_sse(&text_forever),

@@ -272,14 +272,9 @@ async fn a_vllm_trace_replays_the_priority_it_sent() {
         (Profile::Sglang, "/priority", 5),
     ] {
         let server = StubServer::start().await.expect("server");
-        let options = ReplayOptions {
-            api_base: server.base_url(),
-            model: "tiny".into(),
-            profile,
-            session: true,
-            speed: 1000.0,
-            block_size: 64,
-        };
+        let mut options = ReplayOptions::new(server.base_url(), "tiny");
+        options.profile = profile;
+        options.speed = 1000.0;
         let report = replay(&trace, &options).await.expect("replays");
         assert_eq!(report.requests.len(), 1);
         assert_eq!(report.requests[0].error, None);
@@ -347,14 +342,9 @@ async fn a_trace_without_a_profile_sends_its_values_as_they_are() {
 {"session_id": "s", "agent": "a", "timestamp": 0, "delay": 0, "tool_wait_ms": 0, "input_length": 3, "output_length": 2, "hash_ids": [1], "priority": -5, "latency_ms": 1}
 {"session_id": "t", "profile": "dynamo", "agent": "a", "timestamp": 0, "delay": 0, "tool_wait_ms": 0, "input_length": 3, "output_length": 2, "hash_ids": [1], "priority": 7, "latency_ms": 1}"#;
     let server = StubServer::start().await.expect("server");
-    let options = ReplayOptions {
-        api_base: server.base_url(),
-        model: "tiny".into(),
-        profile: Profile::Vllm,
-        session: true,
-        speed: 1000.0,
-        block_size: 64,
-    };
+    let mut options = ReplayOptions::new(server.base_url(), "tiny");
+    options.profile = Profile::Vllm;
+    options.speed = 1000.0;
     replay(trace, &options).await.expect("replays");
     let priority_of = |session: &str| {
         server

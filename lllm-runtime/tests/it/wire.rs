@@ -58,12 +58,13 @@ fn agent(server: &StubServer, hints: Option<InferenceHints>, args: ModelArgs) ->
             ServerDefaults::none(),
         )))
         .model_args(args.api_base(server.base_url()))
-        .retry_policy(RetryPolicy {
-            max_call_retries: 2,
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_millis(10),
-            max_retry_after: Duration::from_secs(1),
-        });
+        .retry_policy(
+            RetryPolicy::default()
+                .max_call_retries(2)
+                .base_delay(Duration::from_millis(5))
+                .max_delay(Duration::from_millis(10))
+                .max_retry_after(Duration::from_secs(1)),
+        );
     if let Some(hints) = hints {
         builder = builder.inference_hints(hints);
     }
@@ -422,11 +423,11 @@ async fn unreachable_server_is_a_connection_error_after_retries() {
             ServerDefaults::none(),
         )))
         .model_args(ModelArgs::new().api_base(format!("http://127.0.0.1:{port}/v1")))
-        .retry_policy(RetryPolicy {
-            max_call_retries: 1,
-            base_delay: Duration::from_millis(1),
-            ..RetryPolicy::default()
-        })
+        .retry_policy(
+            RetryPolicy::default()
+                .max_call_retries(1)
+                .base_delay(Duration::from_millis(1)),
+        )
         .build()
         .expect("valid");
     agent.open("main").expect("open");

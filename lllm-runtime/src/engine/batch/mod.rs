@@ -76,6 +76,7 @@ pub enum BatchError {
 
 /// How to run a batch: what every item shares.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BatchPlan {
     /// Items run at the same time (at least 1).
     pub concurrency: usize,
@@ -100,6 +101,7 @@ impl Default for BatchPlan {
 
 /// The counts of a batch so far, reported as items start and finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchProgress {
     /// Items answered.
     pub answered: usize,
@@ -111,6 +113,7 @@ pub struct BatchProgress {
 
 /// What a batch did.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct BatchReport {
     /// Items run.
     pub run: usize,
