@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use lllm_runtime::agent::RetryPolicy;
 use lllm_runtime::hints::ForkSession;
 use lllm_runtime::invoker::{Delta, ServerDefaults};
+use lllm_runtime::trace::{TraceFormat, TraceRecorder};
 use lllm_runtime::{
     Agent, ChatRequest, ChatResponse, InferenceHints, InvokeError, Invoker, ModelArgs,
     OpenAiInvoker, Profile,
@@ -136,18 +137,13 @@ async fn main() {
     .expect("hints");
     // `LLLM_PAYOFF_TRACE_FORMAT=agentic` writes Dynamo's agentic format instead of lllm-trace/1.
     let format = match std::env::var("LLLM_PAYOFF_TRACE_FORMAT").as_deref() {
-        Ok("agentic") => lllm_runtime::trace::TraceFormat::AgenticMooncake,
-        _ => lllm_runtime::trace::TraceFormat::Lllm,
+        Ok("agentic") => TraceFormat::AgenticMooncake,
+        _ => TraceFormat::Lllm,
     };
     let trace = std::env::var("LLLM_PAYOFF_TRACE").ok().map(|path| {
         Arc::new(
-            lllm_runtime::trace::TraceRecorder::to_file(
-                std::path::Path::new(&path),
-                16,
-                None,
-                format,
-            )
-            .expect("trace file"),
+            TraceRecorder::to_file(std::path::Path::new(&path), 16, None, format)
+                .expect("trace file"),
         )
     });
     let recorder = Arc::new(Recorder {
