@@ -7,7 +7,9 @@
 use std::process::ExitCode;
 
 use async_trait::async_trait;
-use lllm_runtime::{PromptVars, Tactic, TacticError, TacticRegistry, Team};
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::tactic::{TacticError, Team};
+use lllm_runtime::{Tactic, TacticRegistry};
 
 /// Two agents, `pro` and `con`, answer each other for `config.rounds` rounds.
 struct Debate {

@@ -10,10 +10,8 @@
 
 use std::sync::Arc;
 
-use lllm_runtime::{
-    Agent, DryRunInvoker, InferenceHints, Invoker, ModelArgs, OpenAiInvoker, PreparedRequest,
-    Profile,
-};
+use lllm_runtime::invoker::{DryRunInvoker, PreparedRequest};
+use lllm_runtime::{Agent, InferenceHints, Invoker, ModelArgs, OpenAiInvoker, Profile};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

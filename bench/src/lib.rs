@@ -1,6 +1,7 @@
 //! What the benchmark binaries of `lllm-bench` share: synthetic prompt text, percentiles, the
 //! sections of BENCHMARKS.md made from their figures ([`report`]) and the one splicer that puts a
 //! section in place ([`splice`]).
+#![doc = include_str!("../../docs/benchmarks.md")]
 
 pub mod report;
 pub mod splice;

@@ -4,10 +4,12 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use lllm_runtime::{
-    load_tactic, read_items, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport, Engine,
-    PromptVars, RunFiles, TacticRegistry, TacticSpec,
+use lllm_runtime::batch::{
+    read_items, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport,
 };
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::engine::RunFiles;
+use lllm_runtime::{load_tactic, Engine, TacticRegistry, TacticSpec};
 
 use crate::cli::BatchArgs;
 use crate::execute::announce_servers;
@@ -49,12 +51,11 @@ pub(crate) fn batch(args: BatchArgs, registry: &TacticRegistry) -> Result<(), Fa
         .collect();
     let skipped = all - todo.len();
     let output = BatchOutput::open(&args.output).map_err(usage)?;
-    let plan = BatchPlan {
-        concurrency: usize::from(args.concurrency),
-        vars,
-        class: args.priority_class.into(),
-        confirm: Some(crate::confirm::confirmer(args.yes, false, false)),
-    };
+    let mut plan = BatchPlan::default();
+    plan.concurrency = usize::from(args.concurrency);
+    plan.vars = vars;
+    plan.class = args.priority_class.into();
+    plan.confirm = Some(crate::confirm::confirmer(args.yes, false, false));
     let host = crate::execute::host()?;
     let engine = Engine::new(registry.clone());
     announce_servers(&spec);

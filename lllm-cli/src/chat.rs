@@ -4,7 +4,9 @@
 use std::io::{BufRead, Write};
 
 use anyhow::{anyhow, Context};
-use lllm_runtime::{full_message, Engine, PreparedTactic, RunPlan};
+use lllm_runtime::config::full_message;
+use lllm_runtime::engine::PreparedTactic;
+use lllm_runtime::{Engine, RunPlan};
 
 use crate::exit::{failed, stdout_failed, Failure};
 use crate::screen::{first_agent_structured, note, Screen, Shown, Stopped};

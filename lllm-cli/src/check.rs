@@ -3,7 +3,8 @@
 use std::io::Write;
 
 use anyhow::anyhow;
-use lllm_runtime::{load_tactic, tactic_schema, TacticRegistry, TacticSpec};
+use lllm_runtime::config::tactic_schema;
+use lllm_runtime::{load_tactic, TacticRegistry, TacticSpec};
 
 use crate::cli::CheckArgs;
 use crate::exit::{failed, stdout_failed, usage, Failure};

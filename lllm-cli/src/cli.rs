@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use lllm_runtime::LimitSetting;
+use lllm_runtime::config::LimitSetting;
 
 /// Run agent tactics written in YAML against any OpenAI-compatible server, with inference hints that
 /// tell the server which calls belong to the same reasoning chain.
@@ -197,13 +197,13 @@ fn parse_speed(text: &str) -> Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("`{text}` is not a number; use a number from 0.001 to 1000000"))?;
-    lllm_runtime::check_speed(speed)
+    lllm_runtime::replay::check_speed(speed)
         .map(|()| speed)
         .map_err(|_| {
             format!(
                 "{text} is out of range; use a number from {} to {} (2 replays twice as fast)",
-                lllm_runtime::replay_limits::MIN_SPEED,
-                lllm_runtime::replay_limits::MAX_SPEED
+                lllm_runtime::replay::limits::MIN_SPEED,
+                lllm_runtime::replay::limits::MAX_SPEED
             )
         })
 }
@@ -227,7 +227,7 @@ pub(crate) struct BatchArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) output: PathBuf,
     /// Items run at the same time.
-    #[arg(long, value_name = "N", default_value_t = lllm_runtime::DEFAULT_BATCH_CONCURRENCY as u16, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    #[arg(long, value_name = "N", default_value_t = lllm_runtime::batch::DEFAULT_BATCH_CONCURRENCY as u16, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub(crate) concurrency: u16,
     /// A variable for every item (an item's own `vars` win), as KEY=VALUE (repeatable).
     #[arg(long = "var", value_name = "KEY=VALUE")]
@@ -243,7 +243,7 @@ pub(crate) struct BatchArgs {
     /// Run only shard K of N (1-based; a stable split by item id), so N machines can share one
     /// items file: the shards are disjoint and together they are the whole batch.
     #[arg(long, value_name = "K/N")]
-    pub(crate) shard: Option<lllm_runtime::Shard>,
+    pub(crate) shard: Option<lllm_runtime::batch::Shard>,
     /// Put the items on this NATS JetStream queue instead of running them here (`lllm worker`s
     /// run them), and collect their results into --output as they arrive.
     #[arg(long, value_name = "nats://HOST:PORT/NAME")]
@@ -278,11 +278,11 @@ pub(crate) enum RunClassArg {
     Batch,
 }
 
-impl From<RunClassArg> for lllm_runtime::RunClass {
+impl From<RunClassArg> for lllm_runtime::hints::RunClass {
     fn from(class: RunClassArg) -> Self {
         match class {
-            RunClassArg::Interactive => lllm_runtime::RunClass::Interactive,
-            RunClassArg::Batch => lllm_runtime::RunClass::Batch,
+            RunClassArg::Interactive => lllm_runtime::hints::RunClass::Interactive,
+            RunClassArg::Batch => lllm_runtime::hints::RunClass::Batch,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use lllm_runtime::{ApproveAll, Confirm, ConfirmRequest, Decision, DeclineAll};
+use lllm_runtime::tools::{ApproveAll, Confirm, ConfirmRequest, Decision, DeclineAll};
 
 /// Most characters of a call's arguments shown in the question.
 const MAX_SHOWN_CHARS: usize = 4000;

@@ -2,7 +2,8 @@
 
 use std::io::{IsTerminal, Write};
 
-use lllm_runtime::{Engine, Host, PreparedTactic, RunPlan, TacticRegistry, TacticSpec};
+use lllm_runtime::engine::PreparedTactic;
+use lllm_runtime::{Engine, Host, RunPlan, TacticRegistry, TacticSpec};
 
 use crate::exit::{failed, run_failure, stdout_failed, Failure};
 use crate::screen::{first_agent_structured, note, Screen, Shown, Stopped};

@@ -4,7 +4,11 @@
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use lllm_runtime::{PromptError, RunError, TacticError};
+use lllm_runtime::config::PromptError;
+use lllm_runtime::tactic::TacticError;
+use lllm_runtime::RunError;
+
+use crate::words::in_command_words;
 
 /// Why the command failed, and so which exit code it ends with.
 #[derive(Debug)]
@@ -18,18 +22,21 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    /// Prints the error and its causes on stderr and returns the exit code.
+    /// Prints the error and its causes on stderr, in the command's words, and returns the exit code.
     #[allow(clippy::print_stderr)]
     pub(crate) fn report(self) -> ExitCode {
         let (error, code) = match self {
             Failure::Usage(e) => (e, 2),
             Failure::Run(e) => (e, 1),
             Failure::Paused(e) => {
-                eprintln!("lllm: {}", crate::redact::redact(&format!("{e:#}")));
+                eprintln!("lllm: {}", crate::redact::redact(&in_command_words(&e)));
                 return ExitCode::from(3);
             }
         };
-        eprintln!("error: {}", crate::redact::redact(&format!("{error:#}")));
+        eprintln!(
+            "error: {}",
+            crate::redact::redact(&in_command_words(&error))
+        );
         ExitCode::from(code)
     }
 }

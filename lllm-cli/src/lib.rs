@@ -11,6 +11,7 @@
 //!     main_with(registry)
 //! }
 //! ```
+#![doc = include_str!("../../docs/cli.md")]
 
 mod batch;
 mod chat;
@@ -33,6 +34,7 @@ mod show;
 mod signals;
 mod tools;
 mod vars;
+mod words;
 
 use std::process::ExitCode;
 
@@ -83,11 +85,11 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
 /// Runs a command that starts tool programs or MCP servers: orphans of their processes are
 /// re-parented to lllm, and whatever of them is left is killed when the command ends.
 fn contained(command: impl FnOnce() -> Result<(), exit::Failure>) -> Result<(), exit::Failure> {
-    if let Err(e) = lllm_runtime::contain_tool_processes() {
+    if let Err(e) = lllm_runtime::tools::contain_tool_processes() {
         tracing::debug!("cannot adopt orphaned tool processes: {e}");
     }
     let outcome = command();
-    lllm_runtime::kill_tool_processes();
+    lllm_runtime::tools::kill_tool_processes();
     outcome
 }
 

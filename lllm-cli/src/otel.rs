@@ -236,17 +236,17 @@ fn check_endpoints() -> Result<(), SetupError> {
         if value.is_empty() {
             continue;
         }
-        if let Err(e) = lllm_runtime::internal::check_http_url(value) {
+        if let Err(e) = lllm_runtime::config::check_http_url(value) {
             return Err(SetupError(format!(
                 "{name} ({}) {e}",
-                lllm_runtime::internal::redact_url(value)
+                lllm_runtime::config::secret::redact_url(value)
             )));
         }
     }
     Ok(())
 }
 
-/// `message` with every endpoint it quotes shown as [`redact_url`](lllm_runtime::internal::redact_url)
+/// `message` with every endpoint it quotes shown as [`redact_url`](lllm_runtime::config::secret::redact_url)
 /// shows it: the exporter's own errors quote the value whole.
 fn without_endpoints(message: &str) -> String {
     ENDPOINT_VARIABLES
@@ -254,7 +254,7 @@ fn without_endpoints(message: &str) -> String {
         .filter_map(|name| std::env::var(name).ok())
         .filter(|value| !value.is_empty())
         .fold(message.to_owned(), |message, value| {
-            message.replace(&value, &lllm_runtime::internal::redact_url(&value))
+            message.replace(&value, &lllm_runtime::config::secret::redact_url(&value))
         })
 }
 

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use lllm_runtime::internal::{redact_url, url_credentials};
+use lllm_runtime::config::secret::{redact_url, url_credentials};
 
 use crate::cli::Cli;
 

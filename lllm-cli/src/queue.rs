@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use anyhow::anyhow;
+use lllm_runtime::batch::BatchOutput;
 use lllm_runtime::queue::{
     collect, enqueue, run_worker, Attempts, Collected, InFlight, TacticSha, WorkerPlan,
 };
-use lllm_runtime::{load_tactic, BatchOutput, Engine, TacticRegistry};
+use lllm_runtime::{load_tactic, Engine, TacticRegistry};
 
 use crate::cli::{BatchArgs, WorkerArgs};
 use crate::exit::{failed, run_failure, usage, Failure};

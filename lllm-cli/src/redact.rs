@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::{LazyLock, RwLock};
 
-use lllm_runtime::internal::Secrets;
+use lllm_runtime::config::secret::Secrets;
 use lllm_runtime::TacticSpec;
 
 /// Shorter values are not hunted for in everything printed: a header such as `X-Token: none` would
@@ -27,9 +27,9 @@ pub(crate) fn remember(secret: &str) {
 }
 
 /// Remembers the credentials written into `url`, in every form an HTTP client derives from them
-/// (see [`url_credentials`](lllm_runtime::internal::url_credentials)).
+/// (see [`url_credentials`](lllm_runtime::config::secret::url_credentials)).
 pub(crate) fn remember_url(url: &str) {
-    for value in lllm_runtime::internal::url_credentials(url) {
+    for value in lllm_runtime::config::secret::url_credentials(url) {
         remember(&value);
     }
 }

@@ -3,8 +3,8 @@
 use std::io::Write;
 
 use anyhow::anyhow;
+use lllm_runtime::replay::{check_api_base, replay_trace, ReplayOptions, Trace};
 use lllm_runtime::Profile;
-use lllm_runtime::{check_api_base, replay_trace, ReplayOptions, Trace};
 
 use crate::cli::ReplayArgs;
 use crate::exit::{failed, stdout_failed, usage, Failure};
@@ -19,18 +19,15 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<(), Failure> {
             args.profile
         ))
     })?;
-    let options = ReplayOptions {
-        api_base: args.api_base.clone(),
-        model: args.model.clone(),
-        profile,
-        session: !args.no_session,
-        speed: args.speed,
-        block_size: usize::try_from(args.block_size).unwrap_or(usize::MAX),
-    };
+    let mut options = ReplayOptions::new(args.api_base.clone(), args.model.clone());
+    options.profile = profile;
+    options.session = !args.no_session;
+    options.speed = args.speed;
+    options.block_size = usize::try_from(args.block_size).unwrap_or(usize::MAX);
     options.check().map_err(usage)?;
     let trace = Trace::open(&args.trace, options.block_size).map_err(|e| match e {
-        lllm_runtime::ReplayError::File { .. } => usage(e),
-        other => usage(anyhow!("{}: {other}", args.trace.display())),
+        lllm_runtime::replay::ReplayError::File { .. } => usage(e),
+        other => usage(anyhow::Error::new(other).context(args.trace.display().to_string())),
     })?;
     let report = crate::execute::host()?
         .block_on(replay_trace(&trace, &options))

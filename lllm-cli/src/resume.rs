@@ -2,7 +2,8 @@
 
 use std::io::Write;
 
-use lllm_runtime::{plan_resume, Resumable, TacticRegistry};
+use lllm_runtime::engine::{plan_resume, Resumable};
+use lllm_runtime::TacticRegistry;
 
 use crate::cli::ResumeArgs;
 use crate::execute::execute;

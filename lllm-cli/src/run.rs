@@ -4,10 +4,11 @@ use std::io::{IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context};
-use lllm_runtime::{
-    load_tactic, DryRunInvoker, Invoker, JournalPlan, OpenAiInvoker, PreparedRequest, RunFiles,
-    RunPlan, TacticRegistry, TraceFormat, TraceRecorder, CHAT_TACTIC,
-};
+use lllm_runtime::config::CHAT_TACTIC;
+use lllm_runtime::engine::{JournalPlan, RunFiles};
+use lllm_runtime::invoker::{DryRunInvoker, PreparedRequest};
+use lllm_runtime::trace::{TraceFormat, TraceRecorder};
+use lllm_runtime::{load_tactic, Invoker, OpenAiInvoker, RunPlan, TacticRegistry};
 
 use crate::cli::{RunArgs, TraceFormatArg};
 use crate::execute::execute;
@@ -117,7 +118,7 @@ fn input(args: &RunArgs, is_chat: bool) -> Result<Option<String>, Failure> {
 /// The trace file, when asked for; what it holds is written out on a signal too.
 fn trace(
     args: &RunArgs,
-    tokenizer: Option<lllm_runtime::Tokenizer>,
+    tokenizer: Option<lllm_runtime::trace::Tokenizer>,
 ) -> Result<Option<Arc<TraceRecorder>>, Failure> {
     let Some(path) = &args.trace else {
         return Ok(None);

@@ -4,7 +4,9 @@
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
-use lllm_runtime::{PreparedTactic, RunError, RunEvent, RunObserver};
+use lllm_runtime::engine::PreparedTactic;
+use lllm_runtime::events::{RunEvent, RunObserver};
+use lllm_runtime::RunError;
 use tokio::sync::Notify;
 
 use crate::exit::{run_failure, stdout_failed, Failure};

@@ -4,8 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::anyhow;
+use lllm_runtime::engine::tactic_name;
 use lllm_runtime::serve::Served;
-use lllm_runtime::{load_tactic, tactic_name, Engine, Host, TacticRegistry};
+use lllm_runtime::{load_tactic, Engine, Host, TacticRegistry};
 
 use crate::cli::ServeArgs;
 use crate::execute::announce_servers;

@@ -1,9 +1,10 @@
 //! What `lllm run` and `lllm resume` print: the `--json` summary and the steps' progress.
 
-use lllm_runtime::{
-    AgentSummary, CallStats, ContextStats, DialogTree, RunEvent, RunObserver, RunOutput,
-    StepOutcome, Usage,
-};
+use lllm_runtime::agent::{ContextStats, DialogTree, Usage};
+use lllm_runtime::engine::AgentSummary;
+use lllm_runtime::events::{RunEvent, RunObserver, StepOutcome};
+use lllm_runtime::invoker::CallStats;
+use lllm_runtime::RunOutput;
 use serde_json::{json, Value};
 
 /// `{"answer", "usage", "dialogs", "dialog_usage"}` of a run; a chat's (`chat_agent`) also names

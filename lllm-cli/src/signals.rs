@@ -58,8 +58,8 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<Hook>> {
 fn stop(signal: i32) -> ! {
     STOPPING.store(true, Ordering::SeqCst);
     // First: nothing new leaves, not even the error results of the tools killed next.
-    lllm_runtime::halt();
-    let killed = lllm_runtime::kill_tool_processes();
+    lllm_runtime::events::halt();
+    let killed = lllm_runtime::tools::kill_tool_processes();
     for hook in lock().iter() {
         hook();
     }

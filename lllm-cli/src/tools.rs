@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use lllm_runtime::{
-    load_tactic, CommandTool, Engine, McpServers, TacticRegistry, TacticSpec, Tool,
-};
+use lllm_runtime::mcp::McpServers;
+use lllm_runtime::tools::CommandTool;
+use lllm_runtime::{load_tactic, Engine, TacticRegistry, TacticSpec, Tool};
 use serde_json::{json, Value};
 
 use crate::cli::ToolsArgs;

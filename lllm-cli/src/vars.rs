@@ -1,7 +1,7 @@
 //! `--var KEY=VALUE`: variables for prompt templates.
 
 use anyhow::anyhow;
-use lllm_runtime::{is_variable_name, PromptVars};
+use lllm_runtime::config::{is_variable_name, PromptVars};
 use serde_json::Value;
 
 /// The variables of `--var KEY=VALUE` settings, in order (a later one wins).

@@ -12,6 +12,7 @@ pub const AGENTIC_VERSION: u32 = 2;
 
 /// The first line of an agentic trace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AgenticHeader {
     /// Always [`AGENTIC_SCHEMA`].
     pub schema: String,
@@ -27,6 +28,7 @@ pub struct AgenticHeader {
 
 /// Where an agentic trace comes from (Dynamo requires both fields non-empty).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AgenticSource {
     /// The producer (`lllm`).
     pub format: String,

@@ -19,6 +19,7 @@ pub(crate) const API_BASE_REQUIRED: &str =
 /// agent's. Request parameters (`temperature`, `max_tokens`, `extra_body`, ...) and the time limits
 /// are the agent's unless the entry sets them.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Fallback {
     /// The model name sent there (default: the agent's); a provider prefix is stripped when sent.
     pub model: Option<String>,

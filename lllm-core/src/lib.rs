@@ -48,7 +48,7 @@ mod pairing;
 mod prompt;
 mod report;
 mod schema;
-mod secret;
+pub mod secret;
 mod suggest;
 mod tool;
 mod trace;
@@ -109,9 +109,6 @@ pub mod internal {
     pub use crate::mcp::{prefix_problem, MAX_MCP_PREFIX_LEN};
     pub use crate::merge::{
         deep_merge, find_header, merge_body, merge_headers, merge_under, merged_value,
-    };
-    pub use crate::secret::{
-        is_secret_header, printable_header_value, redact_url, url_credentials, Secrets, REDACTED,
     };
     pub use crate::tool::{
         object_schema_problem, output_schema_problem, tool_name_problem, DEFAULT_COMMAND_TIMEOUT_S,

@@ -32,6 +32,7 @@ pub fn prefix_problem(prefix: &str) -> Option<String> {
 
 /// One MCP server under `mcp_servers:`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct McpServerConfig {
     /// The key it is declared under; agents name it in `mcp:`.
     pub name: String,
@@ -131,6 +132,7 @@ impl ToolFilter {
 
 /// One server an agent uses, and which of its tools.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct McpUse {
     /// The server's name under `mcp_servers:`.
     pub server: String,

@@ -108,7 +108,10 @@ pub enum PromptError {
         message: String,
     },
     /// The template uses a variable it was not given.
-    #[error("prompt `{name}` uses {}: pass a value (for example `--var {}=...`) or remove it from the prompt", missing_list(variables), variables.first().map_or("NAME", String::as_str))]
+    #[error(
+        "prompt `{name}` uses {}: give a value or remove it from the prompt",
+        missing_list(variables)
+    )]
     MissingVariable {
         /// The prompt's name.
         name: String,

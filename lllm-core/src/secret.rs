@@ -1,4 +1,6 @@
-//! A string that never shows itself in logs, errors or debug output.
+//! Credentials that never show themselves: a [`Secret`] prints `[redacted]`, [`Secrets`] replaces
+//! the credentials of a request or a run in any text shown, and [`redact_url`],
+//! [`url_credentials`] and [`is_secret_header`] find the credentials a URL or a header carries.
 
 use std::fmt;
 

@@ -274,6 +274,7 @@ fn executable(path: &std::path::Path) -> Result<(), &'static str> {
 /// A command tool's declaration is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool `{tool}`: {field} {problem}")]
+#[non_exhaustive]
 pub struct ToolConfigError {
     /// The tool's name as declared.
     pub tool: String,

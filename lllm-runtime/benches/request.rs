@@ -3,9 +3,8 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use lllm_runtime::{
-    Agent, Dialog, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile, ServerDefaults,
-};
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::{Agent, Dialog, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile};
 
 fn dialog(len: usize) -> Dialog {
     let mut parent = Dialog::with_system("You are a careful planner. ".repeat(20));

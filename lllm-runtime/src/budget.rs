@@ -6,7 +6,7 @@ use std::time::Instant;
 use lllm_core::{RunLimits, Usage};
 
 /// A limit of the run was reached: the agent reports it as
-/// [`AgentErrorKind::Limit`](crate::AgentErrorKind::Limit).
+/// [`AgentErrorKind::Limit`](crate::agent::AgentErrorKind::Limit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LimitReached {
     /// The limit (`max_requests`, `max_total_tokens`, `max_tool_calls`, `max_seconds`).
@@ -16,7 +16,7 @@ pub(crate) struct LimitReached {
 }
 
 /// A run's spending so far, shared by its agents. Reaching a limit fails the next request or tool
-/// call with [`AgentErrorKind::Limit`](crate::AgentErrorKind::Limit).
+/// call with [`AgentErrorKind::Limit`](crate::agent::AgentErrorKind::Limit).
 #[derive(Debug)]
 pub struct RunBudget {
     limits: RunLimits,

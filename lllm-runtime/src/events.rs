@@ -16,6 +16,9 @@ use serde::Serialize;
 /// event it is in.
 pub(crate) const MAX_LABEL: usize = 200;
 
+// The namespace's names defined elsewhere.
+pub use crate::halt::halt;
+
 /// One thing that happened in a run.
 ///
 /// It serializes as `{"event": NAME, "data": {...}}`, NAME one of `status`, `step.started`,

@@ -33,145 +33,78 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # The main types, by role
+//! # Where things live
 //!
-//! - **Agents and dialogs**: [`Agent`] (built with [`AgentBuilder`], or from a tactic file's
-//!   [`AgentSpec`] with [`AgentBuilder::from_spec`]); a respond with options is a [`Respond`], a typed
-//!   one a [`RespondStructured`]; progress arrives as [`StreamEvent`]s. Dialogs are [`Dialog`]s of
-//!   [`Message`]s; [`DialogTree`] saves and restores them. Failures are [`AgentError`]s.
-//! - **Hints**: [`InferenceHints`] per agent, for a [`Profile`]; [`ForkSession`] decides what a fork
-//!   sends.
-//! - **Model calls**: the [`Invoker`] trait and its OpenAI-compatible [`OpenAiInvoker`];
-//!   [`DryRunInvoker`] shows each [`PreparedRequest`] without sending it. An agent wraps its invoker in
-//!   retries ([`RetryPolicy`]), a per-request timeout and tracing, so an invoker makes one attempt.
-//! - **Tools**: the [`Tool`] trait, [`tool_fn`] for async closures, [`CommandTool`] for programs,
-//!   [`McpServer`] for the tools of MCP servers ([`McpServers`] for a tactic's); a [`Confirm`]
-//!   decides about calls that need the user's approval.
-//! - **Tactics**: a [`Tactic`] runs a [`Team`] of agents; [`TacticRegistry`] names them for
-//!   `tactic_type:`; the built-ins are [`ChatTactic`] and [`StepsTactic`]. Tactic files load with
-//!   [`load_tactic`].
-//! - **Runs**: an [`Engine`] prepares a tactic once ([`PreparedTactic`]) and runs [`RunPlan`]s on it:
-//!   to the end ([`Engine::run`]), in the background with a [`RunHandle`] (events, cancel, pending
-//!   confirmations), as batches ([`Engine::batch`]) or resumed from a journal ([`plan_resume`]);
-//!   [`Host`] owns the Tokio runtime of a blocking program.
-//! - **Traces**: [`TraceRecorder`] writes content-free traces of runs, in lllm's format or Dynamo's
-//!   agentic one ([`TraceFormat`]); [`replay()`] sends one again, honouring an agentic trace's
-//!   dependencies.
-//! - **Observability**: [`telemetry`] makes OpenTelemetry GenAI spans (`invoke_workflow`,
-//!   `invoke_agent`, `chat`, `execute_tool`) as `tracing` spans; the `otel` feature adds fork links.
+//! The root holds what a first program meets; each namespace holds the rest of one concern and
+//! renders its guide from `docs/`.
+//!
+//! - **Agents and dialogs**: [`Agent`] (built with [`AgentBuilder`]), its [`Dialog`]s of
+//!   [`Message`]s, its [`AgentError`]s; [`agent`] has responds with options, streams, retries and
+//!   context compaction.
+//! - **Hints**: [`InferenceHints`] for a [`Profile`]; [`hints`] has the rest (forks, priorities,
+//!   the caller's conversation).
+//! - **Model calls**: the [`Invoker`] trait and its OpenAI-compatible [`OpenAiInvoker`], taking a
+//!   [`ChatRequest`] and giving a [`ChatResponse`] or an [`InvokeError`]; [`invoker`] has the dry
+//!   run, fallback endpoints and admission.
+//! - **Tools**: the [`Tool`] trait and [`tool_fn`] for async closures; [`tools`] has command tools
+//!   and confirmation, [`mcp`] the tools of MCP servers.
+//! - **Tactics**: a [`Tactic`] runs a team of agents; [`TacticRegistry`] names them for
+//!   `tactic_type:`; [`load_tactic`] reads a file into a [`TacticSpec`]. [`config`] has the file
+//!   format's types and limits, [`tactic`] the built-in tactics and the team.
+//! - **Runs**: an [`Engine`] prepares a tactic once and runs [`RunPlan`]s on it,
+//!   to the end ([`RunOutput`], [`RunError`]) or in the background ([`RunHandle`]); the agents of
+//!   one run share a [`RunContext`]; [`Host`] owns the Tokio runtime of a blocking program;
+//!   [`engine`] has the rest of a run's parts (resuming, files, chat sessions). [`events`] has what a run reports, [`journal`] durable runs and resuming, [`batch`] batches
+//!   and shards, [`queue`] a batch on NATS JetStream (feature `queue`), [`serve`] tactics as models
+//!   over HTTP (feature `serve`).
+//! - **Traces**: [`trace`] writes content-free traces of runs; [`replay`] sends one again.
+//! - **Observability**: [`telemetry`] makes OpenTelemetry GenAI spans as `tracing` spans.
 //! - **Testing** (feature `testing`): a scripted invoker and a recording stub server in [`testing`].
 
-mod agent;
+pub mod agent;
+pub mod batch;
 mod budget;
+pub mod config;
 mod conversation;
 mod endpoints;
-mod engine;
-mod events;
+pub mod engine;
+pub mod events;
 mod halt;
-mod invoker;
-mod journal;
+pub mod hints;
+pub mod invoker;
+pub mod journal;
 mod layers;
-mod mcp;
+pub mod mcp;
 mod pause;
 #[cfg(feature = "queue")]
 pub mod queue;
-mod replay;
+pub mod replay;
 mod retry;
 mod run_context;
 #[cfg(feature = "serve")]
 pub mod serve;
-mod tactic;
+pub mod tactic;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tls;
 mod tokenizer;
-mod tools;
-mod trace;
+pub mod tools;
+pub mod trace;
 
-pub use agent::{
-    Agent, AgentBuilder, AgentError, AgentErrorKind, ContextStats, DemandSource, EventSink,
-    PromptArg, Respond, RespondStructured, StreamEvent, Summarizer, SUMMARY_HEADING,
-    SUMMARY_INSTRUCTION,
-};
-pub use budget::RunBudget;
-pub use conversation::Conversation;
-pub use endpoints::{CallStats, Endpoints};
-pub use engine::{
-    plan_resume, read_items, tactic_name, AgentSummary, BatchError, BatchItem, BatchOutput,
-    BatchPlan, BatchProgress, BatchReport, BeforeEnd, ChatSession, Engine, Host, ItemOutcome,
-    JournalPlan, PreparedTactic, Resumable, RunError, RunHandle, RunOutput, RunPlan, StreamedEvent,
-    DEFAULT_BATCH_CONCURRENCY,
-};
-pub use engine::{FileError, RunFiles, Shard, ShardError, MAX_OUTPUT_LINE_BYTES, MAX_SHARDS};
-pub use events::{ModelCall, RunEvent, RunObserver, RunStatus, StepOutcome};
-pub use halt::halt;
-pub use invoker::{
-    ChatRequest, ChatResponse, Delta, DryRunInvoker, InvokeError, Invoker, OpenAiInvoker,
-    PreparedRequest, RequestNotes, ResponseLimits, ServerDefaults, Urgency, WaitLimit,
-};
-pub use journal::{
-    content_hash, Journal, JournalError, JournalTap, LineSink, PendingCall, RunStart,
-    JOURNAL_VERSION,
-};
-pub use lllm_core::parse_tactic;
-pub use lllm_core::{full_message, is_variable_name, tactic_schema, CHAT_TACTIC, STEPS_TACTIC};
-pub use lllm_core::{
-    load_tactic, AgentSpec, CommandToolConfig, ConfigError, Demand, Dialog, DialogId, DialogTree,
-    ForkSession, HintsError, InferenceHints, InferenceHintsBuilder, Message, MessageLog, ModelArgs,
-    ModelArgsError, NamedDialog, Priority, Profile, Prompt, PromptError, PromptVars, RequestFields,
-    Role, RunClass, Secret, TacticSpec, ToolCall, ToolSpec, Usage,
-};
-pub use lllm_core::{ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter};
-pub use lllm_core::{ContextError, ContextPolicy, SessionOnCompaction, Window};
-pub use lllm_core::{EndpointArgs, Fallback, MAX_FALLBACKS, MAX_IN_FLIGHT};
-pub use lllm_core::{
-    Limit, LimitError, LimitSetting, RunLimits, SecondsRange, ValueError, Written,
-};
-pub use mcp::{McpError, McpServer, McpServerBuilder, McpServers};
-pub use replay::{
-    check_api_base, check_speed, limits as replay_limits, replay, replay_trace, ReplayError,
-    ReplayOptions, ReplayReport, Replayed, Trace,
-};
-pub use retry::RetryPolicy;
+// The names a user meets first. Everything else lives in the namespace of its guide; a new name
+// goes there too (`tests/it/api.rs` keeps this list at most 45 names, modules included).
+pub use agent::{Agent, AgentBuilder, AgentError};
+pub use engine::{Engine, Host, RunError, RunHandle, RunOutput, RunPlan};
+pub use invoker::{ChatRequest, ChatResponse, InvokeError, Invoker, OpenAiInvoker};
+pub use lllm_core::TacticSpec;
+pub use lllm_core::{load_tactic, Dialog, DialogId, InferenceHints, Message, ModelArgs, Profile};
 pub use run_context::RunContext;
-pub use tactic::{
-    preflight, BoxError, ChatTactic, Progress, ProgressEvent, StepsTactic, Tactic, TacticError,
-    TacticRegistry, Team, TeamBuilder, ITEM_ID_PLACEHOLDER,
-};
-pub use tokenizer::{Tokenizer, TokenizerError};
-pub use tools::{
-    contain_tool_processes, kill_tool_processes, tool_fn, ApproveAll, CommandTool, Confirm,
-    ConfirmRequest, Decision, Decisions, DeclineAll, Tool, ToolError, ToolOutput, ToolsError,
-};
-pub use trace::{TraceFormat, TraceRecorder};
+pub use tactic::{Tactic, TacticRegistry};
+pub use tools::{tool_fn, Tool};
 
-/// Helpers the `lllm` command shares with the runtime (redaction of secrets in what it prints); not
-/// a stable API.
-#[doc(hidden)]
-pub mod internal {
-    pub use lllm_core::check_http_url;
-    pub use lllm_core::internal::{redact_url, url_credentials, Secrets};
-}
-
-/// The Rust examples of the README and the guides, compiled and run by `cargo test` so that they
-/// cannot drift from the API.
+/// The Rust examples of the README, compiled and run by `cargo test` so that they cannot drift from
+/// the API (the guides in `docs/` are the namespaces' documentation, whose examples run too).
 #[cfg(doctest)]
-mod documentation {
-    #[doc = include_str!("../../README.md")]
-    struct Readme;
-    #[doc = include_str!("../../docs/tools.md")]
-    struct Tools;
-    #[doc = include_str!("../../docs/mcp.md")]
-    struct Mcp;
-    #[doc = include_str!("../../docs/durable.md")]
-    struct Durable;
-    #[doc = include_str!("../../docs/engine.md")]
-    struct EngineGuide;
-    #[doc = include_str!("../../docs/context.md")]
-    struct Context;
-    #[doc = include_str!("../../docs/fallback.md")]
-    struct Fallback;
-    #[doc = include_str!("../../docs/serve.md")]
-    struct Serve;
-}
+#[doc = include_str!("../../README.md")]
+struct Readme;

@@ -8,6 +8,7 @@
 //! each request when what it waits for is done: its dependencies' answers (or, for a `spawn` edge
 //! triggered by dispatch, their sending) plus each edge's `delay_ms`, and not before its
 //! `not_before_ms`, every time divided by the speed.
+#![doc = include_str!("../../docs/replay.md")]
 
 mod agentic;
 pub mod limits;
@@ -21,8 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use lllm_core::internal::redact_url;
-use lllm_core::{Profile, Trigger};
+use lllm_core::secret::redact_url;
+use lllm_core::{HintsError, Profile, Trigger, ValueError};
 
 use crate::invoker::{OpenAiInvoker, ServerDefaults};
 use plan::{Plan, Schedule, Step};
@@ -36,6 +37,7 @@ use {
 
 /// How to replay.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ReplayOptions {
     /// The server's API base.
     pub api_base: String,
@@ -73,13 +75,45 @@ pub enum ReplayError {
         #[source]
         source: Option<std::io::Error>,
     },
-    /// An option is out of range (see [`ReplayOptions::check`]).
-    #[error("{0}")]
-    Options(String),
+    /// The API base is not a server URL (see [`check_api_base`]).
+    #[error("the API base `{url}` {problem}; write it like http://127.0.0.1:8000/v1")]
+    ApiBase {
+        /// The URL, with any user name, password and query redacted.
+        url: String,
+        /// Why it cannot be a server URL.
+        problem: ValueError,
+    },
+    /// No model was named.
+    #[error("the model is empty; name the model to ask")]
+    NoModel,
+    /// The speed is out of range (see [`check_speed`]).
+    #[error(
+        "the speed {speed} is out of range; use a number from {} to {} (2 replays twice as fast, \
+         0.5 half as fast)",
+        limits::MIN_SPEED,
+        limits::MAX_SPEED
+    )]
+    Speed {
+        /// The speed asked for.
+        speed: f64,
+    },
+    /// The tokens per block of a trace without its header are out of range.
+    #[error(
+        "the block size {tokens} is out of range; use a whole number of tokens from 1 to {}",
+        limits::MAX_BLOCK_TOKENS
+    )]
+    BlockSize {
+        /// The tokens per block asked for.
+        tokens: usize,
+    },
+    /// The hints the replay sends cannot be built.
+    #[error(transparent)]
+    Hints(#[from] HintsError),
 }
 
 /// One replayed request.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Replayed {
     /// The recorded session.
     pub session_id: String,
@@ -103,6 +137,7 @@ pub struct Replayed {
 
 /// Everything a replay did.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ReplayReport {
     /// Every request: for an `lllm-trace/1` trace grouped by session in trace order, for an agentic
     /// trace in trace order.
@@ -167,11 +202,9 @@ impl ReplayReport {
 /// Whether `url` can be an API base: the one rule of server URLs ([`lllm_core::check_http_url`]).
 /// The error shows the URL with any user name, password and query redacted.
 pub fn check_api_base(url: &str) -> Result<(), ReplayError> {
-    lllm_core::check_http_url(url).map_err(|problem| {
-        ReplayError::Options(format!(
-            "--api-base `{}` {problem}; write it like http://127.0.0.1:8000/v1",
-            redact_url(url)
-        ))
+    lllm_core::check_http_url(url).map_err(|problem| ReplayError::ApiBase {
+        url: redact_url(url),
+        problem,
     })
 }
 
@@ -180,31 +213,36 @@ pub fn check_speed(speed: f64) -> Result<(), ReplayError> {
     if (limits::MIN_SPEED..=limits::MAX_SPEED).contains(&speed) {
         Ok(())
     } else {
-        Err(ReplayError::Options(format!(
-            "--speed {speed} is out of range; use a number from {} to {} (2 replays twice as \
-             fast, 0.5 half as fast)",
-            limits::MIN_SPEED,
-            limits::MAX_SPEED
-        )))
+        Err(ReplayError::Speed { speed })
     }
 }
 
 impl ReplayOptions {
+    /// Replays against `api_base` asking `model`, with what `lllm replay` does by default:
+    /// Dynamo's hints with session identity, at the recorded speed, 64 tokens per block of a trace
+    /// without its header. Set the other fields to change them.
+    pub fn new(api_base: impl Into<String>, model: impl Into<String>) -> Self {
+        ReplayOptions {
+            api_base: api_base.into(),
+            model: model.into(),
+            profile: Profile::Dynamo,
+            session: true,
+            speed: 1.0,
+            block_size: lllm_core::internal::DEFAULT_BLOCK_TOKENS,
+        }
+    }
+
     /// Checks every option: the API base, the model, the speed and the block size.
     pub fn check(&self) -> Result<(), ReplayError> {
         check_api_base(&self.api_base)?;
         if self.model.trim().is_empty() {
-            return Err(ReplayError::Options(
-                "--model is empty; name the model to ask".into(),
-            ));
+            return Err(ReplayError::NoModel);
         }
         check_speed(self.speed)?;
         if !(1..=limits::MAX_BLOCK_TOKENS).contains(&self.block_size) {
-            return Err(ReplayError::Options(format!(
-                "--block-size {} is out of range; use a whole number of tokens from 1 to {}",
-                self.block_size,
-                limits::MAX_BLOCK_TOKENS
-            )));
+            return Err(ReplayError::BlockSize {
+                tokens: self.block_size,
+            });
         }
         Ok(())
     }

@@ -10,6 +10,7 @@ use crate::invoker::InvokeError;
 /// never a stream that already showed text. A server's `Retry-After` is honoured up to
 /// [`max_retry_after`](Self::max_retry_after). `max_call_retries` is also `max_call_retries` (alias `max_llm_recall`) in tactic files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Retries after the first try (so at most `1 + max_call_retries` requests per call).
     pub max_call_retries: u32,
@@ -37,6 +38,30 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// The policy with `retries` retries after the first try.
+    pub fn max_call_retries(mut self, retries: u32) -> Self {
+        self.max_call_retries = retries;
+        self
+    }
+
+    /// The policy waiting `delay` before the first retry.
+    pub fn base_delay(mut self, delay: Duration) -> Self {
+        self.base_delay = delay;
+        self
+    }
+
+    /// The policy waiting at most `delay` between tries.
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// The policy granting a server's `Retry-After` at most `wait`.
+    pub fn max_retry_after(mut self, wait: Duration) -> Self {
+        self.max_retry_after = wait;
+        self
+    }
+
     /// A policy with `max_call_retries` retries and default waits.
     pub fn with_max_call_retries(max_call_retries: u32) -> Self {
         RetryPolicy {
@@ -69,7 +94,7 @@ mod tests {
 
     fn http(status: u16, retry_after: Option<Duration>) -> InvokeError {
         InvokeError::Http {
-            status,
+            status: http::StatusCode::from_u16(status).expect("a status"),
             message: "x".into(),
             retry_after,
         }

@@ -20,7 +20,7 @@ use crate::trace::TraceRecorder;
 /// requests rank, and the pause its agents share.
 ///
 /// [`Engine`](crate::Engine) builds one for each run from its [`RunPlan`](crate::RunPlan) and
-/// hands it to the run's team ([`TeamBuilder::run_context`](crate::TeamBuilder::run_context)), which hands
+/// hands it to the run's team ([`TeamBuilder::run_context`](crate::tactic::TeamBuilder::run_context)), which hands
 /// it to every agent ([`AgentBuilder::run_context`](crate::AgentBuilder::run_context)). Build one yourself
 /// to make the agents of one run by hand. The default is a run without limits, journal, trace,
 /// confirmations or observer, interactive,

@@ -20,6 +20,7 @@ const MAX_TOKENIZER_BYTES: u64 = 256 * 1024 * 1024;
 /// A tokenizer file cannot be loaded.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot load the tokenizer {}", path.display())]
+#[non_exhaustive]
 pub struct TokenizerError {
     /// The file.
     pub path: PathBuf,

@@ -5,8 +5,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use lllm_runtime::agent::AgentErrorKind;
 use lllm_runtime::testing::ScriptedInvoker;
-use lllm_runtime::{tool_fn, Agent, AgentErrorKind, InvokeError, ToolError};
+use lllm_runtime::tools::ToolError;
+use lllm_runtime::{tool_fn, Agent, InvokeError};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Nothing {}
@@ -32,7 +34,7 @@ async fn after_halt_nothing_is_sent_and_no_tool_runs() {
         .expect("agent");
     agent.open("main").expect("open");
     agent.receive("hi").expect("receive");
-    lllm_runtime::halt();
+    lllm_runtime::events::halt();
     let error = agent.respond("main").await.expect_err("halted");
     assert!(
         matches!(

@@ -12,7 +12,7 @@ fn alive(pid: u32) -> bool {
 
 #[test]
 fn an_adopted_orphan_is_killed_when_no_tool_ever_ran() {
-    lllm_runtime::contain_tool_processes().expect("this process adopts orphans");
+    lllm_runtime::tools::contain_tool_processes().expect("this process adopts orphans");
     // `sh` exits at once, so its background `sleep` is orphaned and adopted by this process.
     let out = Command::new("sh")
         .args(["-c", "sleep 300 >/dev/null 2>&1 & echo $!"])
@@ -23,6 +23,6 @@ fn an_adopted_orphan_is_killed_when_no_tool_ever_ran() {
         .parse()
         .expect("the orphan's pid");
     assert!(alive(orphan), "the orphan runs before the sweep");
-    assert!(lllm_runtime::kill_tool_processes() >= 1);
+    assert!(lllm_runtime::tools::kill_tool_processes() >= 1);
     assert!(!alive(orphan), "the orphan was killed and reaped");
 }

@@ -14,10 +14,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lllm_runtime::config::{parse_tactic, PromptVars};
+use lllm_runtime::hints::RunClass;
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::tactic::{StepsTactic, Team};
 use lllm_runtime::testing::StubServer;
-use lllm_runtime::{
-    parse_tactic, OpenAiInvoker, PromptVars, RunClass, ServerDefaults, StepsTactic, Tactic, Team,
-};
+use lllm_runtime::{OpenAiInvoker, Tactic};
 use serde_json::json;
 
 /// One-turn branches of each fan-out.

@@ -21,10 +21,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
+use lllm_runtime::agent::{RetryPolicy, Role, Summarizer, SUMMARY_INSTRUCTION};
+use lllm_runtime::config::{ContextPolicy, SessionOnCompaction, Window};
+use lllm_runtime::invoker::{Delta, ServerDefaults};
+use lllm_runtime::tactic::BoxError;
+use lllm_runtime::tools::ToolCall;
 use lllm_runtime::{
-    tool_fn, Agent, ChatRequest, ChatResponse, ContextPolicy, Delta, InferenceHints, InvokeError,
-    Invoker, Message, ModelArgs, OpenAiInvoker, Profile, RetryPolicy, Role, ServerDefaults,
-    SessionOnCompaction, Summarizer, ToolCall, Window, SUMMARY_INSTRUCTION,
+    tool_fn, Agent, ChatRequest, ChatResponse, InferenceHints, InvokeError, Invoker, Message,
+    ModelArgs, OpenAiInvoker, Profile,
 };
 use serde_json::json;
 
@@ -128,7 +132,7 @@ struct FreshSummary {
 
 #[async_trait]
 impl Summarizer for FreshSummary {
-    async fn summarize(&self, messages: &[Message]) -> Result<String, String> {
+    async fn summarize(&self, messages: &[Message]) -> Result<String, BoxError> {
         let transcript: Vec<String> = messages
             .iter()
             .filter(|m| m.role != Role::System)
@@ -146,15 +150,10 @@ impl Summarizer for FreshSummary {
             .asked
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let alias = format!("summary{n}");
-        self.agent.open(&alias).map_err(|e| e.to_string())?;
+        self.agent.open(&alias)?;
         self.agent
-            .receive_in(&alias, format!("{FRESH_PREFIX}\n{}", transcript.join("\n")))
-            .map_err(|e| e.to_string())?;
-        let answer = self
-            .agent
-            .respond(&alias)
-            .await
-            .map_err(|e| e.to_string())?;
+            .receive_in(&alias, format!("{FRESH_PREFIX}\n{}", transcript.join("\n")))?;
+        let answer = self.agent.respond(&alias).await?;
         Ok(answer.content.unwrap_or_default())
     }
 }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::future::join_all;
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::StubServer;
-use lllm_runtime::{Agent, InferenceHints, ModelArgs, OpenAiInvoker, Profile, ServerDefaults};
+use lllm_runtime::{Agent, InferenceHints, ModelArgs, OpenAiInvoker, Profile};
 
 const DIALOGS: usize = 1_000;
 const TURNS: usize = 10;

@@ -22,11 +22,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lllm_runtime::agent::Usage;
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::journal::{Journal, RunStart};
 use lllm_runtime::testing::{StubReply, StubServer};
-use lllm_runtime::{
-    tool_fn, Agent, DialogId, Invoker, Journal, Message, ModelArgs, OpenAiInvoker, RunStart,
-    ServerDefaults, ToolError, Usage,
-};
+use lllm_runtime::tools::ToolError;
+use lllm_runtime::{tool_fn, Agent, DialogId, Invoker, Message, ModelArgs, OpenAiInvoker};
 use serde_json::json;
 
 use lllm_bench::percentile;
@@ -80,7 +81,7 @@ fn journal_path(dir: &Path, label: &str) -> PathBuf {
 fn run_start() -> RunStart {
     RunStart {
         tactic: "bench.yaml".into(),
-        tactic_sha256: lllm_runtime::content_hash(b"bench"),
+        tactic_sha256: lllm_runtime::journal::content_hash(b"bench"),
         input: Some("bench input".into()),
         vars: serde_json::Map::new(),
         limits: Vec::new(),

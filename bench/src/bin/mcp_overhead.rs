@@ -10,7 +10,9 @@
 
 use std::time::{Duration, Instant};
 
-use lllm_runtime::{McpServer, Tool, ToolFilter};
+use lllm_runtime::mcp::McpServer;
+use lllm_runtime::tools::ToolFilter;
+use lllm_runtime::Tool;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};

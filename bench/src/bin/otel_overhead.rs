@@ -35,8 +35,9 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::routing::{get, post};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::StubServer;
-use lllm_runtime::{Agent, Invoker, ModelArgs, OpenAiInvoker, ServerDefaults};
+use lllm_runtime::{Agent, Invoker, ModelArgs, OpenAiInvoker};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};

@@ -13,9 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use lllm_runtime::agent::RetryPolicy;
+use lllm_runtime::hints::ForkSession;
+use lllm_runtime::invoker::{Delta, ServerDefaults};
+use lllm_runtime::trace::{TraceFormat, TraceRecorder};
 use lllm_runtime::{
-    Agent, ChatRequest, ChatResponse, Delta, ForkSession, InferenceHints, InvokeError, Invoker,
-    ModelArgs, OpenAiInvoker, Profile, RetryPolicy, ServerDefaults, TraceRecorder,
+    Agent, ChatRequest, ChatResponse, InferenceHints, InvokeError, Invoker, ModelArgs,
+    OpenAiInvoker, Profile,
 };
 use serde_json::json;
 
@@ -46,7 +50,7 @@ fn alias_of(request: &ChatRequest) -> String {
         .messages
         .iter()
         .rev()
-        .find(|m| m.role == lllm_runtime::Role::User)
+        .find(|m| m.role == lllm_runtime::agent::Role::User)
         .and_then(|m| m.content.as_deref())
         .and_then(|text| text.split_whitespace().next())
         .unwrap_or("")
@@ -135,8 +139,8 @@ fn hints_for(leg: &str) -> InferenceHints {
 fn trace_recorder() -> Option<Arc<TraceRecorder>> {
     // `LLLM_PAYOFF_TRACE_FORMAT=agentic` writes Dynamo's agentic format instead of lllm-trace/1.
     let format = match std::env::var("LLLM_PAYOFF_TRACE_FORMAT").as_deref() {
-        Ok("agentic") => lllm_runtime::TraceFormat::AgenticMooncake,
-        _ => lllm_runtime::TraceFormat::Lllm,
+        Ok("agentic") => TraceFormat::AgenticMooncake,
+        _ => TraceFormat::Lllm,
     };
     std::env::var("LLLM_PAYOFF_TRACE").ok().map(|path| {
         Arc::new(

@@ -62,10 +62,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use lllm_runtime::agent::{MessageLog, Role};
+use lllm_runtime::config::{parse_tactic, PromptVars};
+use lllm_runtime::hints::{Demand, Priority, RequestFields, RunClass};
+use lllm_runtime::invoker::{Delta, ServerDefaults};
+use lllm_runtime::tactic::{StepsTactic, Team};
 use lllm_runtime::{
-    parse_tactic, ChatRequest, ChatResponse, Delta, Demand, Dialog, InferenceHints, InvokeError,
-    Invoker, Message, MessageLog, ModelArgs, OpenAiInvoker, Priority, Profile, PromptVars,
-    RequestFields, Role, RunClass, ServerDefaults, StepsTactic, Tactic, Team,
+    ChatRequest, ChatResponse, Dialog, InferenceHints, InvokeError, Invoker, Message, ModelArgs,
+    OpenAiInvoker, Profile, Tactic,
 };
 use serde_json::{json, Value};
 

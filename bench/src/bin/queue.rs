@@ -13,14 +13,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lllm_runtime::batch::{BatchItem, BatchOutput, BatchPlan};
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::engine::PreparedTactic;
+use lllm_runtime::hints::RunClass;
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::queue::{
     collect, enqueue, run_worker, Attempts, InFlight, QueueAddress, TacticSha, WorkerPlan,
 };
 use lllm_runtime::testing::{NatsServer, StubServer};
-use lllm_runtime::{
-    load_tactic, BatchItem, BatchOutput, BatchPlan, Engine, OpenAiInvoker, PreparedTactic,
-    PromptVars, RunClass, ServerDefaults, TacticRegistry,
-};
+use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, TacticRegistry};
 use serde_json::json;
 
 /// Items each worker (and the local batch) runs at a time.
@@ -48,10 +50,8 @@ async fn local(
 ) -> f64 {
     let output =
         BatchOutput::open(&dir.join(format!("local-{concurrency}.jsonl"))).expect("output");
-    let plan = BatchPlan {
-        concurrency,
-        ..BatchPlan::default()
-    };
+    let mut plan = BatchPlan::default();
+    plan.concurrency = concurrency;
     let started = Instant::now();
     let report = engine
         .batch(tactic, items, &plan, &output, &|_| {})

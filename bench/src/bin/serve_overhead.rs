@@ -16,9 +16,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lllm_bench::percentile;
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::serve::Served;
 use lllm_runtime::testing::StubServer;
-use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, RunPlan, ServerDefaults, TacticRegistry};
+use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, RunPlan, TacticRegistry};
 use serde_json::json;
 
 const CLIENTS: usize = 16;
@@ -71,7 +72,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn served_engine(
     tactic: &std::path::Path,
-) -> anyhow::Result<(Engine, Arc<lllm_runtime::PreparedTactic>)> {
+) -> anyhow::Result<(Engine, Arc<lllm_runtime::engine::PreparedTactic>)> {
     let engine = Engine::new(TacticRegistry::new()).with_invoker(Arc::new(
         OpenAiInvoker::with_defaults(ServerDefaults::none()),
     ));
@@ -82,7 +83,7 @@ async fn served_engine(
 async fn start_server(
     tactic: &std::path::Path,
     max_runs: usize,
-) -> anyhow::Result<(String, Engine, Arc<lllm_runtime::PreparedTactic>)> {
+) -> anyhow::Result<(String, Engine, Arc<lllm_runtime::engine::PreparedTactic>)> {
     let (engine, prepared) = served_engine(tactic).await?;
     let served = Served::builder(engine.clone())
         .tactic("helper", prepared.clone())

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use lllm_runtime::{Agent, ModelArgs, OpenAiInvoker, ServerDefaults};
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::{Agent, ModelArgs, OpenAiInvoker};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

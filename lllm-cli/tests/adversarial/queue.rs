@@ -211,8 +211,9 @@ async fn a_forged_result_is_written_on_one_line_or_as_the_items_failure() {
 async fn a_worker_keeps_its_journals_in_a_fresh_private_folder_never_a_planted_one() {
     use std::collections::HashMap;
 
+    use lllm_runtime::batch::BatchItem;
+    use lllm_runtime::config::PromptVars;
     use lllm_runtime::queue::Attempts;
-    use lllm_runtime::{BatchItem, PromptVars};
 
     let dir = TempDir::new("queue-planted");
     let Some(nats) = NatsServer::start("queue-planted", &dir.path("store")) else {

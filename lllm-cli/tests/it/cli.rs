@@ -685,6 +685,8 @@ async fn missing_variables_are_reported_before_any_model_call() {
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("output") && err.contains("`nothing`"), "{err}");
+    // The library says to give a value; the command says with which flag.
+    assert!(err.contains("(`--var nothing=...`)"), "{err}");
     let bad_receive = dir.write(
         "receive.yaml",
         format!("{head}  - {{agent: a, receive: \"{{{{ topic }}}}\"}}\n").as_bytes(),

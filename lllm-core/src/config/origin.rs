@@ -38,6 +38,7 @@ impl fmt::Display for Origin {
 
 /// A 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Position {
     /// Line, from 1.
     pub line: usize,

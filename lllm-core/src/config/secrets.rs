@@ -6,11 +6,11 @@ use crate::secret::{is_secret_header, url_credentials};
 
 impl TacticSpec {
     /// Every credential of the tactic: each agent's API key, the values of its credential headers
-    /// (see [`is_secret_header`](crate::internal::is_secret_header)), every header value of an MCP
+    /// (see [`is_secret_header`](crate::secret::is_secret_header)), every header value of an MCP
     /// server over HTTP (they are there to authenticate, whatever their names; the token after an
     /// auth scheme too), the credential variables of MCP servers run as programs, and the
     /// credentials written into the URLs of `api_base` and of MCP servers, in every form an HTTP
-    /// client derives from them ([`url_credentials`](crate::internal::url_credentials)).
+    /// client derives from them ([`url_credentials`](crate::secret::url_credentials)).
     pub fn secret_values(&self) -> Vec<String> {
         let mut values = Vec::new();
         for agent in self.agents() {

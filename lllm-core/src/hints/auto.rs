@@ -210,6 +210,7 @@ impl Demand {
 
 /// What `priority: auto` sends for one request, as it goes on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct AutoFields {
     /// The `priority` value (already negated for vLLM).
     pub priority: Option<i64>,

@@ -112,6 +112,7 @@ pub(super) const fn senders(field: HintField) -> ([Profile; Profile::ALL.len()],
 
 /// Hint values by what they mean: `priority` higher is more urgent, whatever the profile.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HintValues {
     /// The priority; higher is more urgent.
     pub priority: Option<i64>,

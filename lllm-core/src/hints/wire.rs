@@ -50,6 +50,7 @@ impl RequestFields {
 
 /// The session ids one request sends.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SessionIds {
     /// The session id (prefixed when a prefix is set).
     pub session_id: Option<String>,

@@ -225,7 +225,7 @@ impl AgentBuilder {
     }
 
     /// Shows `observer` the agent's tool calls and their results, and the text of its answers when a
-    /// respond streams (see [`RunEvent`](crate::RunEvent)). Shorthand for [`RunContext::observer`].
+    /// respond streams (see [`RunEvent`](crate::events::RunEvent)). Shorthand for [`RunContext::observer`].
     pub fn observer(mut self, observer: RunObserver) -> Self {
         self.run = self.run.observer(observer);
         self

@@ -17,6 +17,7 @@ use lllm_core::{
 use serde_json::json;
 
 use super::{Agent, AgentErrorKind};
+use crate::tactic::BoxError;
 
 /// The instruction that ends the summary request.
 pub const SUMMARY_INSTRUCTION: &str = "The conversation above is about to be shortened to fit the context window. Write a summary of it for yourself to continue from: the task, what was decided and done, the facts and results that matter (names, numbers, file paths, tool results), and what remains to do. Answer with the summary only; do not call tools.";
@@ -29,8 +30,9 @@ pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation:\n\n";
 /// instruction.
 #[async_trait]
 pub trait Summarizer: Send + Sync + fmt::Debug {
-    /// The summary, or why there is none.
-    async fn summarize(&self, messages: &[Message]) -> Result<String, String>;
+    /// The summary, or why there is none (the respond goes on in the old window, and the error is
+    /// logged with its causes).
+    async fn summarize(&self, messages: &[Message]) -> Result<String, BoxError>;
 }
 
 /// An agent's compaction: its policy, who summarises, and what it counted.
@@ -49,6 +51,7 @@ pub(crate) struct Compaction {
 
 /// What an agent's compactions did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ContextStats {
     /// Windows compacted: summary requests sent and new windows started (one whose first request
     /// was still over the threshold counts too, though the respond failed and kept the old window).
@@ -188,7 +191,7 @@ impl Agent {
             Some(summarizer) => summarizer
                 .summarize(&messages[..cut])
                 .await
-                .map_err(|problem| AgentErrorKind::Compaction { problem })?,
+                .map_err(AgentErrorKind::Summarizer)?,
             None => {
                 self.summary_request(alias, work, &messages[..cut], tools, demand)
                     .await?

@@ -129,6 +129,10 @@ pub enum AgentErrorKind {
         /// What went wrong, and what to do.
         problem: String,
     },
+    /// The agent's [`Summarizer`](crate::agent::Summarizer) failed (`context:`). The dialog is as
+    /// it was.
+    #[error("context compaction: the summarizer failed")]
+    Summarizer(#[source] crate::tactic::BoxError),
     /// The respond took longer than `model_args.deadline`. The dialog is as it was.
     #[error("no answer within the deadline of {after:?}")]
     Deadline {
@@ -172,7 +176,7 @@ impl AgentErrorKind {
             AgentErrorKind::Deadline { .. } => "deadline",
             AgentErrorKind::Invoke { .. } => "invoke",
             AgentErrorKind::Unpaired(_) => "unpaired",
-            AgentErrorKind::Compaction { .. } => "compaction",
+            AgentErrorKind::Compaction { .. } | AgentErrorKind::Summarizer(_) => "compaction",
         }
     }
 }
@@ -283,7 +287,7 @@ impl AgentError {
     }
 
     /// The HTTP status of the server's last answer, when it was an error status.
-    pub fn status(&self) -> Option<u16> {
+    pub fn status(&self) -> Option<http::StatusCode> {
         self.invoke_error().and_then(InvokeError::status)
     }
 

@@ -1,4 +1,5 @@
 //! Agents: a model, a system prompt, hints, and the dialogs the agent owns.
+#![doc = include_str!("../../../docs/context.md")]
 
 mod answer;
 mod builder;
@@ -16,8 +17,8 @@ mod tests;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lllm_core::{
-    CarriedHints, Dialog, DialogId, DialogTree, InferenceHints, Message, ModelArgs, NamedDialog,
-    Prompt, PromptVars, RunClass, Usage,
+    CarriedHints, Dialog, DialogId, InferenceHints, Message, ModelArgs, Prompt, PromptVars,
+    RunClass,
 };
 
 use answer::OutputSchema;
@@ -27,10 +28,13 @@ pub use demand::DemandSource;
 pub use error::{AgentError, AgentErrorKind};
 pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
 
+// The namespace's names defined elsewhere.
+pub use crate::retry::RetryPolicy;
+pub use lllm_core::{DialogTree, MessageLog, NamedDialog, Role, Usage};
+
 use crate::endpoints::{CallCounter, CallStats};
 use crate::events::RunEvent;
 use crate::layers::Stack;
-use crate::retry::RetryPolicy;
 use crate::run_context::RunContext;
 use crate::tools::calls::ToolPipeline;
 use crate::tools::Toolbox;

@@ -52,7 +52,7 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///
 /// ```
 /// # async fn demo(agent: &lllm_runtime::Agent) -> Result<(), lllm_runtime::AgentError> {
-/// use lllm_runtime::StreamEvent;
+/// use lllm_runtime::agent::StreamEvent;
 ///
 /// let mut shown = String::new();
 /// let answer = agent

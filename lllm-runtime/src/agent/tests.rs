@@ -4,9 +4,10 @@ use std::time::Duration;
 
 use lllm_core::{InferenceHints, Message, ModelArgs, Profile, PromptVars, Role};
 
+use crate::agent::{AgentErrorKind, RetryPolicy};
 use crate::invoker::InvokeError;
 use crate::testing::ScriptedInvoker;
-use crate::{Agent, AgentError, AgentErrorKind, RetryPolicy};
+use crate::{Agent, AgentError};
 
 fn fast_retries(max_retries: u32) -> RetryPolicy {
     RetryPolicy {
@@ -39,7 +40,7 @@ fn vars() -> PromptVars {
 
 fn http(status: u16) -> InvokeError {
     InvokeError::Http {
-        status,
+        status: http::StatusCode::from_u16(status).expect("a status"),
         message: "boom".into(),
         retry_after: None,
     }
@@ -123,7 +124,10 @@ async fn a_failed_respond_leaves_the_dialog_as_it_was() {
             attempts, source, ..
         } => {
             assert_eq!(*attempts, 3);
-            assert_eq!(source.status(), Some(500));
+            assert_eq!(
+                source.status(),
+                Some(http::StatusCode::INTERNAL_SERVER_ERROR)
+            );
         }
         other => panic!("unexpected error {other}"),
     }

@@ -273,7 +273,8 @@ impl Turn<'_, '_> {
                 self.first_of_window = true;
                 Ok(())
             }
-            Err(AgentErrorKind::Compaction { problem }) => {
+            Err(error @ (AgentErrorKind::Compaction { .. } | AgentErrorKind::Summarizer(_))) => {
+                let problem = lllm_core::full_message(&error);
                 tracing::warn!(%problem, "the window was not compacted");
                 Ok(())
             }

@@ -22,6 +22,7 @@ pub use stats::CallStats;
 /// came first. From the dialog's `priority: auto` weight and the run's class, else the written
 /// priority; zero when neither is set (first come, first served).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub struct Urgency {
     /// The run's class (`RunClass::tier`: interactive above batch) under `priority: auto`.
     pub tier: u32,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 /// What an agent's model calls went through (all zero and empty before its first answer).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CallStats {
     /// Answers per endpoint: its base URL without credentials (`default` for the server of
     /// `OPENAI_BASE_URL`).

@@ -18,6 +18,7 @@ const KEPT_EVENTS: usize = 10_000;
 /// An event with its number in the run (from 1), so that a subscriber can resume after the last one
 /// it saw.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct StreamedEvent {
     /// The event's number.
     pub id: u64,

@@ -21,8 +21,9 @@
 //! println!("{}", answer.answer);
 //! # Ok(()) }
 //! ```
+#![doc = include_str!("../../../docs/engine.md")]
 
-mod batch;
+pub(crate) mod batch;
 mod chat;
 mod error;
 mod files;
@@ -39,10 +40,6 @@ use std::sync::Arc;
 
 #[cfg(feature = "queue")]
 pub(crate) use batch::item_id;
-pub use batch::{
-    read_items, BatchError, BatchItem, BatchOutput, BatchPlan, BatchProgress, BatchReport,
-    ItemOutcome, Shard, ShardError, DEFAULT_BATCH_CONCURRENCY, MAX_OUTPUT_LINE_BYTES, MAX_SHARDS,
-};
 pub use chat::ChatSession;
 pub use error::RunError;
 pub use files::{FileError, RunFiles};

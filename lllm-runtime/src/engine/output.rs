@@ -8,6 +8,7 @@ use crate::tactic::Team;
 
 /// The answer of a run, with what it cost and the dialogs it left.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RunOutput {
     /// The tactic's final answer.
     pub answer: String,
@@ -23,6 +24,7 @@ pub struct RunOutput {
 
 /// One agent of a run that answered.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AgentSummary {
     /// The agent's name.
     pub name: String,

@@ -43,7 +43,7 @@ pub struct RunPlan {
     pub(crate) traceparent: Option<(String, Option<String>)>,
     pub(crate) conversation: Option<Arc<Conversation>>,
     pub(crate) dialogs: Vec<(String, DialogTree)>,
-    pub(crate) journal_tap: Option<crate::JournalTap>,
+    pub(crate) journal_tap: Option<crate::journal::JournalTap>,
 }
 
 impl RunPlan {
@@ -93,13 +93,13 @@ impl RunPlan {
     /// Sends every line of the run's journal to `tap` as well, from the first (a new journal's
     /// start line, or what a resumed one writes from now on): a copy elsewhere, such as a queue
     /// worker's in JetStream.
-    pub fn journal_tap(mut self, tap: crate::JournalTap) -> Self {
+    pub fn journal_tap(mut self, tap: crate::journal::JournalTap) -> Self {
         self.journal_tap = Some(tap);
         self
     }
 
     /// Decides about the calls of tools that need confirmation (without it they are declined; a
-    /// journaled run pauses on [`Decision::Pause`](crate::Decision::Pause)).
+    /// journaled run pauses on [`Decision::Pause`](crate::tools::Decision::Pause)).
     pub fn confirm(mut self, confirm: Arc<dyn Confirm>) -> Self {
         self.confirm = Some(confirm);
         self

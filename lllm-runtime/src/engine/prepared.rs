@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use lllm_core::internal::Secrets;
+use lllm_core::secret::Secrets;
 use lllm_core::{TacticSpec, CHAT_TACTIC};
 
 use super::{Engine, RunError};

@@ -168,7 +168,7 @@ fn open_journal(tactic: &PreparedTactic, plan: &RunPlan) -> Result<Option<Arc<Jo
     if let Some(tap) = &plan.journal_tap {
         // The start line is written: the tap gets it from the file, then every line after it.
         let written = std::fs::read(journal.path()).map_err(|source| {
-            RunError::JournalOpen(crate::JournalError::Io {
+            RunError::JournalOpen(crate::journal::JournalError::Io {
                 path: journal.path().to_owned(),
                 source,
             })

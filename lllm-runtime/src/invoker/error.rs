@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-pub(crate) use lllm_core::internal::Secrets;
+use http::StatusCode;
+
+pub(crate) use lllm_core::secret::Secrets;
 
 /// A model call failed.
 ///
@@ -12,10 +14,10 @@ pub(crate) use lllm_core::internal::Secrets;
 #[non_exhaustive]
 pub enum InvokeError {
     /// The server answered with an error status.
-    #[error("the server answered HTTP {status}: {message}")]
+    #[error("the server answered HTTP {}: {message}", status.as_u16())]
     Http {
         /// The HTTP status code.
-        status: u16,
+        status: StatusCode,
         /// The server's message (from its JSON error, else its text, shortened).
         message: String,
         /// How long the server asked to wait (`Retry-After`).
@@ -24,13 +26,14 @@ pub enum InvokeError {
     /// The server answered with a redirect. Redirects are never followed for API calls: they would
     /// carry the credentials (and, for 307 and 308, the prompt) to wherever the server points.
     #[error(
-        "the server answered HTTP {status}, a redirect to {}; redirects are not followed for API \
+        "the server answered HTTP {}, a redirect to {}; redirects are not followed for API \
          calls (they would carry credentials and the prompt elsewhere): set api_base to the final URL",
+        status.as_u16(),
         location.as_deref().unwrap_or("nowhere (no Location)")
     )]
     Redirect {
         /// The HTTP status code (3xx).
-        status: u16,
+        status: StatusCode,
         /// The `Location` header, with user name, password and query redacted.
         location: Option<String>,
     },
@@ -39,18 +42,19 @@ pub enum InvokeError {
     TooLarge {
         /// What was too large ("answer body", "streamed answer", "server-sent event").
         what: &'static str,
-        /// The limit, in bytes (see [`ResponseLimits`](crate::ResponseLimits)).
+        /// The limit, in bytes (see [`ResponseLimits`](crate::invoker::ResponseLimits)).
         limit: usize,
     },
     /// The server asked (`Retry-After`) to wait longer than the request's time limits allow, so the
     /// call failed at once instead of waiting.
     #[error(
-        "the server answered HTTP {status} and asked to wait {asked:?} before trying again \
-         (Retry-After), longer than the {allowed:?} allowed by {limited_by}: {message}"
+        "the server answered HTTP {} and asked to wait {asked:?} before trying again \
+         (Retry-After), longer than the {allowed:?} allowed by {limited_by}: {message}",
+        status.as_u16()
     )]
     RetryAfterTooLong {
         /// The HTTP status code.
-        status: u16,
+        status: StatusCode,
         /// The server's message.
         message: Box<str>,
         /// The wait the server asked for.
@@ -89,7 +93,7 @@ pub enum InvokeError {
         /// What failed.
         problem: String,
     },
-    /// The process is stopping ([`halt`](crate::halt) was called): no request is sent any more.
+    /// The process is stopping ([`halt`](crate::events::halt) was called): no request is sent any more.
     #[error("not sent: the run is stopping")]
     Halted,
 }
@@ -102,7 +106,7 @@ pub enum WaitLimit {
     Timeout,
     /// What is left of the respond's `model_args.deadline`.
     Deadline,
-    /// The retry policy's [`max_retry_after`](crate::RetryPolicy::max_retry_after).
+    /// The retry policy's [`max_retry_after`](crate::agent::RetryPolicy::max_retry_after).
     Policy,
 }
 
@@ -132,7 +136,7 @@ impl InvokeError {
     pub fn is_retryable(&self) -> bool {
         match self {
             InvokeError::Http { status, .. } => {
-                matches!(status, 408 | 409 | 429) || (500..=599).contains(status)
+                matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error()
             }
             InvokeError::Connection { .. } | InvokeError::Timeout(_) => true,
             InvokeError::Redirect { .. }
@@ -160,7 +164,7 @@ impl InvokeError {
     }
 
     /// The HTTP status, when the server answered.
-    pub fn status(&self) -> Option<u16> {
+    pub fn status(&self) -> Option<StatusCode> {
         match self {
             InvokeError::Http { status, .. }
             | InvokeError::Redirect { status, .. }

@@ -1,4 +1,5 @@
 //! Invokers: what sends a model call and brings its answer back.
+#![doc = include_str!("../../../docs/fallback.md")]
 
 mod dry_run;
 mod error;
@@ -23,6 +24,9 @@ pub use openai::OpenAiInvoker;
 pub use service::ResponseLimits;
 pub(crate) use wire::SentHints;
 pub use wire::{PreparedRequest, ServerDefaults};
+
+// The namespace's names defined elsewhere.
+pub use crate::endpoints::{CallStats, Endpoints};
 
 /// Per-request timeout when `model_args.timeout` is not set.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -162,7 +166,7 @@ impl ChatRequest {
             .endpoint
             .api_base
             .as_deref()
-            .map(lllm_core::internal::redact_url)
+            .map(lllm_core::secret::redact_url)
     }
 
     /// The hints this request carries as it is sent (after the merge under the agent's parameters
@@ -183,6 +187,7 @@ pub enum Delta<'a> {
 
 /// The answer to one model call.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ChatResponse {
     /// The assistant message, with usage and finish reason when the server sent them.
     pub message: Message,

@@ -2,7 +2,8 @@
 //! reqwest so that every byte of the answer is read within limits (see `service`).
 
 use async_trait::async_trait;
-use lllm_core::internal::{is_secret_header, typed_header};
+use lllm_core::internal::typed_header;
+use lllm_core::secret::is_secret_header;
 use reqwest::header::HeaderMap;
 
 use super::error::Secrets;
@@ -130,20 +131,20 @@ impl OpenAiInvoker {
             let status = response.status();
             if !status.is_success() {
                 return Err(InvokeError::Http {
-                    status: status.as_u16(),
+                    status,
                     message: format!(
                         "GET {} answered {status}",
-                        lllm_core::internal::redact_url(&url)
+                        lllm_core::secret::redact_url(&url)
                     ),
                     retry_after: None,
                 });
             }
             let body = read_limited(response, super::models::MAX_MODELS_BYTES, &url).await?;
             serde_json::from_slice(&body).map_err(|e| InvokeError::Http {
-                status: status.as_u16(),
+                status,
                 message: format!(
                     "GET {}: not a JSON list of models ({e})",
-                    lllm_core::internal::redact_url(&url)
+                    lllm_core::secret::redact_url(&url)
                 ),
                 retry_after: None,
             })

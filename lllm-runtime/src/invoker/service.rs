@@ -5,7 +5,7 @@
 use std::time::{Duration, SystemTime};
 
 use lllm_core::full_message;
-use lllm_core::internal::redact_url;
+use lllm_core::secret::redact_url;
 use reqwest::header::{HeaderMap, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 
 use super::error::{excerpt, printable, Secrets, EXCERPT_CHARS};
@@ -17,6 +17,7 @@ const MAX_MESSAGE_CHARS: usize = 1_000;
 /// Size limits on what a server sends back. Anything larger ends the call with
 /// [`InvokeError::TooLarge`]; an error body is cut instead, since only its start is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResponseLimits {
     /// Largest answer body of a call without streaming (default 32 MiB).
     pub max_answer_bytes: usize,
@@ -37,6 +38,32 @@ impl Default for ResponseLimits {
             max_event_bytes: 4 * MIB,
             max_stream_bytes: 64 * MIB,
         }
+    }
+}
+
+impl ResponseLimits {
+    /// The limits with answer bodies of at most `bytes`.
+    pub fn max_answer_bytes(mut self, bytes: usize) -> Self {
+        self.max_answer_bytes = bytes;
+        self
+    }
+
+    /// The limits keeping at most `bytes` of an error body.
+    pub fn max_error_bytes(mut self, bytes: usize) -> Self {
+        self.max_error_bytes = bytes;
+        self
+    }
+
+    /// The limits with streamed lines and events of at most `bytes`.
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes;
+        self
+    }
+
+    /// The limits with streamed answers of at most `bytes` in all.
+    pub fn max_stream_bytes(mut self, bytes: usize) -> Self {
+        self.max_stream_bytes = bytes;
+        self
     }
 }
 
@@ -82,15 +109,12 @@ pub(crate) async fn send(
                 secrets,
             )
         });
-        return Err(InvokeError::Redirect {
-            status: status.as_u16(),
-            location,
-        });
+        return Err(InvokeError::Redirect { status, location });
     }
     let retry_after = parse_retry_after(response.headers());
     let body = read_capped(response, limits.max_error_bytes).await;
     Err(InvokeError::Http {
-        status: status.as_u16(),
+        status,
         message: server_message(&body, status.canonical_reason(), secrets),
         retry_after,
     })

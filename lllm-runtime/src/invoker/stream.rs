@@ -254,7 +254,7 @@ impl StreamAccumulator {
     pub(crate) fn finish(self, url: &str) -> Result<ChatResponse, InvokeError> {
         if self.finish_reason.is_none() {
             return Err(InvokeError::Connection {
-                url: lllm_core::internal::redact_url(url),
+                url: lllm_core::secret::redact_url(url),
                 message: "the stream ended before the answer was complete".into(),
             });
         }

@@ -11,7 +11,7 @@ use async_openai::types::chat::{
     ChatCompletionRequestUserMessageContent, FunctionCall,
 };
 use lllm_core::internal::{find_header, merge_body, merge_headers, merged_value};
-use lllm_core::internal::{printable_header_value, redact_url};
+use lllm_core::secret::{printable_header_value, redact_url};
 use lllm_core::{
     strip_provider_prefix, BodyPath, Message, Profile, Role, Secret, ToolCall, Usage, WireHints,
 };
@@ -27,6 +27,7 @@ const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
 /// Server settings from the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`), used when an agent's
 /// `model_args` has no `api_base` / `api_key`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ServerDefaults {
     /// Fallback base URL.
     pub api_base: Option<String>,
@@ -52,6 +53,7 @@ impl ServerDefaults {
 
 /// A request exactly as it goes on the wire.
 #[derive(Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PreparedRequest {
     /// Base URL of the API, without a trailing slash.
     pub api_base: String,

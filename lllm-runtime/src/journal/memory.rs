@@ -10,6 +10,7 @@ use super::event::Event;
 
 /// A tool call that waits for the user's confirmation in a paused run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PendingCall {
     /// The dialog whose answer made the call.
     pub dialog: DialogId,

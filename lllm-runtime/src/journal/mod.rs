@@ -10,6 +10,7 @@
 //! A journal holds the conversation (it must, to resume it), but never a header, and never a credential
 //! of its run that it was told of ([`Journal::redact`]): a key a server echoes into an answer is
 //! written as `[redacted]`.
+#![doc = include_str!("../../../docs/durable.md")]
 
 mod event;
 mod file;
@@ -24,7 +25,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use lllm_core::internal::Secrets;
+use lllm_core::secret::Secrets;
 use lllm_core::{DialogId, Message};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -82,13 +83,13 @@ pub enum JournalError {
         source: std::io::Error,
     },
     /// A run was asked to start a journal in a file that already holds one.
-    #[error("{} already holds a journal: resume it with `lllm resume {}`, or give another file", path.display(), path.display())]
+    #[error("{} already holds a journal: resume it, or give another file", path.display())]
     Exists {
         /// The journal.
         path: PathBuf,
     },
-    /// Another run holds the journal (`lllm run --journal` or `lllm resume` on it, now).
-    #[error("{} is in use by another run (lllm run or lllm resume of it): one journal has one runner at a time; wait for that run to end", path.display())]
+    /// Another run holds the journal (a run journaled in it, or resumed from it, now).
+    #[error("{} is in use by another run of it: one journal has one runner at a time; wait for that run to end", path.display())]
     Busy {
         /// The journal.
         path: PathBuf,

@@ -86,10 +86,8 @@ impl Policy for FallbackHop<'_> {
 /// (`wait_too_long`). Never another client error (authentication, validation, content).
 fn moves_on(error: &InvokeError, wait_too_long: bool) -> bool {
     match error {
-        InvokeError::Http {
-            status: 503 | 529, ..
-        } => true,
-        InvokeError::Http { status: 429, .. } => wait_too_long,
+        InvokeError::Http { status, .. } if matches!(status.as_u16(), 503 | 529) => true,
+        InvokeError::Http { status, .. } if status.as_u16() == 429 => wait_too_long,
         InvokeError::Connection { .. } | InvokeError::Timeout(_) => true,
         _ => false,
     }

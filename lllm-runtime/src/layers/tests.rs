@@ -43,7 +43,7 @@ fn failed(error: CallError) -> (u32, InvokeError) {
 
 fn unavailable() -> InvokeError {
     InvokeError::Http {
-        status: 503,
+        status: http::StatusCode::SERVICE_UNAVAILABLE,
         message: "busy".into(),
         retry_after: None,
     }
@@ -83,7 +83,7 @@ async fn every_retry_resends_the_same_hints_and_counts_attempts() {
     .expect_err("out of retries");
     let (attempts, error) = failed(exhausted);
     assert_eq!(attempts, 2);
-    assert_eq!(error.status(), Some(503));
+    assert_eq!(error.status().map(|s| s.as_u16()), Some(503));
 }
 
 /// Streams one piece, then fails as a broken connection would; counts its calls.
@@ -157,7 +157,7 @@ async fn the_request_timeout_bounds_each_attempt() {
 #[tokio::test]
 async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
     let asks = |secs: u64| InvokeError::Http {
-        status: 429,
+        status: http::StatusCode::TOO_MANY_REQUESTS,
         message: "slow down".into(),
         retry_after: Some(Duration::from_secs(secs)),
     };
@@ -200,7 +200,11 @@ async fn a_retry_after_longer_than_the_request_may_wait_fails_at_once() {
         };
         assert_eq!(
             (*status, *asked, *by),
-            (429, Duration::from_secs(3600), limited_by)
+            (
+                http::StatusCode::TOO_MANY_REQUESTS,
+                Duration::from_secs(3600),
+                limited_by
+            )
         );
         assert!(*granted <= Duration::from_secs(allowed), "{granted:?}");
         let shown = error.to_string();

@@ -6,6 +6,7 @@
 //! and prefixed as configured. [`McpServers`] starts a tactic file's servers in parallel and hands each
 //! agent its tools. Shutting a stdio server down ends its whole process group; a handle dropped
 //! without [`McpServer::shutdown`] kills the group too.
+#![doc = include_str!("../../../docs/mcp.md")]
 
 mod child;
 mod connect;
@@ -23,6 +24,9 @@ mod transport_error;
 pub use error::McpError;
 pub use server::{McpServer, McpServerBuilder};
 pub use servers::McpServers;
+
+// The namespace's names defined elsewhere.
+pub use lllm_core::{McpServerConfig, McpTransport, McpUse};
 
 /// Text from a server made safe to print: control characters (but newlines and tabs) and the
 /// Unicode marks that reorder text on screen are left out, so that no escape sequence reaches a

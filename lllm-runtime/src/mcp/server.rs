@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lllm_core::internal::{prefix_problem, tool_name_problem, Secrets};
+use lllm_core::internal::{prefix_problem, tool_name_problem};
+use lllm_core::secret::Secrets;
 use lllm_core::{
     ConfirmTools, McpServerConfig, McpTransport, SecondsRange, ToolFilter,
     DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S,
@@ -31,7 +32,9 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use lllm_runtime::{Agent, McpServer, OpenAiInvoker, ToolFilter};
+/// use lllm_runtime::{Agent, OpenAiInvoker};
+/// use lllm_runtime::mcp::McpServer;
+/// use lllm_runtime::tools::ToolFilter;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let time = McpServer::stdio("time", ["mcp-server-time", "--local-timezone", "UTC"])

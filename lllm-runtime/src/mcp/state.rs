@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lllm_core::internal::Secrets;
+use lllm_core::secret::Secrets;
 use lllm_core::ConfirmTools;
 use rmcp::service::ServiceError;
 

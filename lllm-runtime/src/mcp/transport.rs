@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use lllm_core::internal::{is_secret_header, typed_header, Secrets};
+use lllm_core::internal::typed_header;
+use lllm_core::secret::{is_secret_header, Secrets};
 use lllm_core::{check_http_url, ValueError};
 
 /// What a builder was told about the transport.

@@ -87,7 +87,7 @@ impl FromStr for QueueAddress {
 
     fn from_str(text: &str) -> Result<Self, QueueAddressError> {
         // Never echo credentials a user put in the URL.
-        let shown = lllm_core::internal::redact_url(text);
+        let shown = lllm_core::secret::redact_url(text);
         let refuse = |problem| QueueAddressError {
             written: shown.chars().take(120).collect(),
             problem,

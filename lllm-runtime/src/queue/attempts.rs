@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::{QueuedItem, TacticSha};
-use crate::engine::BatchItem;
+use crate::engine::batch::BatchItem;
 
 /// The items of one batch as they go on the queue: each with its attempt number (the failed
 /// attempts its output has), the batch's variables under its own, and its key, the SHA-256 of its
@@ -23,7 +23,7 @@ impl Attempts {
         tactic: TacticSha,
         items: &[BatchItem],
         rounds: &HashMap<String, u32>,
-        vars: &crate::PromptVars,
+        vars: &lllm_core::PromptVars,
     ) -> Attempts {
         let items = items
             .iter()
@@ -77,7 +77,7 @@ mod tests {
             id: id.to_owned(),
             id_json: serde_json::value::RawValue::from_string(format!("\"{id}\"")).expect("json"),
             input: Some(input.to_owned()),
-            vars: crate::PromptVars::new(),
+            vars: lllm_core::PromptVars::new(),
         }
     }
 
@@ -85,7 +85,7 @@ mod tests {
     fn an_attempt_is_named_by_its_tactic_id_attempt_input_and_variables() {
         let tactic = TacticSha::of(b"agent_configs: []");
         let none = HashMap::new();
-        let vars = crate::PromptVars::new();
+        let vars = lllm_core::PromptVars::new();
         let key = |tactic: &TacticSha, item: BatchItem, rounds, vars| {
             Attempts::new(tactic.clone(), &[item], rounds, vars)
                 .key("0")

@@ -8,10 +8,11 @@ use futures::StreamExt as _;
 
 use super::result::output_line;
 use super::{Attempts, Connection, QueueAddress, QueueError, QueuedItem, ATTEMPT_HEADER};
-use crate::engine::BatchOutput;
+use crate::engine::batch::BatchOutput;
 
 /// What collecting wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Collected {
     /// Items answered.
     pub answered: usize,
@@ -72,18 +73,16 @@ async fn read_results(
             ..Default::default()
         })
         .await
-        .map_err(|e| QueueError::jetstream("reading results")(&e))?;
+        .map_err(QueueError::jetstream("reading results"))?;
     let mut messages = consumer
         .messages()
         .await
-        .map_err(|e| QueueError::jetstream("reading results")(&e))?;
+        .map_err(QueueError::jetstream("reading results"))?;
     while !waiting.is_empty() {
         let Some(message) = messages.next().await else {
-            return Err(QueueError::jetstream("reading results")(
-                &"the stream ended",
-            ));
+            return Err(QueueError::jetstream("reading results")("the stream ended"));
         };
-        let message = message.map_err(|e| QueueError::jetstream("reading results")(&e))?;
+        let message = message.map_err(|e| QueueError::jetstream("reading results")(e))?;
         let Some(key) = message
             .headers
             .as_ref()

@@ -6,6 +6,7 @@ use super::{Attempts, Connection, QueueError, ATTEMPT_HEADER};
 
 /// What enqueueing did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Enqueued {
     /// Items put on the queue now.
     pub added: usize,
@@ -28,8 +29,8 @@ pub async fn enqueue(
     let subject = connection.address.items_subject(attempts.tactic());
     let mut acks = Vec::with_capacity(attempts.len().min(1024));
     for queued in attempts.items() {
-        let payload = serde_json::to_vec(queued)
-            .map_err(|e| QueueError::jetstream("encoding an item")(&e))?;
+        let payload =
+            serde_json::to_vec(queued).map_err(|e| QueueError::jetstream("encoding an item")(e))?;
         let key = queued.key();
         // `header`, not `headers`: a whole map would replace the message id set beside it.
         let publish = Publish::build()
@@ -40,7 +41,7 @@ pub async fn enqueue(
             .js
             .send_publish(subject.clone(), publish)
             .await
-            .map_err(|e| QueueError::jetstream("publishing an item")(&e))?;
+            .map_err(QueueError::jetstream("publishing an item"))?;
         acks.push(ack);
         // Bounded in flight: at most 1,024 publishes wait for their acknowledgement.
         if acks.len() >= 1024 {
@@ -58,7 +59,7 @@ async fn settle(
     for ack in acks.drain(..) {
         let ack = ack
             .await
-            .map_err(|e| QueueError::jetstream("publishing an item")(&e))?;
+            .map_err(QueueError::jetstream("publishing an item"))?;
         if ack.duplicate {
             counts.already += 1;
         } else {

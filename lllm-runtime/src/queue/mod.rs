@@ -26,6 +26,8 @@ use async_nats::jetstream::{self, stream};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::tactic::BoxError;
+
 pub use address::{QueueAddress, QueueAddressError, MAX_QUEUE_NAME};
 pub use attempts::Attempts;
 pub use collect::{collect, Collected};
@@ -44,20 +46,22 @@ const MAX_MESSAGE_BYTES: i32 = 1 << 20;
 #[non_exhaustive]
 pub enum QueueError {
     /// The NATS server cannot be reached.
-    #[error("cannot reach the NATS server at {server}: {problem}; is it running (scripts/servers/nats.sh up)?")]
+    #[error("cannot reach the NATS server at {server}")]
     Connect {
         /// The server.
         server: String,
         /// What the client said.
-        problem: String,
+        #[source]
+        source: BoxError,
     },
     /// JetStream refused or failed an operation.
-    #[error("JetStream: {what}: {problem}")]
+    #[error("JetStream: {what}")]
     JetStream {
         /// What lllm was doing.
         what: &'static str,
         /// What the server or client said.
-        problem: String,
+        #[source]
+        source: BoxError,
     },
     /// The queue's streams were made by an earlier release of lllm, whose items of every tactic
     /// shared one subject.
@@ -77,14 +81,14 @@ pub enum QueueError {
     },
     /// The output file cannot be written.
     #[error(transparent)]
-    Output(#[from] crate::BatchError),
+    Output(#[from] crate::engine::batch::BatchError),
 }
 
 impl QueueError {
-    fn jetstream(what: &'static str) -> impl Fn(&dyn std::fmt::Display) -> QueueError {
-        move |problem| QueueError::JetStream {
+    fn jetstream<E: Into<BoxError>>(what: &'static str) -> impl Fn(E) -> QueueError {
+        move |source| QueueError::JetStream {
             what,
-            problem: problem.to_string(),
+            source: source.into(),
         }
     }
 }
@@ -97,7 +101,7 @@ pub(crate) struct QueuedItem {
     /// The id as the items file wrote it.
     pub(crate) id_json: Box<RawValue>,
     pub(crate) input: Option<String>,
-    pub(crate) vars: crate::PromptVars,
+    pub(crate) vars: lllm_core::PromptVars,
     /// SHA-256 of the tactic file the item is for.
     pub(crate) tactic: String,
     /// Which attempt of the item this is: the error lines the batch's output had for it.
@@ -124,7 +128,7 @@ impl QueuedItem {
             &self.vars,
         );
         // Strings, a number and JSON values: always serialises.
-        crate::content_hash(&serde_json::to_vec(&content).unwrap_or_default())
+        crate::journal::content_hash(&serde_json::to_vec(&content).unwrap_or_default())
     }
 
     /// The key of this attempt's journal subject.
@@ -156,7 +160,7 @@ impl Connection {
             .await
             .map_err(|e| QueueError::Connect {
                 server: address.server().to_owned(),
-                problem: e.to_string(),
+                source: e.into(),
             })?;
         let js = jetstream::new(client);
         let make = |name: String, subjects: Vec<String>, retention| stream::Config {
@@ -190,10 +194,9 @@ impl Connection {
                     .await
                     .map_err(|_| QueueError::Connect {
                         server: address.server().to_owned(),
-                        problem: "no answer from JetStream within 30 s (is it enabled, -js?)"
-                            .into(),
+                        source: "no answer from JetStream within 30 s (is it enabled, -js?)".into(),
                     })?
-                    .map_err(|e| QueueError::jetstream("making the streams")(&e))
+                    .map_err(QueueError::jetstream("making the streams"))
             }
         };
         let items = stream(items).await?;

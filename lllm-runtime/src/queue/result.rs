@@ -6,7 +6,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::QueuedItem;
-use crate::engine::{item_id, ItemOutcome};
+use crate::engine::batch::ItemOutcome;
+use crate::engine::item_id;
 
 /// A result line as a worker publishes it ([`ItemOutcome::line`]).
 #[derive(Deserialize)]
@@ -65,7 +66,7 @@ mod tests {
             id: "7".into(),
             id_json: RawValue::from_string("7".into()).expect("json"),
             input: None,
-            vars: crate::PromptVars::new(),
+            vars: lllm_core::PromptVars::new(),
             tactic: String::new(),
             round: 0,
         }

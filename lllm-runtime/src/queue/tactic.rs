@@ -11,7 +11,7 @@ pub struct TacticSha(String);
 impl TacticSha {
     /// The SHA-256 of a tactic file's bytes, as journals record it.
     pub fn of(bytes: &[u8]) -> TacticSha {
-        TacticSha(crate::content_hash(bytes))
+        TacticSha(crate::journal::content_hash(bytes))
     }
 
     /// The hex digits.

@@ -16,9 +16,10 @@ use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
 use super::{Connection, QueueAddress, QueueError, QueuedItem, TacticSha, ATTEMPT_HEADER};
-use crate::engine::{Engine, ItemOutcome, JournalPlan, PreparedTactic, RunPlan};
+use crate::engine::batch::ItemOutcome;
+use crate::engine::{Engine, JournalPlan, PreparedTactic, RunPlan};
 use crate::journal::{Journal, JournalTap};
-use crate::RunClass;
+use lllm_core::RunClass;
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -91,6 +92,7 @@ impl InFlight {
 
 /// What a worker did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkerReport {
     /// Items answered.
     pub answered: usize,
@@ -122,7 +124,7 @@ pub async fn run_worker(
     stopping: &(dyn Fn() -> bool + Sync),
 ) -> Result<WorkerReport, QueueError> {
     std::fs::create_dir_all(&plan.journals)
-        .map_err(|e| QueueError::jetstream("making the journals' folder")(&e))?;
+        .map_err(|e| QueueError::jetstream("making the journals' folder")(e))?;
     // The first connection says at once that the server cannot be reached (or that the queue is
     // an earlier release's); the slots share it, and wait out what fails later.
     let first = Connection::open(address).await?;
@@ -180,7 +182,7 @@ async fn workers(
             },
         )
         .await
-        .map_err(|e| QueueError::jetstream("taking items")(&e))
+        .map_err(QueueError::jetstream("taking items"))
 }
 
 /// Waits up to a second for one item and runs it.
@@ -199,9 +201,9 @@ async fn take_one(
         .expires(Duration::from_secs(1))
         .messages()
         .await
-        .map_err(|e| QueueError::jetstream("taking items")(&e))?;
+        .map_err(QueueError::jetstream("taking items"))?;
     while let Some(message) = batch.next().await {
-        let message = message.map_err(|e| QueueError::jetstream("taking items")(&e))?;
+        let message = message.map_err(QueueError::jetstream("taking items"))?;
         let item = Item {
             connection,
             message,
@@ -313,7 +315,7 @@ impl Item<'_> {
         self.message
             .double_ack()
             .await
-            .map_err(|e| QueueError::jetstream("acknowledging an item")(&e))?;
+            .map_err(QueueError::jetstream("acknowledging an item"))?;
         // The result is in: the item's journal is not needed any more.
         let subject = self.connection.address.journal_subject(&item.journal_key());
         if let Err(error) = self.connection.journals.purge().filter(subject).await {
@@ -326,7 +328,7 @@ impl Item<'_> {
         self.message
             .ack_with(kind)
             .await
-            .map_err(|e| QueueError::jetstream("acknowledging an item")(&e))
+            .map_err(QueueError::jetstream("acknowledging an item"))
     }
 
     /// Tells JetStream every `every` that the item still runs; never ends.
@@ -355,8 +357,7 @@ impl Item<'_> {
         let journal = if earlier.is_empty() {
             JournalPlan::Create(path.clone())
         } else {
-            std::fs::write(&path, &earlier)
-                .map_err(|e| QueueError::jetstream("writing a journal")(&e))?;
+            std::fs::write(&path, &earlier).map_err(QueueError::jetstream("writing a journal"))?;
             match Journal::resume(&path) {
                 Ok(journal) => JournalPlan::Resume(Arc::new(journal)),
                 Err(error) => {
@@ -403,9 +404,9 @@ impl Item<'_> {
             .js
             .send_publish(self.connection.address.results_subject(self.sha), publish)
             .await
-            .map_err(|e| QueueError::jetstream("publishing a result")(&e))?
+            .map_err(QueueError::jetstream("publishing a result"))?
             .await
-            .map_err(|e| QueueError::jetstream("publishing a result")(&e))?;
+            .map_err(QueueError::jetstream("publishing a result"))?;
         Ok(())
     }
 }
@@ -422,7 +423,7 @@ async fn read_journal(connection: &Connection, subject: &str) -> Result<Vec<u8>,
         Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(Vec::new()),
         // Anything else is no answer, not "no journal": starting afresh would resend what the
         // journal holds.
-        Err(e) => return Err(QueueError::jetstream("reading a journal")(&e)),
+        Err(e) => return Err(QueueError::jetstream("reading a journal")(e)),
     };
     let consumer = connection
         .journals
@@ -432,14 +433,14 @@ async fn read_journal(connection: &Connection, subject: &str) -> Result<Vec<u8>,
             ..Default::default()
         })
         .await
-        .map_err(|e| QueueError::jetstream("reading a journal")(&e))?;
+        .map_err(QueueError::jetstream("reading a journal"))?;
     let mut messages = consumer
         .messages()
         .await
-        .map_err(|e| QueueError::jetstream("reading a journal")(&e))?;
+        .map_err(QueueError::jetstream("reading a journal"))?;
     let mut lines = Vec::new();
     while let Some(message) = messages.next().await {
-        let message = message.map_err(|e| QueueError::jetstream("reading a journal")(&e))?;
+        let message = message.map_err(QueueError::jetstream("reading a journal"))?;
         lines.extend_from_slice(&message.payload);
         let sequence = message
             .info()
@@ -478,7 +479,7 @@ impl Publisher {
     /// Waits until every line so far is in JetStream.
     async fn flush(&self) -> Result<(), QueueError> {
         let (done, flushed) = tokio::sync::oneshot::channel();
-        let gone = || QueueError::jetstream("copying a journal")(&"the publisher stopped");
+        let gone = || QueueError::jetstream("copying a journal")("the publisher stopped");
         self.sender
             .send(Publishing::Flush(done))
             .map_err(|_| gone())?;
@@ -509,7 +510,7 @@ fn journal_publisher(connection: &Connection, subject: String) -> (JournalTap, P
                     let result = match &failed {
                         None => Ok(()),
                         Some(Copy::Failed(problem)) => {
-                            Err(QueueError::jetstream("copying a journal")(problem))
+                            Err(QueueError::jetstream("copying a journal")(problem.clone()))
                         }
                         Some(Copy::TooLarge(bytes)) => Err(QueueError::TooLarge {
                             what: "a line of its journal",

@@ -75,9 +75,11 @@ impl Trace {
         max_bytes: u64,
         max_rows: usize,
     ) -> Result<Trace, ReplayError> {
-        check_block_size(default_block).map_err(|message| {
-            ReplayError::Options(message.replace("field `block_size`", "--block-size"))
-        })?;
+        if check_block_size(default_block).is_err() {
+            return Err(ReplayError::BlockSize {
+                tokens: default_block,
+            });
+        }
         let mut lines = Lines::new(reader, max_bytes);
         let mut reading = Reading::new(default_block, max_rows)?;
         while let Some((line, text)) = lines.next()? {
@@ -255,14 +257,14 @@ impl Reading {
             (0, Some((header_line, _))) => Err(ReplayError::Format {
                 line: header_line,
                 message: "the trace has a header but no rows (no request to replay); record one \
-                          with `lllm run --trace`"
+                          by tracing a run"
                     .into(),
             }),
             (0, None) => Err(ReplayError::Format {
                 line: 1,
                 message: format!(
                     "the trace is empty; a trace is JSON lines, starting with {{\"format\": \
-                     \"{TRACE_FORMAT}\", ...}} and one row per request (`lllm run --trace` writes one)"
+                     \"{TRACE_FORMAT}\", ...}} and one row per request (a traced run writes one)"
                 ),
             }),
             _ => match self.agentic {
@@ -425,10 +427,7 @@ struct Builder {
 
 impl Builder {
     fn new(block_size: usize, max_rows: usize) -> Result<Builder, ReplayError> {
-        let ids = InferenceHints::builder()
-            .profile(Profile::Dynamo)
-            .build()
-            .map_err(|e| ReplayError::Options(e.to_string()))?;
+        let ids = InferenceHints::builder().profile(Profile::Dynamo).build()?;
         Ok(Builder {
             block_size,
             profile: None,

@@ -116,7 +116,10 @@ fn the_block_size_is_from_1_to_65536() {
     // The default block size of a rows-only trace is an option, checked the same way.
     for bad in [0, MAX_BLOCK_TOKENS + 1, usize::MAX] {
         let err = Trace::parse(&row_with("agent", "\"a\""), bad).expect_err("default block");
-        assert!(matches!(err, ReplayError::Options(_)), "{err}");
+        assert!(
+            matches!(err, ReplayError::BlockSize { tokens } if tokens == bad),
+            "{err}"
+        );
     }
 }
 
@@ -482,15 +485,16 @@ fn api_bases_are_http_urls_and_never_shown_with_credentials() {
 fn options_are_checked_before_anything_is_sent() {
     let mut empty_model = options(1.0);
     empty_model.model = " ".into();
-    assert!(empty_model.check().is_err());
+    assert!(matches!(empty_model.check(), Err(ReplayError::NoModel)));
     for block in [0, MAX_BLOCK_TOKENS + 1] {
         let mut bad = options(1.0);
         bad.block_size = block;
-        assert!(bad
-            .check()
-            .expect_err("block")
-            .to_string()
-            .contains("--block-size"));
+        let error = bad.check().expect_err("block");
+        assert!(
+            matches!(error, ReplayError::BlockSize { tokens } if tokens == block),
+            "{error}"
+        );
+        assert!(error.to_string().contains("the block size"), "{error}");
     }
     options(1.0).check().expect("good options");
 }

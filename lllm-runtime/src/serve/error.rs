@@ -43,7 +43,7 @@ impl ApiError {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
-            "a valid API key is required: send `Authorization: Bearer KEY` with the key `lllm serve` was started with",
+            "a valid API key is required: send `Authorization: Bearer KEY` with the key the server was started with",
         )
         .code("invalid_api_key")
     }
@@ -63,7 +63,7 @@ impl ApiError {
         let mut error = Self::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limit_error",
-            format!("{limit} runs are running already (the server's --max-runs); retry later"),
+            format!("{limit} runs are running already (the server's limit of runs at once); retry later"),
         )
         .code("too_many_runs");
         error.retry_after = Some(1);
@@ -75,7 +75,7 @@ impl ApiError {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "invalid_request_error",
-            format!("the request body is larger than {limit} bytes (the server's --max-body)"),
+            format!("the request body is larger than {limit} bytes (the server's limit)"),
         )
         .code("body_too_large")
     }

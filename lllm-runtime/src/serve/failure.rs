@@ -15,7 +15,7 @@ pub(crate) struct Failure {
 
 impl Failure {
     /// `error`, its message without `secrets`.
-    pub(crate) fn of(secrets: &crate::internal::Secrets, error: &RunError) -> Self {
+    pub(crate) fn of(secrets: &lllm_core::secret::Secrets, error: &RunError) -> Self {
         Failure {
             message: secrets.redact(&lllm_core::full_message(error)),
             usage: error.is_usage(),
@@ -38,7 +38,7 @@ impl Failure {
 }
 
 /// A run's failure as an error before the first byte.
-pub(crate) fn failure(secrets: &crate::internal::Secrets, error: &RunError) -> ApiError {
+pub(crate) fn failure(secrets: &lllm_core::secret::Secrets, error: &RunError) -> ApiError {
     let failure = Failure::of(secrets, error);
     if failure.usage {
         ApiError::invalid(failure.message).code("invalid_run")

@@ -8,7 +8,8 @@
 //!
 //! ```no_run
 //! use lllm_runtime::serve::Served;
-//! use lllm_runtime::{load_tactic, tactic_name, Engine, TacticRegistry};
+//! use lllm_runtime::{Engine, load_tactic, TacticRegistry};
+//! use lllm_runtime::engine::tactic_name;
 //!
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
 //! let path = std::path::Path::new("reviewer.yaml");
@@ -22,6 +23,7 @@
 //! served.serve(listener, std::future::pending()).await?;
 //! # Ok(()) }
 //! ```
+#![doc = include_str!("../../../docs/serve.md")]
 
 mod admission;
 mod auth;
@@ -321,7 +323,7 @@ impl Served {
 }
 
 impl ServedBuilder {
-    /// Serves `tactic` as the model `id` (see [`tactic_name`](crate::tactic_name)).
+    /// Serves `tactic` as the model `id` (see [`tactic_name`](crate::engine::tactic_name)).
     pub fn tactic(mut self, id: impl Into<String>, tactic: Arc<PreparedTactic>) -> Self {
         self.tactics.push((id.into(), tactic));
         self

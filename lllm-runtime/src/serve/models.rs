@@ -38,7 +38,7 @@ pub(crate) async fn no_route(uri: Uri) -> ApiError {
     ApiError::not_found(
         "unknown_route",
         format!(
-            "no route {}: lllm serve answers /v1/models, /v1/chat/completions, /v1/responses and /v1/runs",
+            "no route {}: this server answers /v1/models, /v1/chat/completions, /v1/responses and /v1/runs",
             super::shorten(uri.path())
         ),
     )

@@ -29,7 +29,7 @@ pub(crate) async fn same_origin_only(
     if !keyed.0 && !host.is_some_and(is_local_host) {
         return refused(
             "the Host header must be an address or localhost: this server has no key, so it answers \
-             no name a DNS server could point at it; connect by address, or start it with --api-key",
+             no name a DNS server could point at it; connect by address, or give the server a key",
         );
     }
     let reads = matches!(*request.method(), Method::GET | Method::HEAD);

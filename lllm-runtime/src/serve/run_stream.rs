@@ -18,9 +18,9 @@ use super::input::{Turn, CLIENT_SYSTEM_VAR};
 use super::session::{CallerSession, ECHO_HEADER};
 use super::store::{new_run_id, RunMeta, RunState};
 use super::{Model, ServeState};
+use crate::conversation::Conversation;
 use crate::engine::{RunError, RunHandle, RunOutput, RunPlan};
 use crate::events::RunEvent;
-use crate::Conversation;
 use lllm_core::DialogTree;
 
 /// What a finished run left, as a renderer sees it.
@@ -47,7 +47,7 @@ pub(crate) struct LiveRun {
     ticket: Option<Ticket>,
     pub(crate) session: CallerSession,
     pub(crate) model: String,
-    secrets: crate::internal::Secrets,
+    secrets: lllm_core::secret::Secrets,
 }
 
 /// What a request asks of a model: its turn, its conversation, and dialogs to continue.

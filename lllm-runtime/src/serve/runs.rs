@@ -25,10 +25,10 @@ use super::sse::run_event;
 use super::store::{is_run_id, new_run_id, RunMeta, RunRecord, RunState, Stopped};
 use super::watch::start_recorded;
 use super::ServeState;
+use crate::conversation::Conversation;
 use crate::engine::{JournalPlan, RunHandle, RunPlan, StreamedEvent};
 use crate::events::{RunEvent, RunStatus};
 use crate::tools::Decisions;
-use crate::Conversation;
 
 /// The longest `Idempotency-Key` taken.
 const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;

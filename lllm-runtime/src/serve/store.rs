@@ -422,7 +422,7 @@ fn stopped_from(meta: &RunMeta, journal: &Path) -> Stopped {
         }
         (None, _) => {
             stopped.error = Some(format!(
-                "the server stopped while the run was running; `lllm resume {}` continues it",
+                "the server stopped while the run was running; resuming its journal {} continues it",
                 journal.display()
             ));
             RunStatus::Failed

@@ -41,7 +41,7 @@ pub enum TacticError {
         problem: PromptError,
     },
     /// A chat needs an input and was given none.
-    #[error("a chat needs an input: pass --input TEXT or pipe it on standard input")]
+    #[error("a chat needs an input: give the run one (`RunPlan::input`)")]
     NoInput,
     /// The tactic has no agent to run.
     #[error("the tactic has no agent")]

@@ -32,6 +32,7 @@ pub enum ProgressEvent {
 
 /// A step's progress: where it is in the file, which agent and dialog.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Progress<'a> {
     /// The step's field path (`steps[2].parallel[1]`).
     pub step: &'a str,

@@ -15,6 +15,7 @@
 //!
 //! Message content (prompts, answers, tool arguments and results) is recorded only when
 //! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, as the conventions ask.
+#![doc = include_str!("../../../docs/observability.md")]
 
 mod content;
 mod links;
@@ -346,7 +347,7 @@ fn server(request: &ChatRequest) -> (Option<String>, Option<u16>) {
 fn error_type(error: &InvokeError) -> String {
     match error {
         InvokeError::Http { status, .. } | InvokeError::RetryAfterTooLong { status, .. } => {
-            status.to_string()
+            status.as_u16().to_string()
         }
         InvokeError::Timeout(_) => "timeout".into(),
         InvokeError::Connection { .. } => "connection".into(),

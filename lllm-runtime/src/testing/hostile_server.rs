@@ -297,7 +297,7 @@ pub fn parse_completion(body: &[u8]) -> Result<crate::ChatResponse, crate::Invok
 /// as it streamed. For fuzzing the parser.
 pub fn parse_event_stream(
     pieces: &[&[u8]],
-    limits: &crate::ResponseLimits,
+    limits: &crate::invoker::ResponseLimits,
 ) -> (Result<crate::ChatResponse, crate::InvokeError>, String) {
     crate::invoker::parse_event_stream_for_tests(pieces, limits)
 }

@@ -1,6 +1,8 @@
 //! Test helpers for code built on lllm (feature `testing`): a scripted invoker that records every call,
 //! a stub OpenAI-compatible HTTP server that records every request it receives, a hostile server that
 //! answers with scripted bytes, the answer parsers, for fuzzing, and a NATS server of a test's own.
+#![doc = include_str!("../../../docs/testing.md")]
+#![doc = include_str!("../../../docs/servers.md")]
 
 mod capture;
 mod hostile_server;

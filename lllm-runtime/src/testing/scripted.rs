@@ -12,6 +12,7 @@ use crate::invoker::{
 
 /// One call the scripted invoker received.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RecordedCall {
     /// The messages sent.
     pub messages: Vec<Message>,

@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 
 /// One request the stub server received.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RecordedRequest {
     /// HTTP method.
     pub method: String,

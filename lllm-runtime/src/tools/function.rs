@@ -16,7 +16,8 @@ use super::{Tool, ToolError, ToolOutput};
 /// A tool whose arguments are `A` (its JSON Schema comes from `schemars`) and whose work is `f`.
 ///
 /// ```
-/// use lllm_runtime::{tool_fn, ToolError};
+/// use lllm_runtime::tool_fn;
+/// use lllm_runtime::tools::ToolError;
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Args { text: String }
 /// let count = tool_fn("word_count", "Count the words of a text", |args: Args| async move {

@@ -1,4 +1,5 @@
 //! Tools an agent can call: the [`Tool`] trait, tools from Rust closures, and command tools.
+#![doc = include_str!("../../../docs/tools.md")]
 
 pub(crate) mod calls;
 mod command;
@@ -9,7 +10,6 @@ pub(crate) mod process;
 mod toolbox;
 
 use async_trait::async_trait;
-use lllm_core::ToolSpec;
 use serde_json::Value;
 
 pub use command::CommandTool;
@@ -19,6 +19,9 @@ pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
 pub use process::{contain_tool_processes, kill_tool_processes};
+
+// The namespace's names defined elsewhere.
+pub use lllm_core::{CommandToolConfig, ConfirmTools, ToolCall, ToolFilter, ToolSpec};
 pub(crate) use toolbox::Toolbox;
 
 /// What a tool returns to the model.

@@ -1,6 +1,7 @@
 //! Writing content-free traces of runs (`lllm run --trace FILE`): one JSON line per model request, in
 //! lllm's own format ([`TraceHeader`], [`TraceRow`]) or in Dynamo's agentic format ([`AgenticHeader`],
 //! [`AgenticRow`]), which also records which requests each one waited for.
+#![doc = include_str!("../../../docs/traces.md")]
 
 mod graph;
 mod output;
@@ -19,7 +20,7 @@ use graph::Graph;
 use output::{Line, Output};
 
 use crate::invoker::{ChatRequest, ChatResponse};
-use crate::tokenizer::{Tokenizer, TokenizerError};
+pub use crate::tokenizer::{Tokenizer, TokenizerError};
 
 /// When one dialog's chain was last answered.
 #[derive(Debug, Default)]

@@ -6,11 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lllm_runtime::config::{parse_tactic, PromptVars};
+use lllm_runtime::hints::RunClass;
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::tactic::{StepsTactic, Team};
 use lllm_runtime::testing::{RecordedRequest, StubServer};
-use lllm_runtime::{
-    parse_tactic, tool_fn, Agent, InferenceHints, ModelArgs, OpenAiInvoker, Profile, PromptVars,
-    RunClass, ServerDefaults, StepsTactic, Tactic, Team,
-};
+use lllm_runtime::{tool_fn, Agent, InferenceHints, ModelArgs, OpenAiInvoker, Profile, Tactic};
 
 fn invoker() -> Arc<OpenAiInvoker> {
     Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()))

@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use lllm_runtime::agent::{AgentErrorKind, RetryPolicy, Role, StreamEvent};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
+use lllm_runtime::tools::ToolError;
 use lllm_runtime::{
-    tool_fn, Agent, AgentErrorKind, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile,
-    RetryPolicy, Role, ServerDefaults, StreamEvent, Tool, ToolError,
+    tool_fn, Agent, InferenceHints, Message, ModelArgs, OpenAiInvoker, Profile, Tool,
 };
 use serde_json::{json, Value};
 
@@ -75,12 +77,13 @@ fn builder(server: &StubServer) -> lllm_runtime::AgentBuilder {
         )))
         .model_args(ModelArgs::new().api_base(server.base_url()))
         .inference_hints(InferenceHints::for_profile(Profile::Dynamo))
-        .retry_policy(RetryPolicy {
-            max_call_retries: 2,
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_millis(10),
-            max_retry_after: Duration::from_secs(1),
-        })
+        .retry_policy(
+            RetryPolicy::default()
+                .max_call_retries(2)
+                .base_delay(Duration::from_millis(5))
+                .max_delay(Duration::from_millis(10))
+                .max_retry_after(Duration::from_secs(1)),
+        )
 }
 
 async fn server() -> StubServer {

@@ -9,10 +9,11 @@ use lllm_core::{
     pair_safe_tail_start, pairing_problem, ContextPolicy, InferenceHints, Message, ModelArgs,
     Profile, SessionOnCompaction, ToolCall, Window,
 };
-use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
-use lllm_runtime::{
-    tool_fn, Agent, OpenAiInvoker, ServerDefaults, SUMMARY_HEADING, SUMMARY_INSTRUCTION,
-};
+use lllm_runtime::agent::{Summarizer, SUMMARY_HEADING, SUMMARY_INSTRUCTION};
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::tactic::BoxError;
+use lllm_runtime::testing::{RecordedRequest, SharedBuffer, StubReply, StubServer};
+use lllm_runtime::{tool_fn, Agent, OpenAiInvoker};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -371,11 +372,12 @@ async fn a_resumed_run_compacts_the_same_way_without_sending_anything() {
         agent.dialog("main").expect("dialog")
     };
     let journal =
-        lllm_runtime::Journal::create(&path, lllm_runtime::RunStart::default()).expect("journal");
+        lllm_runtime::journal::Journal::create(&path, lllm_runtime::journal::RunStart::default())
+            .expect("journal");
     let first = steps(with_journal(&server, Arc::new(journal))).await;
     assert_eq!(server.requests().len(), 3);
     server.clear_requests();
-    let journal = lllm_runtime::Journal::resume(&path).expect("resume");
+    let journal = lllm_runtime::journal::Journal::resume(&path).expect("resume");
     let again = steps(with_journal(&server, Arc::new(journal))).await;
     assert!(
         server.requests().is_empty(),
@@ -390,7 +392,7 @@ async fn a_resumed_run_compacts_the_same_way_without_sending_anything() {
     assert_eq!(again.messages().to_vec(), first.messages().to_vec());
 }
 
-fn with_journal(server: &StubServer, journal: Arc<lllm_runtime::Journal>) -> Agent {
+fn with_journal(server: &StubServer, journal: Arc<lllm_runtime::journal::Journal>) -> Agent {
     let policy = ContextPolicy::with(Window::Tokens(1000), 0.5, 2, SessionOnCompaction::Keep)
         .expect("policy");
     Agent::builder()
@@ -485,8 +487,9 @@ async fn window_auto_is_read_from_the_servers_models_once_or_fails_saying_what_t
 async fn the_first_request_of_a_new_window_is_marked_in_the_trace() {
     let server = StubServer::start().await.expect("stub");
     let out = lllm_runtime::testing::SharedBuffer::default();
-    let recorder =
-        Arc::new(lllm_runtime::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
+    let recorder = Arc::new(
+        lllm_runtime::trace::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"),
+    );
     let policy = ContextPolicy::with(Window::Tokens(1000), 0.5, 2, SessionOnCompaction::Keep)
         .expect("policy");
     let agent = Agent::builder()
@@ -524,4 +527,70 @@ async fn the_first_request_of_a_new_window_is_marked_in_the_trace() {
     // The first answer, the summary (still the old window), the new window's first request, and
     // its second.
     assert_eq!(resets, [false, false, true, false]);
+}
+
+/// A summarizer's own error, which the compaction keeps as its source.
+#[derive(Debug, thiserror::Error)]
+#[error("the summary model is down")]
+struct SummaryDown;
+
+#[derive(Debug)]
+struct FailingSummarizer;
+
+#[async_trait::async_trait]
+impl Summarizer for FailingSummarizer {
+    async fn summarize(&self, _: &[Message]) -> Result<String, BoxError> {
+        Err(SummaryDown.into())
+    }
+}
+
+#[tokio::test]
+async fn a_failing_summarizer_leaves_the_window_and_its_error_is_logged_with_its_cause() {
+    let server = StubServer::start().await.expect("stub");
+    let policy = ContextPolicy::with(Window::Tokens(1000), 0.5, 2, SessionOnCompaction::Keep)
+        .expect("policy");
+    let agent = Agent::builder()
+        .name("worker")
+        .system_prompt("You work.")
+        .model("m")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(
+            ServerDefaults::none(),
+        )))
+        .model_args(ModelArgs::new().api_base(server.base_url()))
+        .max_call_retries(0)
+        .context(policy)
+        .summarizer(Arc::new(FailingSummarizer))
+        .build()
+        .expect("agent");
+    server.push(answer("first answer", 600));
+    server.push(answer("second answer", 650));
+    let log = SharedBuffer::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    agent.open("main").expect("open");
+    agent.receive("first question").expect("receive");
+    agent.respond("main").await.expect("first");
+    let old = agent.dialog_id("main").expect("id");
+    agent.receive("second question").expect("receive");
+    let second = agent
+        .respond("main")
+        .await
+        .expect("second, in the old window");
+    assert_eq!(second.text(), "second answer");
+    assert_eq!(agent.dialog_id("main").expect("id"), old, "not compacted");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "no summary request: the summarizer writes it"
+    );
+    assert_eq!(agent.context_stats().compactions, 0);
+    let log = log.text();
+    assert!(
+        log.contains("context compaction: the summarizer failed: the summary model is down"),
+        "{log}"
+    );
 }

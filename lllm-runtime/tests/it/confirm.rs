@@ -5,11 +5,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use lllm_runtime::agent::Role;
+use lllm_runtime::tactic::Team;
 use lllm_runtime::testing::ScriptedInvoker;
-use lllm_runtime::{
-    Agent, ApproveAll, Confirm, ConfirmRequest, Decision, Message, Role, Team, Tool, ToolCall,
-    ToolError, ToolOutput, ToolSpec,
+use lllm_runtime::tools::{
+    ApproveAll, Confirm, ConfirmRequest, Decision, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
+use lllm_runtime::{Agent, Message, Tool};
 use serde_json::{json, Value};
 
 /// A tool that needs confirmation and counts its runs.
@@ -193,9 +195,12 @@ async fn arguments_that_do_not_fit_are_refused_before_anyone_is_asked() {
 #[tokio::test]
 async fn a_team_passes_its_callback_to_command_tools_marked_confirm() {
     let yaml = "agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: s\n    tools:\n      - {name: say, description: d, parameters: {type: object, properties: {text: {type: string}}}, command: [echo, \"{{ text }}\"], confirm: true}\n";
-    let spec =
-        lllm_runtime::parse_tactic(yaml.as_bytes(), std::path::Path::new("t.yaml"), &|_| None)
-            .expect("tactic");
+    let spec = lllm_runtime::config::parse_tactic(
+        yaml.as_bytes(),
+        std::path::Path::new("t.yaml"),
+        &|_| None,
+    )
+    .expect("tactic");
     let mut call = calls(&[]);
     call.tool_calls = vec![ToolCall {
         id: "c0".into(),

@@ -14,11 +14,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use lllm_runtime::parse_tactic;
+use lllm_runtime::config::parse_tactic;
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::invoker::{Delta, ServerDefaults};
+use lllm_runtime::tactic::Team;
 use lllm_runtime::testing::{dynamo_workers_for, SharedBuffer};
 use lllm_runtime::{
-    ChatRequest, ChatResponse, Delta, InvokeError, Invoker, OpenAiInvoker, PromptVars,
-    ServerDefaults, TacticRegistry, Team,
+    ChatRequest, ChatResponse, InvokeError, Invoker, OpenAiInvoker, TacticRegistry,
 };
 
 /// The Dynamo under test, or `None` (with a note) when the suite runs without one. When Dynamo is
@@ -120,7 +122,7 @@ impl Watching {
                 .messages
                 .iter()
                 .rev()
-                .find(|m| m.role == lllm_runtime::Role::User)
+                .find(|m| m.role == lllm_runtime::agent::Role::User)
                 .and_then(|m| m.content.clone())
                 .unwrap_or_default(),
             worker: response.worker.clone(),
@@ -273,7 +275,7 @@ async fn streaming_structured_answers_and_null_content_work_against_dynamo() {
         .inference_hints(
             lllm_runtime::InferenceHints::builder()
                 .profile(lllm_runtime::Profile::Dynamo)
-                .fork_session(lllm_runtime::ForkSession::Family)
+                .fork_session(lllm_runtime::hints::ForkSession::Family)
                 .build()
                 .expect("hints"),
         )
@@ -351,7 +353,10 @@ async fn dynamo_names_the_serving_worker_when_asked_and_the_answer_carries_it() 
 /// How long the frontend may take to log the requests it answered.
 const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-async fn replay_figures(report: &lllm_runtime::ReplayReport, log: &str) -> (usize, usize, f64) {
+async fn replay_figures(
+    report: &lllm_runtime::replay::ReplayReport,
+    log: &str,
+) -> (usize, usize, f64) {
     let ids: Vec<&str> = report
         .requests
         .iter()
@@ -387,8 +392,9 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.clone());
     let spec = parse_tactic(TACTIC.as_bytes(), Path::new("dynamo.yaml"), &env).expect("tactic");
     let out = SharedBuffer::default();
-    let recorder =
-        Arc::new(lllm_runtime::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"));
+    let recorder = Arc::new(
+        lllm_runtime::trace::TraceRecorder::new(Box::new(out.clone()), 16).expect("recorder"),
+    );
     let invoker = Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()));
     let team = Team::traced(&spec, invoker, Some(recorder.clone())).expect("team");
     let vars: PromptVars = [("input".to_owned(), "a trip".into())]
@@ -403,15 +409,10 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
     recorder.flush().expect("flush");
     let trace = out.text();
 
-    let mut options = lllm_runtime::ReplayOptions {
-        api_base: url.clone(),
-        model: "tiny".into(),
-        profile: lllm_runtime::Profile::Dynamo,
-        session: true,
-        speed: 4.0,
-        block_size: 16,
-    };
-    let hinted = lllm_runtime::replay(&trace, &options)
+    let mut options = lllm_runtime::replay::ReplayOptions::new(url.clone(), "tiny");
+    options.speed = 4.0;
+    options.block_size = 16;
+    let hinted = lllm_runtime::replay::replay(&trace, &options)
         .await
         .expect("replays");
     let (pinned, sessions, cached) = replay_figures(&hinted, &log).await;
@@ -428,7 +429,7 @@ async fn a_recorded_trace_replays_with_its_sessions_pinned_and_cached() {
 
     options.profile = lllm_runtime::Profile::OpenAi;
     options.session = false;
-    let plain = lllm_runtime::replay(&trace, &options)
+    let plain = lllm_runtime::replay::replay(&trace, &options)
         .await
         .expect("replays");
     let (plain_pinned, plain_sessions, plain_cached) = replay_figures(&plain, &log).await;
@@ -581,7 +582,7 @@ async fn a_compaction_summary_rides_the_cached_prefix_on_the_same_worker() {
     );
     let at = seen
         .iter()
-        .position(|s| s.asked == lllm_runtime::SUMMARY_INSTRUCTION)
+        .position(|s| s.asked == lllm_runtime::agent::SUMMARY_INSTRUCTION)
         .expect("a summary request");
     let (previous, summary, next) = (&seen[at - 1], &seen[at], &seen[at + 1]);
     eprintln!(

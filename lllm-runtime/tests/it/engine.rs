@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use crate::support::{alive, TempDir};
 use futures::StreamExt as _;
+use lllm_runtime::batch::{BatchItem, BatchOutput, BatchPlan};
+use lllm_runtime::engine::{plan_resume, JournalPlan, Resumable};
+use lllm_runtime::events::{RunEvent, RunStatus};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{StubReply, StubServer};
-use lllm_runtime::{
-    load_tactic, plan_resume, BatchItem, BatchOutput, BatchPlan, Decision, Decisions, Engine,
-    JournalPlan, OpenAiInvoker, Resumable, RunError, RunEvent, RunPlan, RunStatus, ServerDefaults,
-    TacticRegistry,
-};
+use lllm_runtime::tools::{Decision, Decisions};
+use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, RunError, RunPlan, TacticRegistry};
 use serde_json::{json, Value};
 
 fn engine() -> Engine {
@@ -240,7 +241,7 @@ async fn a_paused_run_lists_its_pending_call_and_an_approval_by_id_completes_it(
 }
 
 /// The events a handle has now, without waiting for more.
-fn events_now(handle: &lllm_runtime::RunHandle) -> Vec<lllm_runtime::StreamedEvent> {
+fn events_now(handle: &lllm_runtime::RunHandle) -> Vec<lllm_runtime::engine::StreamedEvent> {
     use futures::FutureExt as _;
     let mut events = Box::pin(handle.events(0));
     std::iter::from_fn(|| events.next().now_or_never().flatten()).collect()
@@ -267,7 +268,7 @@ async fn a_pause_shows_only_after_before_end_returned_and_with_its_pending_calls
     // The hook says it was called, then holds the run's end until the test lets it go.
     let (entered, entering) = std::sync::mpsc::channel();
     let (release, released) = std::sync::mpsc::channel::<()>();
-    let before_end: lllm_runtime::BeforeEnd = Box::new(move |outcome, last| {
+    let before_end: lllm_runtime::engine::BeforeEnd = Box::new(move |outcome, last| {
         entered
             .send((
                 outcome.as_ref().err().is_some_and(RunError::is_paused),

@@ -5,10 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::TempDir;
+use lllm_runtime::agent::StreamEvent;
+use lllm_runtime::batch::{BatchItem, BatchOutput, BatchPlan};
+use lllm_runtime::config::Fallback;
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{StubReply, StubServer};
 use lllm_runtime::{
-    load_tactic, Agent, BatchItem, BatchOutput, BatchPlan, Engine, Fallback, InferenceHints,
-    ModelArgs, OpenAiInvoker, Profile, RunPlan, ServerDefaults, StreamEvent, TacticRegistry,
+    load_tactic, Agent, Engine, InferenceHints, ModelArgs, OpenAiInvoker, Profile, RunPlan,
+    TacticRegistry,
 };
 use serde_json::json;
 
@@ -217,10 +221,8 @@ async fn a_failing_primary_is_skipped_by_its_circuit_while_the_fallback_answers_
         })
         .collect();
     let output = BatchOutput::open(&dir.0.join("out.jsonl")).expect("output");
-    let plan = BatchPlan {
-        concurrency: 2,
-        ..BatchPlan::default()
-    };
+    let mut plan = BatchPlan::default();
+    plan.concurrency = 2;
     let report = engine
         .batch(&tactic, items, &plan, &output, &|_| {})
         .await
@@ -250,9 +252,10 @@ async fn the_environments_key_never_travels_to_a_fallback() {
         .name("worker")
         .system_prompt("You work.")
         .model("m")
-        .invoker(Arc::new(OpenAiInvoker::with_defaults(ServerDefaults {
-            api_base: None,
-            api_key: Some(lllm_runtime::Secret::new("sk-environment")),
+        .invoker(Arc::new(OpenAiInvoker::with_defaults({
+            let mut defaults = ServerDefaults::none();
+            defaults.api_key = Some(lllm_runtime::config::Secret::new("sk-environment"));
+            defaults
         })))
         .model_args(args)
         .build()

@@ -11,8 +11,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
+use lllm_runtime::invoker::ResponseLimits;
 use lllm_runtime::testing::{parse_completion, parse_event_stream};
-use lllm_runtime::{ChatResponse, InvokeError, ResponseLimits};
+use lllm_runtime::{ChatResponse, InvokeError};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::strategy::ValueTree;
@@ -270,11 +271,9 @@ fn run(case: &Case) {
                 from = point;
             }
             pieces.push(&bytes[from..]);
-            let limits = ResponseLimits {
-                max_event_bytes: limits.0,
-                max_stream_bytes: limits.1,
-                ..ResponseLimits::default()
-            };
+            let limits = ResponseLimits::default()
+                .max_event_bytes(limits.0)
+                .max_stream_bytes(limits.1);
             let (outcome, _text) = parse_event_stream(&pieces, &limits);
             check_outcome(&outcome);
         }

@@ -3,18 +3,23 @@
 
 use std::sync::Arc;
 
+use lllm_runtime::journal::{content_hash, Journal, RunStart};
+use lllm_runtime::tactic::{StepsTactic, Team};
 use lllm_runtime::testing::ScriptedInvoker;
-use lllm_runtime::{content_hash, Journal, RunStart, StepsTactic, Tactic, Team};
+use lllm_runtime::Tactic;
 
 const TACTIC: &str = "agent_configs:\n  - {name: lead, model_name: m, system_prompt: You lead.}\n  - {name: critic, model_name: m, system_prompt: You criticise.}\nsteps:\n  - {agent: lead, receive: \"{{ input }}\", save: plan}\n  - {agent: critic, dialog: review, receive: \"{{ plan }}\", save: critique}\n  - {agent: lead, fork_from: main, dialog: retry, receive: \"{{ critique }}\", save: final}\noutput: \"{{ final }}\"\n";
 
 #[tokio::test]
 async fn a_resumed_team_answers_from_the_journal_with_the_same_dialogs() {
-    let spec =
-        lllm_runtime::parse_tactic(TACTIC.as_bytes(), std::path::Path::new("t.yaml"), &|_| None)
-            .expect("tactic");
+    let spec = lllm_runtime::config::parse_tactic(
+        TACTIC.as_bytes(),
+        std::path::Path::new("t.yaml"),
+        &|_| None,
+    )
+    .expect("tactic");
     let tactic = StepsTactic::new(spec.steps().to_vec(), spec.output().map(str::to_owned));
-    let mut vars = lllm_runtime::PromptVars::new();
+    let mut vars = lllm_runtime::config::PromptVars::new();
     vars.insert("input".into(), "plan a trip".into());
     let path = std::env::temp_dir().join(format!("lllm-journal-api-{}", std::process::id()));
     std::fs::remove_file(&path).ok();

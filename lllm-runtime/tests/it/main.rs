@@ -5,6 +5,7 @@
 
 mod admission;
 mod agent_loop;
+mod api;
 mod compaction;
 mod confirm;
 mod console_api;

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lllm_runtime::agent::{AgentErrorKind, Role};
+use lllm_runtime::mcp::{McpError, McpServer};
 use lllm_runtime::testing::ScriptedInvoker;
-use lllm_runtime::{
-    Agent, AgentErrorKind, ApproveAll, ConfirmTools, InferenceHints, McpError, McpServer, Message,
-    Profile, Role, ToolCall, ToolFilter,
-};
+use lllm_runtime::tools::{ApproveAll, ConfirmTools, ToolCall, ToolFilter};
+use lllm_runtime::{Agent, InferenceHints, Message, Profile};
 use serde_json::json;
 
 #[allow(clippy::print_stderr)]

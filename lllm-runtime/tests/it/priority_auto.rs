@@ -6,11 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lllm_runtime::config::{parse_tactic, PromptVars};
+use lllm_runtime::hints::RunClass;
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::tactic::{StepsTactic, Team};
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
-use lllm_runtime::{
-    parse_tactic, OpenAiInvoker, PromptVars, RunClass, ServerDefaults, StepsTactic, Tactic,
-    TacticSpec, Team,
-};
+use lllm_runtime::{OpenAiInvoker, Tactic, TacticSpec};
 use serde_json::{json, Value};
 
 const STEPS: &str = "steps:

@@ -10,14 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::TempDir;
+use lllm_runtime::batch::{BatchItem, BatchOutput};
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::hints::RunClass;
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::queue::{
     collect, enqueue, run_worker, Attempts, InFlight, QueueAddress, TacticSha, WorkerPlan,
 };
 use lllm_runtime::testing::{NatsServer, StubServer};
-use lllm_runtime::{
-    load_tactic, BatchItem, BatchOutput, Engine, OpenAiInvoker, PromptVars, RunClass,
-    ServerDefaults, TacticRegistry,
-};
+use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, TacticRegistry};
 use serde_json::Value;
 
 fn item(id: &str) -> BatchItem {

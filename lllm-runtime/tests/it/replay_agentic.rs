@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use lllm_runtime::replay::{replay, replay_trace, ReplayError, ReplayOptions, Replayed, Trace};
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
-use lllm_runtime::{replay, replay_trace, Profile, ReplayError, ReplayOptions, Replayed, Trace};
 use serde_json::{json, Value};
 
 /// Dynamo's own e2e fixture (`tests/e2e/configs/unified_cli/fixtures/traces/agentic-mooncake.jsonl`
@@ -27,14 +27,9 @@ const SESSION: &str = "x-dynamo-session-id";
 const PARENT: &str = "x-dynamo-parent-session-id";
 
 fn options(server: &StubServer, speed: f64) -> ReplayOptions {
-    ReplayOptions {
-        api_base: server.base_url(),
-        model: "tiny".into(),
-        profile: Profile::Dynamo,
-        session: true,
-        speed,
-        block_size: 64,
-    }
+    let mut options = ReplayOptions::new(server.base_url(), "tiny");
+    options.speed = speed;
+    options
 }
 
 fn header(block_size: usize) -> String {

@@ -4,12 +4,14 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use lllm_runtime::agent::AgentErrorKind;
+use lllm_runtime::config::{parse_tactic, RunBudget, RunLimits, ValueError};
+use lllm_runtime::events::{RunEvent, RunObserver};
+use lllm_runtime::hints::RunClass;
 use lllm_runtime::serve::{ServeError, Served};
+use lllm_runtime::tactic::Team;
 use lllm_runtime::testing::ScriptedInvoker;
-use lllm_runtime::{
-    parse_tactic, Agent, AgentErrorKind, Engine, RunBudget, RunClass, RunContext, RunEvent,
-    RunLimits, RunObserver, TacticRegistry, TacticSpec, Team, ValueError,
-};
+use lllm_runtime::{Agent, Engine, RunContext, TacticRegistry, TacticSpec};
 
 fn spec(text: &str) -> TacticSpec {
     parse_tactic(text.as_bytes(), Path::new("t.yaml"), &|_| None).expect("tactic")
@@ -112,7 +114,7 @@ fn the_agent_builder_refuses_the_parallel_tools_a_tactic_file_refuses() {
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            lllm_runtime::full_message(&error),
+            lllm_runtime::config::full_message(&error),
             format!("cannot build agent `a`: max_parallel_tools must be a whole number from 1 to 64, not `{refused}`")
         );
     }

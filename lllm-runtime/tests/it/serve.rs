@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::{gone_within, started_pid, TempDir};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::serve::Served;
 use lllm_runtime::testing::{StubReply, StubServer};
-use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, ServerDefaults, TacticRegistry};
+use lllm_runtime::{load_tactic, Engine, OpenAiInvoker, TacticRegistry};
 use serde_json::{json, Value};
 
 /// A chat tactic (one agent, no steps) whose system prompt shows the client's system text.

@@ -6,12 +6,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lllm_runtime::parse_tactic;
+use lllm_runtime::config::parse_tactic;
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::tactic::{ProgressEvent, StepsTactic};
+use lllm_runtime::tactic::{TacticError, Team};
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
-use lllm_runtime::{
-    OpenAiInvoker, PromptVars, ServerDefaults, Tactic, TacticError, TacticRegistry, Team,
-};
-use lllm_runtime::{ProgressEvent, StepsTactic};
+use lllm_runtime::{OpenAiInvoker, Tactic, TacticRegistry};
 use serde_json::Value;
 
 fn tactic(server: &StubServer, steps: &str) -> lllm_runtime::TacticSpec {

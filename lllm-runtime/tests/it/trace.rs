@@ -3,10 +3,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use lllm_runtime::parse_tactic;
+use lllm_runtime::config::parse_tactic;
+use lllm_runtime::config::PromptVars;
+use lllm_runtime::invoker::ServerDefaults;
+use lllm_runtime::tactic::Team;
 use lllm_runtime::testing::{SharedBuffer, StubServer};
-use lllm_runtime::TraceRecorder;
-use lllm_runtime::{OpenAiInvoker, PromptVars, ServerDefaults, TacticRegistry, Team};
+use lllm_runtime::trace::TraceRecorder;
+use lllm_runtime::{OpenAiInvoker, TacticRegistry};
 use serde_json::Value;
 
 const SECRET_WORDS: [&str; 5] = [
@@ -128,7 +131,8 @@ struct Nap {
 #[tokio::test]
 async fn tool_time_and_exact_token_blocks_are_recorded() {
     use lllm_runtime::testing::ScriptedInvoker;
-    use lllm_runtime::{tool_fn, Agent, Message, ToolError};
+    use lllm_runtime::tools::ToolError;
+    use lllm_runtime::{tool_fn, Agent, Message};
 
     let tokenizer_path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tiny-tokenizer.json");
@@ -140,7 +144,7 @@ async fn tool_time_and_exact_token_blocks_are_recorded() {
     );
     let mut call = Message::assistant("");
     call.content = None;
-    call.tool_calls = vec![lllm_runtime::ToolCall {
+    call.tool_calls = vec![lllm_runtime::tools::ToolCall {
         id: "n".into(),
         name: "nap".into(),
         arguments: r#"{"ms": 250}"#.into(),
@@ -247,7 +251,9 @@ async fn the_traced_priority_is_the_one_the_body_carried() {
 /// under `sglang`, `5`.
 #[tokio::test]
 async fn a_vllm_trace_replays_the_priority_it_sent() {
-    use lllm_runtime::{replay, Profile, ReplayOptions, TraceFormat};
+    use lllm_runtime::replay::{replay, ReplayOptions};
+    use lllm_runtime::trace::TraceFormat;
+    use lllm_runtime::Profile;
 
     let trace = traced_vllm_answer(TraceFormat::Lllm).await;
     let lines = json_lines(&trace);
@@ -266,14 +272,9 @@ async fn a_vllm_trace_replays_the_priority_it_sent() {
         (Profile::Sglang, "/priority", 5),
     ] {
         let server = StubServer::start().await.expect("server");
-        let options = ReplayOptions {
-            api_base: server.base_url(),
-            model: "tiny".into(),
-            profile,
-            session: true,
-            speed: 1000.0,
-            block_size: 64,
-        };
+        let mut options = ReplayOptions::new(server.base_url(), "tiny");
+        options.profile = profile;
+        options.speed = 1000.0;
         let report = replay(&trace, &options).await.expect("replays");
         assert_eq!(report.requests.len(), 1);
         assert_eq!(report.requests[0].error, None);
@@ -290,7 +291,7 @@ async fn a_vllm_trace_replays_the_priority_it_sent() {
 }
 
 /// One `vllm` agent with `priority: 5` answering once (the body carries `-5`), traced in `format`.
-async fn traced_vllm_answer(format: lllm_runtime::TraceFormat) -> String {
+async fn traced_vllm_answer(format: lllm_runtime::trace::TraceFormat) -> String {
     use lllm_runtime::{Agent, InferenceHints, ModelArgs, Profile};
 
     let server = StubServer::start().await.expect("server");
@@ -334,20 +335,16 @@ fn json_lines(text: &str) -> Vec<Value> {
 /// A trace written before traces named their profile is replayed with its values as they are.
 #[tokio::test]
 async fn a_trace_without_a_profile_sends_its_values_as_they_are() {
-    use lllm_runtime::{replay, Profile, ReplayOptions};
+    use lllm_runtime::replay::{replay, ReplayOptions};
+    use lllm_runtime::Profile;
 
     let trace = r#"{"format": "lllm-trace/1", "block_size": 16, "blocks": "chars/4"}
 {"session_id": "s", "agent": "a", "timestamp": 0, "delay": 0, "tool_wait_ms": 0, "input_length": 3, "output_length": 2, "hash_ids": [1], "priority": -5, "latency_ms": 1}
 {"session_id": "t", "profile": "dynamo", "agent": "a", "timestamp": 0, "delay": 0, "tool_wait_ms": 0, "input_length": 3, "output_length": 2, "hash_ids": [1], "priority": 7, "latency_ms": 1}"#;
     let server = StubServer::start().await.expect("server");
-    let options = ReplayOptions {
-        api_base: server.base_url(),
-        model: "tiny".into(),
-        profile: Profile::Vllm,
-        session: true,
-        speed: 1000.0,
-        block_size: 64,
-    };
+    let mut options = ReplayOptions::new(server.base_url(), "tiny");
+    options.profile = Profile::Vllm;
+    options.speed = 1000.0;
     replay(trace, &options).await.expect("replays");
     let priority_of = |session: &str| {
         server
@@ -369,7 +366,7 @@ async fn a_trace_without_a_profile_sends_its_values_as_they_are() {
 /// trace has no header, so each row names its profile.
 #[tokio::test]
 async fn agentic_rows_record_dynamos_priority_and_rows_only_name_their_profile() {
-    use lllm_runtime::TraceFormat;
+    use lllm_runtime::trace::TraceFormat;
 
     let agentic = json_lines(&traced_vllm_answer(TraceFormat::AgenticMooncake).await);
     assert_eq!(agentic[0]["schema"], "dynamo.agentic_mooncake");

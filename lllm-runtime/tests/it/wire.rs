@@ -4,11 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lllm_runtime::agent::{AgentErrorKind, RetryPolicy};
+use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
-use lllm_runtime::{
-    Agent, AgentErrorKind, InferenceHints, InvokeError, ModelArgs, OpenAiInvoker, Profile,
-    RetryPolicy, ServerDefaults,
-};
+use lllm_runtime::{Agent, InferenceHints, InvokeError, ModelArgs, OpenAiInvoker, Profile};
 use serde_json::{json, Value};
 
 /// Headers a client library adds on its own; everything else must be exactly what lllm means to send.
@@ -59,12 +58,13 @@ fn agent(server: &StubServer, hints: Option<InferenceHints>, args: ModelArgs) ->
             ServerDefaults::none(),
         )))
         .model_args(args.api_base(server.base_url()))
-        .retry_policy(RetryPolicy {
-            max_call_retries: 2,
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_millis(10),
-            max_retry_after: Duration::from_secs(1),
-        });
+        .retry_policy(
+            RetryPolicy::default()
+                .max_call_retries(2)
+                .base_delay(Duration::from_millis(5))
+                .max_delay(Duration::from_millis(10))
+                .max_retry_after(Duration::from_secs(1)),
+        );
     if let Some(hints) = hints {
         builder = builder.inference_hints(hints);
     }
@@ -328,7 +328,7 @@ async fn failure_after_retries_keeps_status_message_and_the_dialog() {
             assert_eq!(
                 *source,
                 InvokeError::Http {
-                    status: 503,
+                    status: http::StatusCode::SERVICE_UNAVAILABLE,
                     message: "engine overloaded".into(),
                     retry_after: None
                 }
@@ -423,11 +423,11 @@ async fn unreachable_server_is_a_connection_error_after_retries() {
             ServerDefaults::none(),
         )))
         .model_args(ModelArgs::new().api_base(format!("http://127.0.0.1:{port}/v1")))
-        .retry_policy(RetryPolicy {
-            max_call_retries: 1,
-            base_delay: Duration::from_millis(1),
-            ..RetryPolicy::default()
-        })
+        .retry_policy(
+            RetryPolicy::default()
+                .max_call_retries(1)
+                .base_delay(Duration::from_millis(1)),
+        )
         .build()
         .expect("valid");
     agent.open("main").expect("open");

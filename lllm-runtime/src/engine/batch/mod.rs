@@ -49,7 +49,7 @@ pub enum BatchError {
         problem: String,
     },
     /// Another batch writes the same output now.
-    #[error("{} is being written by another lllm batch: one output has one writer at a time; wait for that batch to end", path.display())]
+    #[error("{} is being written by another batch: one output has one writer at a time; wait for that batch to end", path.display())]
     Busy {
         /// The output.
         path: PathBuf,
@@ -75,6 +75,7 @@ pub enum BatchError {
 
 /// How to run a batch: what every item shares.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BatchPlan {
     /// Items run at the same time (at least 1).
     pub concurrency: usize,
@@ -99,6 +100,7 @@ impl Default for BatchPlan {
 
 /// The counts of a batch so far, reported as items start and finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchProgress {
     /// Items answered.
     pub answered: usize,
@@ -110,6 +112,7 @@ pub struct BatchProgress {
 
 /// What a batch did.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct BatchReport {
     /// Items run.
     pub run: usize,

@@ -8,7 +8,7 @@ use super::{CallTool, PreparedCall, Reply, ToolCallError};
 use crate::budget::RunBudget;
 use crate::pause::Pause;
 
-/// A halted process ([`crate::halt`]) starts no more tool calls: each is answered at once. A run
+/// A halted process ([`crate::events::halt`]) starts no more tool calls: each is answered at once. A run
 /// that pauses starts no more either: the call ends the branch's respond as the pause does, and a
 /// resume makes it.
 #[derive(Debug)]
