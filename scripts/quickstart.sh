@@ -20,9 +20,9 @@ else
   question=${1:-"Why is the sky blue?"}
 fi
 say "building lllm"
-cargo build --release --quiet -p lllm-cli
+cargo build --profile quickstart --quiet -p lllm-cli
 trap 'scripts/servers/llama.sh down' EXIT
 base=$(scripts/servers/llama.sh up)
 say "llama-server is up at $base; asking: $question"
 LLLM_API_BASE=$base LLLM_LOG=${LLLM_LOG:-warn} \
-  "${CARGO_TARGET_DIR:-target}"/release/lllm run "$tactic" --input "$question"
+  "${CARGO_TARGET_DIR:-target}"/quickstart/lllm run "$tactic" --input "$question"
