@@ -52,10 +52,11 @@ pub(crate) struct ServeArgs {
     /// The address to listen on. A non-loopback address needs a key.
     #[arg(long, default_value = "127.0.0.1:8642", value_name = "ADDR:PORT")]
     pub(crate) listen: std::net::SocketAddr,
-    /// The key every request must carry as `Authorization: Bearer KEY`; prefer the LLLM_SERVE_KEY
-    /// variable (a command line is visible to other users of the machine).
+    /// A key requests must carry as `Authorization: Bearer KEY` (repeatable: each key is a caller
+    /// of its own, whose conversations no other key continues); prefer the LLLM_SERVE_KEY variable,
+    /// keys separated by commas (a command line is visible to other users of the machine).
     #[arg(long, value_name = "KEY")]
-    pub(crate) api_key: Option<String>,
+    pub(crate) api_key: Vec<String>,
     /// Where the runs' journals and records live (default: `serve/` under the cache directory,
     /// LLLM_CACHE_DIR or ~/.cache/lllm).
     #[arg(long, value_name = "DIR")]

@@ -35,7 +35,7 @@ pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Fa
             .max_runs(args.max_runs)
             .max_body_bytes(args.max_body)
             .read_timeout(std::time::Duration::from_secs(args.read_timeout));
-        if let Some(key) = key {
+        for key in key {
             builder = builder.api_key(key);
         }
         let mut prepared = Vec::new();
@@ -65,28 +65,31 @@ pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Fa
     })
 }
 
-/// The key, from `--api-key` or the environment; required off loopback.
-fn serve_key(args: &ServeArgs) -> Result<Option<String>, Failure> {
-    let key = args
-        .api_key
-        .clone()
-        .or_else(|| std::env::var(KEY_VAR).ok())
-        .filter(|k| !k.is_empty());
-    if let Some(key) = &key {
+/// The keys, from `--api-key` or the environment (separated by commas); required off loopback.
+fn serve_key(args: &ServeArgs) -> Result<Vec<String>, Failure> {
+    let keys: Vec<String> = if args.api_key.is_empty() {
+        std::env::var(KEY_VAR)
+            .map(|keys| keys.split(',').map(str::to_owned).collect())
+            .unwrap_or_default()
+    } else {
+        args.api_key.clone()
+    };
+    let keys: Vec<String> = keys.into_iter().filter(|k| !k.is_empty()).collect();
+    for key in &keys {
         crate::redact::remember(key);
-        if !key.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(usage(anyhow!(
-                "the serve key must be visible ASCII characters (no spaces): it is sent as `Authorization: Bearer KEY`"
-            )));
-        }
     }
-    if key.is_none() && !is_loopback(&args.listen) {
+    if keys.iter().any(|key| !key.bytes().all(|b| b.is_ascii_graphic())) {
+        return Err(usage(anyhow!(
+            "a serve key must be visible ASCII characters (no spaces): it is sent as `Authorization: Bearer KEY`"
+        )));
+    }
+    if keys.is_empty() && !is_loopback(&args.listen) {
         return Err(usage(anyhow!(
             "--listen {}: not a loopback address; serving beyond this machine needs a key: --api-key KEY or {KEY_VAR}",
             args.listen
         )));
     }
-    Ok(key)
+    Ok(keys)
 }
 
 fn is_loopback(address: &SocketAddr) -> bool {

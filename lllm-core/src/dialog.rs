@@ -242,11 +242,19 @@ struct SessionNames {
     /// predecessor's session looks like that dialog on the wire).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     no_parent: bool,
+    /// The caller's conversation the dialog answers for: a dialog without a name of its own is
+    /// named `CONVERSATION:<its id>`, so that every request of the conversation is recognisable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    conversation: Option<Arc<str>>,
 }
 
 impl SessionNames {
     fn is_empty(&self) -> bool {
-        self.own.is_none() && self.parent.is_none() && self.root.is_none() && !self.no_parent
+        self.own.is_none()
+            && self.parent.is_none()
+            && self.root.is_none()
+            && !self.no_parent
+            && self.conversation.is_none()
     }
 }
 
@@ -300,12 +308,23 @@ impl Dialog {
         self
     }
 
-    /// The session id this dialog's requests carry: its name when it has one, else its id.
+    /// The session id this dialog's requests carry: its name when it has one, else its id (after
+    /// its conversation's id and a colon, when it answers for a caller's conversation).
     pub fn session(&self) -> String {
-        self.names
-            .own
-            .as_deref()
-            .map_or_else(|| self.id.to_string(), str::to_owned)
+        match (&self.names.own, &self.names.conversation) {
+            (Some(own), _) => own.to_string(),
+            (None, Some(conversation)) => format!("{conversation}:{}", self.id),
+            (None, None) => self.id.to_string(),
+        }
+    }
+
+    /// The same dialog answering for the caller's conversation `id`: its forks and compacted
+    /// windows, which have no name of their own, are named `ID:<their dialog id>`, so that a
+    /// router or a log sees every request of the conversation as one (see
+    /// [`session`](Self::session)).
+    pub fn in_conversation(mut self, id: impl Into<String>) -> Self {
+        self.names.conversation = Some(Arc::from(id.into()));
+        self
     }
 
     /// The same dialog naming `name` as its parent's session: a root dialog that answers for a
@@ -388,9 +407,14 @@ impl Dialog {
             messages: self.messages.share(),
             names: SessionNames {
                 own: None,
-                parent: self.names.own.clone(),
+                // A dialog of a conversation is named even without a name of its own.
+                parent: match &self.names.conversation {
+                    Some(_) => Some(Arc::from(self.session())),
+                    None => self.names.own.clone(),
+                },
                 root: self.names.root.clone(),
                 no_parent: false,
+                conversation: self.names.conversation.clone(),
             },
             window: self.window,
         }
@@ -418,6 +442,7 @@ impl Dialog {
                 no_parent: parent.is_none(),
                 parent: parent.map(Arc::from),
                 root,
+                conversation: self.names.conversation.clone(),
             }
         } else {
             SessionNames {
@@ -425,6 +450,7 @@ impl Dialog {
                 parent: Some(Arc::from(self.session())),
                 root,
                 no_parent: false,
+                conversation: self.names.conversation.clone(),
             }
         };
         Dialog {

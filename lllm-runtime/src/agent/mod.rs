@@ -176,7 +176,9 @@ impl Agent {
         let mut dialog = Dialog::with_system(system);
         if let Some(conversation) = &self.run.conversation {
             let claim = conversation.claim(&self.name, alias);
-            dialog = dialog.with_session(claim.session);
+            dialog = dialog
+                .with_session(claim.session)
+                .in_conversation(conversation.id());
             if let Some(parent) = claim.parent {
                 dialog = dialog.with_parent_session(parent);
             }

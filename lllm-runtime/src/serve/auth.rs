@@ -1,6 +1,7 @@
 //! The serve key: with one, every route needs `Authorization: Bearer KEY`, or, from a browser
 //! showing the console, HTTP Basic with the key as the password (any user name): the browser asks
 //! for it once and answers every later challenge of the server with it, its event streams' too.
+//! With several keys, each is a caller of its own: its conversations are never another key's.
 
 use std::sync::Arc;
 
@@ -11,53 +12,75 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 
-/// The key requests must carry. Its `Debug` never shows it.
+/// The keys requests must carry (any one of them). Its `Debug` never shows them.
 #[derive(Clone)]
-pub(crate) struct ServeKey(Arc<str>);
+pub(crate) struct ServeKey(Arc<[(Arc<str>, Caller)]>);
 
 impl std::fmt::Debug for ServeKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ServeKey([redacted])")
+        write!(f, "ServeKey([{} redacted])", self.0.len())
+    }
+}
+
+/// Who sent a request, as conversations are kept apart: a digest of the key it carried (never the
+/// key), or empty on a server without a key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Caller(pub(crate) Arc<str>);
+
+impl Caller {
+    fn of_key(key: &str) -> Self {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(key.as_bytes());
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        Caller(Arc::from(hex))
     }
 }
 
 impl ServeKey {
-    pub(crate) fn new(key: &str) -> Self {
-        ServeKey(Arc::from(key))
+    pub(crate) fn new<'k>(keys: impl IntoIterator<Item = &'k str>) -> Self {
+        ServeKey(
+            keys.into_iter()
+                .map(|key| (Arc::from(key), Caller::of_key(key)))
+                .collect(),
+        )
     }
 
-    /// Whether `header` is `Bearer KEY` or Basic with the password KEY, compared in time that does
-    /// not depend on where it differs.
-    fn admits(&self, header: Option<&[u8]>) -> bool {
-        let Some(header) = header else {
-            return false;
-        };
-        if let Some(given) = scheme(header, b"bearer ") {
-            return self.is(given);
+    /// The caller whose key `header` carries, as `Bearer KEY` or Basic with the password KEY,
+    /// compared in time that does not depend on where it differs.
+    fn admits(&self, header: Option<&[u8]>) -> Option<Caller> {
+        let given = given_key(header?)?;
+        let mut found = None;
+        // Every key is compared, so that the time taken says nothing of which one matched.
+        for (key, caller) in self.0.iter() {
+            if same(&given, key.as_bytes()) {
+                found = Some(caller.clone());
+            }
         }
-        let Some(encoded) = scheme(header, b"basic ") else {
-            return false;
-        };
-        use base64::Engine as _;
-        let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim_ascii())
-        else {
-            return false;
-        };
-        match decoded.iter().position(|&b| b == b':') {
-            Some(colon) => self.is(&decoded[colon + 1..]),
-            None => false,
-        }
+        found
     }
+}
 
-    fn is(&self, given: &[u8]) -> bool {
-        let expected = self.0.as_bytes();
-        given.len() == expected.len()
-            && given
-                .iter()
-                .zip(expected)
-                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-                == 0
+/// The key a header carries: a bearer token, or the password of Basic credentials.
+fn given_key(header: &[u8]) -> Option<Vec<u8>> {
+    if let Some(given) = scheme(header, b"bearer ") {
+        return Some(given.to_vec());
     }
+    let encoded = scheme(header, b"basic ")?;
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim_ascii())
+        .ok()?;
+    let colon = decoded.iter().position(|&b| b == b':')?;
+    Some(decoded[colon + 1..].to_vec())
+}
+
+fn same(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
 }
 
 /// What follows the scheme `name` (lowercase, with its space), which is matched in any case.
@@ -78,17 +101,19 @@ fn offers_basic(request: &Request) -> bool {
     host.is_some_and(super::origin::is_local_host)
 }
 
-/// Refuses a request without the key (401), before any route sees it.
+/// Refuses a request without a key (401), before any route sees it; an admitted one carries its
+/// [`Caller`].
 pub(crate) async fn require_key(
     State(key): State<ServeKey>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes());
-    if key.admits(given) {
+    if let Some(caller) = key.admits(given) {
+        request.extensions_mut().insert(caller);
         return next.run(request).await;
     }
     let mut response = ApiError::unauthorized().into_response();
@@ -115,20 +140,30 @@ mod tests {
 
     #[test]
     fn only_the_exact_bearer_key_is_admitted() {
-        let key = ServeKey::new("s3cret");
-        assert!(key.admits(Some(b"Bearer s3cret")));
+        let key = ServeKey::new(["s3cret"]);
+        assert!(key.admits(Some(b"Bearer s3cret")).is_some());
         for wrong in [&b"Bearer s3cre"[..], b"Bearer s3cret2", b"s3cret", b""] {
-            assert!(!key.admits(Some(wrong)));
+            assert!(key.admits(Some(wrong)).is_none());
         }
-        assert!(!key.admits(None));
+        assert!(key.admits(None).is_none());
         // user:s3cret, :s3cret, user:s3cre, s3cret (no colon)
-        assert!(key.admits(Some(b"Basic dXNlcjpzM2NyZXQ=")));
-        assert!(key.admits(Some(b"Basic OnMzY3JldA==")));
-        assert!(!key.admits(Some(b"Basic dXNlcjpzM2NyZQ==")));
-        assert!(!key.admits(Some(b"Basic czNjcmV0")));
-        assert!(!key.admits(Some(b"Basic !!!")));
-        assert!(key.admits(Some(b"bearer s3cret")));
-        assert!(key.admits(Some(b"BASIC dXNlcjpzM2NyZXQ=")));
+        assert!(key.admits(Some(b"Basic dXNlcjpzM2NyZXQ=")).is_some());
+        assert!(key.admits(Some(b"Basic OnMzY3JldA==")).is_some());
+        assert!(key.admits(Some(b"Basic dXNlcjpzM2NyZQ==")).is_none());
+        assert!(key.admits(Some(b"Basic czNjcmV0")).is_none());
+        assert!(key.admits(Some(b"Basic !!!")).is_none());
+        assert!(key.admits(Some(b"bearer s3cret")).is_some());
+        assert!(key.admits(Some(b"BASIC dXNlcjpzM2NyZXQ=")).is_some());
         assert!(!format!("{key:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn each_key_is_a_caller_of_its_own_that_never_shows_the_key() {
+        let keys = ServeKey::new(["alpha-key", "beta-key"]);
+        let alpha = keys.admits(Some(b"Bearer alpha-key")).expect("alpha");
+        let beta = keys.admits(Some(b"Bearer beta-key")).expect("beta");
+        assert_ne!(alpha, beta);
+        assert_eq!(keys.admits(Some(b"Basic OmFscGhhLWtleQ==")), Some(alpha.clone()));
+        assert!(!alpha.0.contains("alpha"));
     }
 }

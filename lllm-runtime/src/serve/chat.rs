@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use lllm_core::Usage;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -16,8 +16,9 @@ use serde_json::{json, Value};
 use super::body::read_body;
 use super::error::ApiError;
 use super::input::{parse_body, turn, WireMessage};
+use super::auth::Caller;
+use super::identity::{identify, Claims};
 use super::run_stream::{Ask, LiveRun, Step};
-use super::session::CallerSession;
 use super::sse::json_event;
 use super::{now, ServeState};
 
@@ -27,6 +28,8 @@ use super::{now, ServeState};
 struct ChatRequest {
     model: String,
     messages: Vec<WireMessage>,
+    #[serde(default)]
+    prompt_cache_key: Option<String>,
     #[serde(default)]
     stream: Option<bool>,
     #[serde(default)]
@@ -42,16 +45,30 @@ struct StreamOptions {
 /// Answers a chat completion with a run of the model's tactic.
 pub(crate) async fn complete(
     State(state): State<Arc<ServeState>>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let request: ChatRequest = parse_body(&read_body(&state, body).await?)?;
     let model = state.model(&request.model)?;
     let stream = request.stream.unwrap_or(false);
+    let caller = caller.map(|Extension(c)| c).unwrap_or_default();
+    let turn = turn(&request.messages, "messages")?;
+    let claims = Claims {
+        prompt_cache_key: request.prompt_cache_key.as_deref(),
+        ..Claims::default()
+    };
+    let identified = identify(
+        &headers,
+        claims,
+        &state.conversations,
+        (&caller.0, &model.id),
+        &turn,
+    );
     let ask = Ask {
-        turn: turn(&request.messages, "messages")?,
-        session: CallerSession::from_headers(&headers),
-        dialogs: Vec::new(),
+        turn,
+        identified,
+        answer_ids: None,
         stream,
         source: "chat.completions",
     };

@@ -30,10 +30,12 @@ mod auth;
 mod body;
 mod chat;
 mod console;
+mod conversations;
 mod decisions;
 mod error;
 mod failure;
 mod host;
+mod identity;
 mod input;
 mod listener;
 mod listing;
@@ -41,6 +43,7 @@ mod log;
 mod models;
 mod named_locks;
 mod origin;
+mod references;
 mod responses;
 mod run_stream;
 mod runs;
@@ -57,14 +60,15 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 
+pub use conversations::{DEFAULT_KEPT_CONVERSATIONS, DEFAULT_KEPT_CONVERSATION_BYTES};
 pub use input::CLIENT_SYSTEM_VAR;
-pub use session::{ECHO_HEADER, PARENT_SESSION_HEADERS, SESSION_HEADERS};
+pub use session::{ECHO_HEADER, PARENT_SESSION_HEADERS, SESSION_HEADERS, SOURCE_HEADER};
 
 use crate::engine::{Engine, PreparedTactic};
 use admission::Admission;
 use auth::ServeKey;
 use named_locks::NamedLocks;
-use responses::ResponseStore;
+use conversations::{Bounds, Conversations};
 use store::RunStore;
 
 /// Runs at once by default.
@@ -125,7 +129,8 @@ pub(crate) struct ServeState {
     pub(crate) engine: Engine,
     pub(crate) models: Vec<Model>,
     pub(crate) admission: Arc<Admission>,
-    pub(crate) responses: ResponseStore,
+    /// The conversations answered, for their next turns.
+    pub(crate) conversations: Arc<Conversations>,
     pub(crate) runs: RunStore,
     /// One creation at a time per `Idempotency-Key`.
     pub(crate) keys: Arc<NamedLocks>,
@@ -223,8 +228,9 @@ pub struct Served {
 pub struct ServedBuilder {
     engine: Engine,
     tactics: Vec<(String, Arc<PreparedTactic>)>,
-    key: Option<String>,
+    keys: Vec<String>,
     state_dir: Option<PathBuf>,
+    conversations: Bounds,
     max_runs: usize,
     max_body: usize,
     max_connections: usize,
@@ -237,8 +243,12 @@ impl Served {
         ServedBuilder {
             engine,
             tactics: Vec::new(),
-            key: None,
+            keys: Vec::new(),
             state_dir: None,
+            conversations: Bounds {
+                count: DEFAULT_KEPT_CONVERSATIONS,
+                bytes: DEFAULT_KEPT_CONVERSATION_BYTES,
+            },
             max_runs: DEFAULT_MAX_RUNS,
             max_body: DEFAULT_MAX_BODY_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -329,9 +339,10 @@ impl ServedBuilder {
         self
     }
 
-    /// Requires `Authorization: Bearer KEY` on every route.
+    /// Requires `Authorization: Bearer KEY` on every route. Called again, adds a key: each key is
+    /// a caller of its own, whose conversations no other key's requests can continue or read.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.key = Some(key.into());
+        self.keys.push(key.into());
         self
     }
 
@@ -339,6 +350,21 @@ impl ServedBuilder {
     /// Without it, `/v1/runs` keeps runs in memory only, unjournaled.
     pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Conversations kept for their next turns (default [`DEFAULT_KEPT_CONVERSATIONS`]); past it,
+    /// the least recently used is forgotten (its next turn starts fresh dialogs from the client's
+    /// history, under the same session). 0 fails [`build`](Self::build).
+    pub fn keep_conversations(mut self, count: usize) -> Self {
+        self.conversations.count = count;
+        self
+    }
+
+    /// Bytes of kept conversations, as written (default [`DEFAULT_KEPT_CONVERSATION_BYTES`]);
+    /// past it, the least recently used are forgotten. 0 fails [`build`](Self::build).
+    pub fn keep_conversation_bytes(mut self, bytes: usize) -> Self {
+        self.conversations.bytes = bytes;
         self
     }
 
@@ -376,6 +402,8 @@ impl ServedBuilder {
         }
         at_least_one("max_runs", self.max_runs)?;
         at_least_one("max_connections", self.max_connections)?;
+        at_least_one("keep_conversations", self.conversations.count)?;
+        at_least_one("keep_conversation_bytes", self.conversations.bytes)?;
         let created = now();
         let mut models: Vec<Model> = Vec::new();
         for (id, tactic) in self.tactics {
@@ -388,13 +416,14 @@ impl ServedBuilder {
                 created,
             });
         }
+        let conversations = Conversations::open(self.state_dir.as_deref(), self.conversations)?;
         let runs = RunStore::open(self.state_dir)?;
         Ok(Served {
             state: Arc::new(ServeState {
                 engine: self.engine,
                 models,
                 admission: Admission::new(self.max_runs),
-                responses: ResponseStore::default(),
+                conversations: Arc::new(conversations),
                 runs,
                 keys: Arc::default(),
                 decisions: Arc::default(),
@@ -403,7 +432,7 @@ impl ServedBuilder {
                 closing: tokio::sync::watch::channel(false).0,
                 lists: listing::ListCache::default(),
             }),
-            key: self.key.as_deref().map(ServeKey::new),
+            key: (!self.keys.is_empty()).then(|| ServeKey::new(self.keys.iter().map(String::as_str))),
             max_connections: self.max_connections,
         })
     }

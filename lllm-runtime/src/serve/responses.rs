@@ -1,31 +1,31 @@
 //! `POST /v1/responses`: a tactic answers as a Responses model, streamed with the standard
-//! `response.*` events, or not. `previous_response_id` continues that response's dialogs.
+//! `response.*` events, or not. `previous_response_id`, `conversation` and `item_reference`s name
+//! the conversation a request continues (see `identity`).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use lllm_core::{DialogId, DialogTree, Usage};
+use axum::{Extension, Json};
+use lllm_core::{DialogId, Usage};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body::read_body;
 use super::error::ApiError;
 use super::failure::Failure;
-use super::input::{parse_body, push_paragraph, response_input, turn};
-use super::run_stream::{Ask, LiveRun, Step};
-use super::session::CallerSession;
+use super::auth::Caller;
+use super::conversations::Found;
+use super::identity::{identify, Claims};
+use super::input::{parse_body, push_paragraph, response_input, turn, Turn};
+use super::references;
+use super::run_stream::{Ask, AnswerIds, LiveRun, Step};
 use super::sse::json_event;
 use super::ServeState;
 use crate::engine::RunOutput;
-
-/// Responses kept for `previous_response_id`; the oldest is forgotten first.
-const KEPT_RESPONSES: usize = 512;
 
 /// The fields of a Responses request lllm reads; the others are accepted and not used.
 #[derive(Debug, Deserialize)]
@@ -37,44 +37,27 @@ struct ResponsesRequest {
     #[serde(default)]
     previous_response_id: Option<String>,
     #[serde(default)]
+    conversation: Option<ConversationRef>,
+    #[serde(default)]
+    prompt_cache_key: Option<String>,
+    #[serde(default)]
     stream: Option<bool>,
     #[serde(default)]
     store: Option<bool>,
 }
 
-/// What a later request needs to continue a response: its model, conversation and dialogs.
-#[derive(Debug, Clone)]
-struct Stored {
-    model: String,
-    session: String,
-    dialogs: Vec<(String, DialogTree)>,
+/// Responses' `conversation`: its id, or an object with it.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ConversationRef {
+    Id(String),
+    Object { id: String },
 }
 
-/// The latest responses, for `previous_response_id` (in memory: a restarted server forgets them).
-#[derive(Debug, Default)]
-pub(crate) struct ResponseStore {
-    kept: Mutex<(HashMap<String, Stored>, VecDeque<String>)>,
-}
-
-impl ResponseStore {
-    fn get(&self, id: &str) -> Option<Stored> {
-        self.kept
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .0
-            .get(id)
-            .cloned()
-    }
-
-    fn keep(&self, id: String, stored: Stored) {
-        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        let (map, order) = &mut *kept;
-        map.insert(id.clone(), stored);
-        order.push_back(id);
-        while order.len() > KEPT_RESPONSES {
-            if let Some(old) = order.pop_front() {
-                map.remove(&old);
-            }
+impl ConversationRef {
+    fn id(&self) -> &str {
+        match self {
+            ConversationRef::Id(id) | ConversationRef::Object { id } => id,
         }
     }
 }
@@ -82,88 +65,109 @@ impl ResponseStore {
 /// Answers a response with a run of the model's tactic.
 pub(crate) async fn respond(
     State(state): State<Arc<ServeState>>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: ResponsesRequest = parse_body(&read_body(&state, body).await?)?;
+    let mut request: ResponsesRequest = parse_body(&read_body(&state, body).await?)?;
     let model = state.model(&request.model)?;
+    let caller = caller.map(|Extension(c)| c).unwrap_or_default();
+    let referenced = references::resolve(&mut request.input, &state.conversations, &caller.0)?;
     let mut turn = turn(&response_input(&request.input)?, "input")?;
     if let Some(instructions) = &request.instructions {
         let mut system = instructions.clone();
         push_paragraph(&mut system, &turn.client_system);
         turn.client_system = system;
     }
-    let (session, dialogs) = match &request.previous_response_id {
-        None => (CallerSession::from_headers(&headers), Vec::new()),
-        Some(previous) => {
-            let stored = continued(&state, previous, &request.model)?;
-            if !turn.seed.is_empty() {
-                return Err(ApiError::invalid(
-                    "`input`: with `previous_response_id`, the input is the new user message only (the earlier turns are the previous response's)",
-                ));
-            }
-            (
-                CallerSession::from_headers_or(&headers, &stored.session),
-                stored.dialogs,
-            )
-        }
+    let previous = previous(&state, &request, &caller, &turn)?;
+    let claims = Claims {
+        prompt_cache_key: request.prompt_cache_key.as_deref(),
+        conversation: request.conversation.as_ref().map(ConversationRef::id),
+        previous,
+        referenced,
     };
+    let identified = identify(
+        &headers,
+        claims,
+        &state.conversations,
+        (&caller.0, &model.id),
+        &turn,
+    );
     let stream = request.stream.unwrap_or(false);
-    let ask = Ask {
-        turn,
-        session,
-        dialogs,
-        stream,
-        source: "responses",
-    };
-    let mut live = LiveRun::start(&state, model, ask).await?;
     let meta = Meta {
         id: format!("resp_{}", DialogId::new().to_string().replace('-', "")),
         message: format!("msg_{}", DialogId::new().to_string().replace('-', "")),
         created: super::now(),
-        model: live.model.clone(),
+        model: model.id.clone(),
         previous: request.previous_response_id.clone(),
         instructions: request.instructions.clone(),
-        keep: request
-            .store
-            .unwrap_or(true)
-            .then(|| (state.clone(), live.session.id.clone())),
+        store: request.store.unwrap_or(true),
     };
+    let ask = Ask {
+        turn,
+        identified,
+        answer_ids: meta.store.then(|| AnswerIds {
+            response: meta.id.clone(),
+            item: meta.message.clone(),
+        }),
+        stream,
+        source: "responses",
+    };
+    let mut live = LiveRun::start(&state, model, ask).await?;
     if stream {
         return Ok(live.sse(meta.renderer()));
     }
     let outcome = live.wait().await;
     match outcome.as_ref() {
-        Ok(output) => {
-            meta.keep(output);
-            Ok((
-                live.headers(),
-                Json(meta.response("completed", Some(output), None)),
-            )
-                .into_response())
-        }
+        Ok(output) => Ok((
+            live.headers(),
+            Json(meta.response("completed", Some(output), None)),
+        )
+            .into_response()),
         Err(error) => Err(live.failure(error)),
     }
 }
 
-/// The response `previous` names, for a request on `model`.
-fn continued(state: &ServeState, previous: &str, model: &str) -> Result<Stored, ApiError> {
-    let stored = state.responses.get(previous).ok_or_else(|| {
-        ApiError::not_found(
-            "previous_response_not_found",
-            format!(
-                "`previous_response_id`: no response `{}` here (responses are kept in memory, the latest {KEPT_RESPONSES}, and only when `store` is not false)",
-                super::shorten(previous)
-            ),
-        )
-    })?;
-    if stored.model != model {
+/// The response `previous_response_id` names, of this caller and model; with it, the input is the
+/// new turn only.
+fn previous(
+    state: &ServeState,
+    request: &ResponsesRequest,
+    caller: &Caller,
+    turn: &Turn,
+) -> Result<Option<Found>, ApiError> {
+    let Some(previous) = &request.previous_response_id else {
+        return Ok(None);
+    };
+    if request.conversation.is_some() {
+        return Err(ApiError::invalid(
+            "`previous_response_id` and `conversation` name the earlier turns twice: send one of them",
+        ));
+    }
+    let found = state
+        .conversations
+        .by_response(&caller.0, previous)
+        .ok_or_else(|| {
+            ApiError::not_found(
+                "previous_response_not_found",
+                format!(
+                    "`previous_response_id`: no response `{}` here (responses are kept with their conversation, the least recently used forgotten first, and only when `store` is not false)",
+                    super::shorten(previous)
+                ),
+            )
+        })?;
+    if found.snapshot.key.model != request.model {
         return Err(ApiError::invalid(format!(
-            "`previous_response_id`: that response is of the model `{}`, not `{model}`",
-            stored.model
+            "`previous_response_id`: that response is of the model `{}`, not `{}`",
+            found.snapshot.key.model, request.model
         )));
     }
-    Ok(stored)
+    if !turn.seed.is_empty() {
+        return Err(ApiError::invalid(
+            "`input`: with `previous_response_id`, the input is the new user message only (the earlier turns are the previous response's)",
+        ));
+    }
+    Ok(Some(found))
 }
 
 /// What every event of one response repeats.
@@ -174,28 +178,11 @@ struct Meta {
     model: String,
     previous: Option<String>,
     instructions: Option<String>,
-    /// Where to keep the response for a later `previous_response_id`, and its conversation.
-    keep: Option<(Arc<ServeState>, String)>,
+    /// Whether the response is kept for a later `previous_response_id` or `item_reference`.
+    store: bool,
 }
 
 impl Meta {
-    fn keep(&self, output: &RunOutput) {
-        if let Some((state, session)) = &self.keep {
-            let dialogs = output
-                .agents
-                .iter()
-                .map(|agent| (agent.name.clone(), agent.dialogs.clone()))
-                .collect();
-            state.responses.keep(
-                self.id.clone(),
-                Stored {
-                    model: self.model.clone(),
-                    session: session.clone(),
-                    dialogs,
-                },
-            );
-        }
-    }
 
     fn message_item(&self, status: &str, text: Option<&str>) -> Value {
         let content: Vec<Value> = text
@@ -235,7 +222,7 @@ impl Meta {
             "temperature": null,
             "top_p": null,
             "truncation": "disabled",
-            "store": self.keep.is_some(),
+            "store": self.store,
         })
     }
 
@@ -291,7 +278,6 @@ impl Meta {
                         "response.output_item.done",
                         json!({"output_index": 0, "item": self.message_item("completed", Some(answer))}),
                     );
-                    self.keep(output);
                     emit(
                         "response.completed",
                         json!({ "response": self.response("completed", Some(output), None) }),

@@ -15,13 +15,14 @@ use super::admission::Ticket;
 use super::error::ApiError;
 use super::failure::{failure, Failure};
 use super::input::{Turn, CLIENT_SYSTEM_VAR};
-use super::session::{CallerSession, ECHO_HEADER};
+use super::conversations::{ConversationKey, Conversations, Entry, Snapshot};
+use super::identity::{Identified, Source};
+use super::session::{CallerSession, ECHO_HEADER, SOURCE_HEADER};
 use super::store::{new_run_id, RunMeta, RunState};
 use super::{Model, ServeState};
 use crate::conversation::Conversation;
 use crate::engine::{RunError, RunHandle, RunOutput, RunPlan};
 use crate::events::RunEvent;
-use lllm_core::DialogTree;
 
 /// What a finished run left, as a renderer sees it.
 pub(crate) type Outcome = Arc<Result<RunOutput, RunError>>;
@@ -48,58 +49,128 @@ pub(crate) struct LiveRun {
     pub(crate) session: CallerSession,
     pub(crate) model: String,
     secrets: lllm_core::secret::Secrets,
+    memo: Option<Memo>,
+    source: Source,
 }
 
-/// What a request asks of a model: its turn, its conversation, and dialogs to continue.
+/// What a request asks of a model: its turn, its conversation, and where its answer is kept.
 #[derive(Debug)]
 pub(crate) struct Ask {
     pub(crate) turn: Turn,
-    pub(crate) session: CallerSession,
-    pub(crate) dialogs: Vec<(String, DialogTree)>,
+    pub(crate) identified: Identified,
+    /// The ids a Responses answer is kept under (none when the client asked not to store it).
+    pub(crate) answer_ids: Option<AnswerIds>,
     pub(crate) stream: bool,
     /// The API asked (`chat.completions`, `responses`), as the console names it.
     pub(crate) source: &'static str,
 }
 
+/// The ids of a Responses answer: the response's and its message item's.
+#[derive(Debug, Clone)]
+pub(crate) struct AnswerIds {
+    pub(crate) response: String,
+    pub(crate) item: String,
+}
+
+/// What is kept of a run's conversation when it answers.
+#[derive(Debug)]
+struct Memo {
+    store: Arc<Conversations>,
+    key: ConversationKey,
+    client_system: String,
+    /// The transcript up to and including the run's input.
+    transcript: Vec<Entry>,
+    answer_ids: Option<AnswerIds>,
+}
+
+impl Memo {
+    fn keep(self, output: &RunOutput) {
+        let mut transcript = self.transcript;
+        if !output.answer.is_empty() {
+            // A client sends no assistant message without text back: neither is it kept.
+            transcript.push(Entry {
+                role: lllm_core::Role::Assistant,
+                text: output.answer.clone(),
+                response: self.answer_ids.as_ref().map(|ids| ids.response.clone()),
+                item: self.answer_ids.map(|ids| ids.item),
+            });
+        }
+        let dialogs = output
+            .agents
+            .iter()
+            .map(|agent| (agent.name.clone(), agent.dialogs.clone()))
+            .collect();
+        self.store.remember(Snapshot {
+            key: self.key,
+            client_system: self.client_system,
+            transcript,
+            dialogs,
+        });
+    }
+}
+
 impl LiveRun {
-    /// Admits and starts `ask` on `model`.
+    /// Admits and starts `ask` on `model`: once its conversation's turn came, the run continues
+    /// the conversation's stored dialogs, or starts fresh ones seeded from the client's history.
     pub(crate) async fn start(
         state: &ServeState,
         model: &Model,
         ask: Ask,
     ) -> Result<LiveRun, ApiError> {
-        let ticket = state.admission.admit(&ask.session.id).await?;
+        let session = ask.identified.session.clone();
+        let source = ask.identified.source;
+        let ticket = state.admission.admit(&session.id).await?;
+        let continuation = ask.identified.continuation(&state.conversations, &ask.turn);
         let mut vars = lllm_core::PromptVars::new();
         vars.insert(
             CLIENT_SYSTEM_VAR.into(),
-            Value::from(ask.turn.client_system),
+            Value::from(ask.turn.client_system.clone()),
         );
-        let conversation = Conversation::new(ask.session.id.clone())
-            .parent(ask.session.parent.clone())
-            .seed(ask.turn.seed);
+        let conversation = Conversation::new(session.id.clone())
+            .parent(session.parent.clone())
+            .seed(continuation.seed);
+        let mut transcript = continuation.transcript;
+        transcript.push(Entry::user(ask.turn.input.clone()));
+        let memo = Memo {
+            store: state.conversations.clone(),
+            key: ask.identified.key,
+            client_system: ask.turn.client_system,
+            transcript,
+            answer_ids: ask.answer_ids,
+        };
         let log = state.runs.new_log();
         let plan = RunPlan::new()
             .input(ask.turn.input)
             .vars(vars)
             .conversation(conversation)
-            .dialogs(ask.dialogs)
+            .dialogs(continuation.dialogs)
             .stream(ask.stream)
             .observer(log.observer());
         let handle = state.engine.start(model.tactic.clone(), plan);
-        shown(state, model, &ask.session, ask.source, &handle, log);
+        shown(state, model, &session, ask.source, &handle, log);
         Ok(LiveRun {
             handle,
             ticket: Some(ticket),
-            session: ask.session,
+            session,
             model: model.id.clone(),
             secrets: model.tactic.secrets().clone(),
+            memo: Some(memo),
+            source,
         })
+    }
+
+    /// Keeps the conversation of a run that answered, before its turn is handed on.
+    fn ended(&mut self, outcome: &Outcome) {
+        if let (Ok(output), Some(memo)) = (outcome.as_ref(), self.memo.take()) {
+            memo.keep(output);
+        }
+        self.ticket.take();
     }
 
     /// Waits for the run's end.
     pub(crate) async fn wait(&mut self) -> Outcome {
         let outcome = self.handle.wait().await;
-        self.ticket.take();
+        self.ended(&outcome);
         outcome
     }
 
@@ -114,6 +185,10 @@ impl LiveRun {
         if let Ok(value) = HeaderValue::from_str(&self.session.id) {
             headers.insert(ECHO_HEADER, value);
         }
+        headers.insert(
+            SOURCE_HEADER,
+            HeaderValue::from_static(self.source.name()),
+        );
         headers
     }
 
@@ -148,7 +223,7 @@ impl LiveRun {
                 }
             }
             let outcome = live.handle.wait().await;
-            live.ticket.take();
+            live.ended(&outcome);
             let ended = match outcome.as_ref() {
                 Ok(output) => render(Step::Answered(output)),
                 Err(error) => render(Step::Failed(&Failure::of(&live.secrets, error))),

@@ -5,12 +5,14 @@ use axum::http::HeaderMap;
 use lllm_core::{safe_session_id, DialogId};
 
 /// Where a conversation id is looked for, in order: Dynamo's own, Claude Code's, Codex CLI's
-/// (`thread-id`; `thread_id` as some proxies rewrite it), OpenCode's.
-pub const SESSION_HEADERS: [&str; 6] = [
+/// (`thread-id`; `thread_id` as some proxies rewrite it), `session-id` (sent by harnesses and
+/// proxies that name their session plainly), OpenCode's.
+pub const SESSION_HEADERS: [&str; 7] = [
     "x-dynamo-session-id",
     "x-claude-code-session-id",
     "thread-id",
     "thread_id",
+    "session-id",
     "x-session-affinity",
     "x-session-id",
 ];
@@ -20,6 +22,11 @@ pub const PARENT_SESSION_HEADERS: [&str; 2] = ["x-dynamo-parent-session-id", "x-
 
 /// The response header naming the session id the request's root dialog carried.
 pub const ECHO_HEADER: &str = "x-lllm-session-id";
+
+/// The response header naming where the conversation id came from (`header`,
+/// `prompt_cache_key`, `conversation`, `previous_response_id`, `item_reference`, `history`,
+/// `minted`).
+pub const SOURCE_HEADER: &str = "x-lllm-session-source";
 
 /// The conversation a request belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,21 +40,19 @@ pub(crate) struct CallerSession {
 impl CallerSession {
     /// The caller's ids from `headers`, or a minted id.
     pub(crate) fn from_headers(headers: &HeaderMap) -> Self {
-        let id = first_safe(headers, &SESSION_HEADERS).unwrap_or_else(mint);
+        Self::named(header_id(headers).unwrap_or_else(mint), headers)
+    }
+
+    /// The conversation `id` (already safe), with the parent `headers` name.
+    pub(crate) fn named(id: String, headers: &HeaderMap) -> Self {
         let parent = first_safe(headers, &PARENT_SESSION_HEADERS).filter(|p| *p != id);
         CallerSession { id, parent }
     }
+}
 
-    /// The caller's ids from `headers` when it sent one, else `fallback`'s.
-    pub(crate) fn from_headers_or(headers: &HeaderMap, fallback: &str) -> Self {
-        match first_safe(headers, &SESSION_HEADERS) {
-            Some(_) => Self::from_headers(headers),
-            None => CallerSession {
-                id: fallback.to_owned(),
-                parent: None,
-            },
-        }
-    }
+/// The conversation id the headers name, made safe.
+pub(crate) fn header_id(headers: &HeaderMap) -> Option<String> {
+    first_safe(headers, &SESSION_HEADERS)
 }
 
 /// A fresh conversation id for a caller that sent none.

@@ -457,7 +457,7 @@ fn write_meta(dir: &Path, meta: &RunMeta) -> std::io::Result<()> {
     std::fs::rename(&temporary, dir.join(format!("{}.json", meta.id)))
 }
 
-fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
@@ -468,7 +468,7 @@ fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
-fn create_private_dir(path: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dir(path: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

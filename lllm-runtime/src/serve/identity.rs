@@ -1,0 +1,171 @@
+//! Which conversation a request belongs to, one rule for Chat Completions and Responses (first
+//! found): a header; the body's `prompt_cache_key`, then Responses' `conversation`; the
+//! conversation of the `previous_response_id` or of an `item_reference`; a stateless client's
+//! history equal to a transcript lllm answered (the same caller's only); else a minted id. And what
+//! of the conversation the request continues.
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use lllm_core::{safe_session_id, Message};
+
+use super::conversations::{history_digest, ConversationKey, Conversations, Entry, Found, Snapshot};
+use super::input::Turn;
+use super::session::{header_id, mint, CallerSession};
+
+/// What a request's body says of its conversation.
+#[derive(Debug, Default)]
+pub(crate) struct Claims<'a> {
+    pub(crate) prompt_cache_key: Option<&'a str>,
+    /// Responses' `conversation`.
+    pub(crate) conversation: Option<&'a str>,
+    /// The response `previous_response_id` names.
+    pub(crate) previous: Option<Found>,
+    /// The response of the first `item_reference`.
+    pub(crate) referenced: Option<Found>,
+}
+
+/// Where a request's conversation id came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    Header,
+    PromptCacheKey,
+    Conversation,
+    PreviousResponse,
+    ItemReference,
+    History,
+    Minted,
+}
+
+impl Source {
+    /// How `x-lllm-session-source` names it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Source::Header => "header",
+            Source::PromptCacheKey => "prompt_cache_key",
+            Source::Conversation => "conversation",
+            Source::PreviousResponse => "previous_response_id",
+            Source::ItemReference => "item_reference",
+            Source::History => "history",
+            Source::Minted => "minted",
+        }
+    }
+}
+
+/// What of its conversation a request continues, decided once its turn came.
+#[derive(Debug)]
+pub(crate) enum Follow {
+    /// The stored dialogs when the request's history is the stored transcript, else fresh dialogs
+    /// seeded from that history.
+    Matching,
+    /// The conversation's latest turn (the request brings new input only).
+    Latest,
+    /// This turn of a conversation (a `previous_response_id`).
+    From(Arc<Snapshot>),
+    /// Fresh dialogs seeded from this transcript (an earlier turn's `previous_response_id`).
+    Upto(Vec<Entry>),
+}
+
+/// A request's conversation.
+#[derive(Debug)]
+pub(crate) struct Identified {
+    pub(crate) session: CallerSession,
+    pub(crate) source: Source,
+    pub(crate) follow: Follow,
+    pub(crate) key: ConversationKey,
+    /// The digest of the request's history, as a stored transcript's would be.
+    pub(crate) digest: String,
+}
+
+/// The dialogs a run starts from, and the transcript the client has seen before its input.
+#[derive(Debug)]
+pub(crate) struct Continuation {
+    pub(crate) dialogs: Vec<(String, lllm_core::DialogTree)>,
+    pub(crate) seed: Vec<Message>,
+    pub(crate) transcript: Vec<Entry>,
+}
+
+/// The conversation of a request of `caller` to `model` with `headers`, `claims` and `turn`.
+pub(crate) fn identify(
+    headers: &HeaderMap,
+    claims: Claims<'_>,
+    store: &Conversations,
+    (caller, model): (&str, &str),
+    turn: &Turn,
+) -> Identified {
+    let digest = history_digest(
+        caller,
+        model,
+        &turn.client_system,
+        turn.seed.iter().map(|m| (m.role, m.text())),
+    );
+    let named = |raw: &str| safe_session_id(raw.trim());
+    let (id, source) = if let Some(id) = header_id(headers) {
+        (id, Source::Header)
+    } else if let Some(id) = claims.prompt_cache_key.and_then(named) {
+        (id, Source::PromptCacheKey)
+    } else if let Some(id) = claims.conversation.and_then(named) {
+        (id, Source::Conversation)
+    } else if let Some(found) = &claims.previous {
+        (found.snapshot.key.id.clone(), Source::PreviousResponse)
+    } else if let Some(found) = &claims.referenced {
+        (found.snapshot.key.id.clone(), Source::ItemReference)
+    } else if let Some(key) = (!turn.seed.is_empty())
+        .then(|| store.by_history(&digest))
+        .flatten()
+    {
+        (key.id, Source::History)
+    } else {
+        (mint(), Source::Minted)
+    };
+    let follow = match claims.previous {
+        Some(found) if found.is_latest() => Follow::From(found.snapshot),
+        Some(found) => Follow::Upto(found.snapshot.transcript[..found.upto].to_vec()),
+        None if claims.conversation.is_some() && source == Source::Conversation => Follow::Latest,
+        None => Follow::Matching,
+    };
+    Identified {
+        key: ConversationKey {
+            caller: caller.to_owned(),
+            model: model.to_owned(),
+            id: id.clone(),
+        },
+        session: CallerSession::named(id, headers),
+        source,
+        follow,
+        digest,
+    }
+}
+
+impl Identified {
+    /// What the run starts from, looked up once the conversation's turn came (the turn before may
+    /// have just ended).
+    pub(crate) fn continuation(&self, store: &Conversations, turn: &Turn) -> Continuation {
+        let stored = match &self.follow {
+            Follow::Matching => store
+                .get(&self.key)
+                .filter(|s| s.history_digest() == self.digest),
+            Follow::Latest => store.get(&self.key),
+            Follow::From(snapshot) => Some(snapshot.clone()),
+            Follow::Upto(entries) => {
+                return Continuation {
+                    dialogs: Vec::new(),
+                    seed: entries.iter().map(Entry::message).collect(),
+                    transcript: entries.clone(),
+                }
+            }
+        };
+        match stored {
+            Some(snapshot) => Continuation {
+                dialogs: snapshot.dialogs.clone(),
+                seed: Vec::new(),
+                transcript: snapshot.transcript.clone(),
+            },
+            None => Continuation {
+                dialogs: Vec::new(),
+                seed: turn.seed.clone(),
+                transcript: Entry::of_messages(&turn.seed),
+            },
+        }
+    }
+}
