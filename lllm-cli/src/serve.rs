@@ -78,7 +78,10 @@ fn serve_key(args: &ServeArgs) -> Result<Vec<String>, Failure> {
     for key in &keys {
         crate::redact::remember(key);
     }
-    if keys.iter().any(|key| !key.bytes().all(|b| b.is_ascii_graphic())) {
+    if keys
+        .iter()
+        .any(|key| !key.bytes().all(|b| b.is_ascii_graphic()))
+    {
         return Err(usage(anyhow!(
             "a serve key must be visible ASCII characters (no spaces): it is sent as `Authorization: Bearer KEY`"
         )));

@@ -163,7 +163,10 @@ mod tests {
         let alpha = keys.admits(Some(b"Bearer alpha-key")).expect("alpha");
         let beta = keys.admits(Some(b"Bearer beta-key")).expect("beta");
         assert_ne!(alpha, beta);
-        assert_eq!(keys.admits(Some(b"Basic OmFscGhhLWtleQ==")), Some(alpha.clone()));
+        assert_eq!(
+            keys.admits(Some(b"Basic OmFscGhhLWtleQ==")),
+            Some(alpha.clone())
+        );
         assert!(!alpha.0.contains("alpha"));
     }
 }

@@ -13,11 +13,11 @@ use lllm_core::Usage;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::auth::Caller;
 use super::body::read_body;
 use super::error::ApiError;
-use super::input::{parse_body, turn, WireMessage};
-use super::auth::Caller;
 use super::identity::{identify, Claims};
+use super::input::{parse_body, turn, WireMessage};
 use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
 use super::{now, ServeState};

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use lllm_core::{safe_session_id, Message};
 
-use super::conversations::{history_digest, ConversationKey, Conversations, Entry, Found, Snapshot};
+use super::conversations::{
+    history_digest, ConversationKey, Conversations, Entry, Found, Snapshot,
+};
 use super::input::Turn;
 use super::session::{header_id, mint, CallerSession};
 

@@ -67,8 +67,8 @@ pub use session::{ECHO_HEADER, PARENT_SESSION_HEADERS, SESSION_HEADERS, SOURCE_H
 use crate::engine::{Engine, PreparedTactic};
 use admission::Admission;
 use auth::ServeKey;
-use named_locks::NamedLocks;
 use conversations::{Bounds, Conversations};
+use named_locks::NamedLocks;
 use store::RunStore;
 
 /// Runs at once by default.
@@ -432,7 +432,8 @@ impl ServedBuilder {
                 closing: tokio::sync::watch::channel(false).0,
                 lists: listing::ListCache::default(),
             }),
-            key: (!self.keys.is_empty()).then(|| ServeKey::new(self.keys.iter().map(String::as_str))),
+            key: (!self.keys.is_empty())
+                .then(|| ServeKey::new(self.keys.iter().map(String::as_str))),
             max_connections: self.max_connections,
         })
     }

@@ -14,15 +14,15 @@ use lllm_core::{DialogId, Usage};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::auth::Caller;
 use super::body::read_body;
+use super::conversations::Found;
 use super::error::ApiError;
 use super::failure::Failure;
-use super::auth::Caller;
-use super::conversations::Found;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, push_paragraph, response_input, turn, Turn};
 use super::references;
-use super::run_stream::{Ask, AnswerIds, LiveRun, Step};
+use super::run_stream::{AnswerIds, Ask, LiveRun, Step};
 use super::sse::json_event;
 use super::ServeState;
 use crate::engine::RunOutput;
@@ -183,7 +183,6 @@ struct Meta {
 }
 
 impl Meta {
-
     fn message_item(&self, status: &str, text: Option<&str>) -> Value {
         let content: Vec<Value> = text
             .map(|text| vec![json!({"type": "output_text", "text": text, "annotations": []})])

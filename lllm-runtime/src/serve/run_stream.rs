@@ -12,11 +12,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::admission::Ticket;
+use super::conversations::{ConversationKey, Conversations, Entry, Snapshot};
 use super::error::ApiError;
 use super::failure::{failure, Failure};
-use super::input::{Turn, CLIENT_SYSTEM_VAR};
-use super::conversations::{ConversationKey, Conversations, Entry, Snapshot};
 use super::identity::{Identified, Source};
+use super::input::{Turn, CLIENT_SYSTEM_VAR};
 use super::session::{CallerSession, ECHO_HEADER, SOURCE_HEADER};
 use super::store::{new_run_id, RunMeta, RunState};
 use super::{Model, ServeState};
@@ -185,10 +185,7 @@ impl LiveRun {
         if let Ok(value) = HeaderValue::from_str(&self.session.id) {
             headers.insert(ECHO_HEADER, value);
         }
-        headers.insert(
-            SOURCE_HEADER,
-            HeaderValue::from_static(self.source.name()),
-        );
+        headers.insert(SOURCE_HEADER, HeaderValue::from_static(self.source.name()));
         headers
     }
 

@@ -3,6 +3,7 @@
 //! restart, cancellation, admission, keys and bad requests.
 
 mod bodies;
+mod conversation;
 mod event_ids;
 mod races;
 
@@ -411,6 +412,11 @@ async fn forks_name_the_conversation_as_parent_or_share_it_under_family() {
         .header("x-dynamo-session-id")
         .expect("fork session");
     assert_ne!(fork, "cc-7");
+    // Named after the conversation, so that every request of it is recognisable.
+    let dialog = fork
+        .strip_prefix("cc-7:")
+        .expect("the conversation's name first");
+    assert!(dialog.parse::<lllm_core::DialogId>().is_ok(), "{fork}");
     assert_eq!(
         requests[1].header("x-dynamo-parent-session-id"),
         Some("cc-7")

@@ -47,7 +47,10 @@ pub(crate) fn read_all(dir: &Path, max_bytes: u64) -> Vec<(Snapshot, usize)> {
         .filter_map(|e| {
             let meta = e.metadata().ok()?;
             if !meta.is_file() || meta.len() > max_bytes {
-                tracing::warn!("skipped the conversation file {}: not a file, or past {max_bytes} bytes", e.path().display());
+                tracing::warn!(
+                    "skipped the conversation file {}: not a file, or past {max_bytes} bytes",
+                    e.path().display()
+                );
                 return None;
             }
             Some((meta.modified().ok()?, e.path()))
@@ -63,11 +66,18 @@ pub(crate) fn read_all(dir: &Path, max_bytes: u64) -> Vec<(Snapshot, usize)> {
 fn read_one(path: &Path) -> Option<(Snapshot, usize)> {
     let bytes = std::fs::read(path).ok()?;
     match serde_json::from_slice::<Snapshot>(&bytes) {
-        Ok(snapshot) if path.file_stem().is_some_and(|s| *s == *snapshot.key.file_stem()) => {
+        Ok(snapshot)
+            if path
+                .file_stem()
+                .is_some_and(|s| *s == *snapshot.key.file_stem()) =>
+        {
             Some((snapshot, bytes.len()))
         }
         Ok(_) => {
-            tracing::warn!("skipped the conversation file {}: its name is not its key's", path.display());
+            tracing::warn!(
+                "skipped the conversation file {}: its name is not its key's",
+                path.display()
+            );
             None
         }
         Err(error) => {

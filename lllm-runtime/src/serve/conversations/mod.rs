@@ -119,7 +119,11 @@ impl Conversations {
     /// The response `id` of `caller`'s conversations (another caller's is not found).
     pub(crate) fn by_response(&self, caller: &str, id: &str) -> Option<Found> {
         let mut kept = self.lock();
-        let key = kept.by_response.get(id).filter(|k| k.caller == caller)?.clone();
+        let key = kept
+            .by_response
+            .get(id)
+            .filter(|k| k.caller == caller)?
+            .clone();
         let snapshot = kept.touch(&key)?;
         let upto = snapshot
             .transcript
@@ -154,7 +158,10 @@ impl Conversations {
         };
         if let Some(dir) = &self.dir {
             if let Err(error) = disk::write(dir, &snapshot.key.file_stem(), &bytes) {
-                tracing::warn!("a conversation could not be written under {}: {error}", dir.display());
+                tracing::warn!(
+                    "a conversation could not be written under {}: {error}",
+                    dir.display()
+                );
             }
         }
         self.insert(snapshot, bytes.len());

@@ -1,6 +1,31 @@
 use super::*;
 use lllm_core::Role;
 
+/// A fresh directory of this test's own, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "lllm-conversations-{name}-{}-{}",
+            std::process::id(),
+            lllm_core::DialogId::new()
+        ));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        Scratch(dir)
+    }
+
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn key(caller: &str, id: &str) -> ConversationKey {
     ConversationKey {
         caller: caller.into(),
@@ -35,7 +60,7 @@ const ROOMY: Bounds = Bounds {
 fn ten_thousand_one_turn_conversations_stay_within_the_default_bounds() {
     let store = Conversations::open(None, ROOMY).expect("in memory");
     for n in 0..10_000 {
-        store.remember(snapshot("k", &n.to_string(), "an answer"));
+        store.remember(snapshot("k", &n.to_string(), &format!("answer {n}")));
     }
     let (count, bytes) = store.size();
     assert_eq!(count, DEFAULT_KEPT_CONVERSATIONS);
@@ -51,7 +76,9 @@ fn ten_thousand_one_turn_conversations_stay_within_the_default_bounds() {
 
 #[test]
 fn the_least_recently_used_goes_first_and_bytes_bound_too() {
-    let one = serde_json::to_vec(&snapshot("k", "a", "x")).expect("json").len();
+    let one = serde_json::to_vec(&snapshot("k", "a", "x"))
+        .expect("json")
+        .len();
     let store = Conversations::open(
         None,
         Bounds {
@@ -64,7 +91,10 @@ fn the_least_recently_used_goes_first_and_bytes_bound_too() {
     store.remember(snapshot("k", "b", "x"));
     assert!(store.get(&key("k", "a")).is_some(), "a used again");
     store.remember(snapshot("k", "c", "x"));
-    assert!(store.get(&key("k", "b")).is_none(), "b was the least recently used");
+    assert!(
+        store.get(&key("k", "b")).is_none(),
+        "b was the least recently used"
+    );
     assert!(store.get(&key("k", "a")).is_some());
     let store = Conversations::open(
         None,
@@ -79,7 +109,10 @@ fn the_least_recently_used_goes_first_and_bytes_bound_too() {
     }
     assert_eq!(store.size().0, 2);
     store.remember(snapshot("k", "big", &"x".repeat(3 * one)));
-    assert!(store.get(&key("k", "big")).is_none(), "past the bytes alone");
+    assert!(
+        store.get(&key("k", "big")).is_none(),
+        "past the bytes alone"
+    );
 }
 
 #[test]
@@ -96,7 +129,7 @@ fn another_callers_responses_and_items_are_not_found() {
 
 #[test]
 fn a_restarted_store_reads_its_conversations_back_and_skips_hostile_files() {
-    let dir = tempfile::tempdir().expect("a directory");
+    let dir = Scratch::new("restart");
     {
         let store = Conversations::open(Some(dir.path()), ROOMY).expect("opened");
         store.remember(snapshot("k", "a", "first"));
@@ -106,7 +139,11 @@ fn a_restarted_store_reads_its_conversations_back_and_skips_hostile_files() {
     std::fs::write(folder.join("junk.json"), b"{not json").expect("junk");
     // A snapshot under another key's name is not taken for that key.
     let b = std::fs::read(folder.join(format!("{}.json", key("k", "b").file_stem()))).expect("b");
-    std::fs::write(folder.join(format!("{}.json", key("k", "z").file_stem())), b).expect("z");
+    std::fs::write(
+        folder.join(format!("{}.json", key("k", "z").file_stem())),
+        b,
+    )
+    .expect("z");
     let store = Conversations::open(Some(dir.path()), ROOMY).expect("reopened");
     assert_eq!(store.size().0, 2);
     let a = store.get(&key("k", "a")).expect("a kept");
@@ -118,7 +155,7 @@ fn a_restarted_store_reads_its_conversations_back_and_skips_hostile_files() {
 
 #[test]
 fn a_forgotten_conversations_file_is_removed() {
-    let dir = tempfile::tempdir().expect("a directory");
+    let dir = Scratch::new("forgotten");
     let store = Conversations::open(
         Some(dir.path()),
         Bounds {
