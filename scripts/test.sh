@@ -4,7 +4,8 @@
 # the CLI end to end, the adversarial suite, the MCP client against real MCP servers (from npm and
 # PyPI), OpenTelemetry export to Arize Phoenix, Dynamo's offline simulator replaying agentic traces,
 # a smoke run of the benchmark binaries, and the integration suite against a real NVIDIA Dynamo router
-# (started here on 127.0.0.1), `lllm serve` with real clients (the OpenAI Python SDK, Codex CLI), and
+# (started here on 127.0.0.1), `lllm serve` with real clients (the OpenAI Python SDK, the OpenAI Agents
+# SDK, pydantic-ai, the Vercel AI SDK, OpenCode, Codex CLI), and
 # `lllm batch --queue` with `lllm worker`s on NATS JetStream (nats-server from PyPI), and the console of
 # `lllm serve` in headless Chromium (Debian's chromium and chromium-driver: installed with apt-get
 # when the script runs as root and they are missing, as on CI; otherwise install them yourself).
@@ -23,7 +24,8 @@ cd "$(dirname "$0")/.."
 unset LLLM_DYNAMO_URL LLLM_DYNAMO_LOG LLLM_REQUIRE_DYNAMO
 unset LLLM_MCP_EVERYTHING LLLM_MCP_TIME LLLM_MCP_PYTHON LLLM_REQUIRE_MCP
 unset LLLM_PHOENIX_URL LLLM_REQUIRE_PHOENIX LLLM_DYNAMO_PYTHON LLLM_REQUIRE_DYNAMO_REPLAY
-unset LLLM_OPENAI_PYTHON LLLM_CODEX LLLM_REQUIRE_CLIENTS LLLM_NATS_SERVER LLLM_REQUIRE_NATS
+unset LLLM_OPENAI_PYTHON LLLM_CODEX LLLM_NODE_CLIENTS LLLM_OPENCODE LLLM_REQUIRE_CLIENTS
+unset LLLM_NATS_SERVER LLLM_REQUIRE_NATS
 unset LLLM_CHROMIUM LLLM_CHROMEDRIVER LLLM_REQUIRE_BROWSER LLLM_CONSOLE_SCREENSHOTS
 skip_dynamo=${LLLM_SKIP_DYNAMO:-0}
 results=$(mktemp)   # the output of every test run, for the summary line
@@ -152,10 +154,10 @@ fi
 export LLLM_REQUIRE_MCP=1
 
 # With LLLM_REQUIRE_CLIENTS=1 a missing client fails `lllm serve`'s client tests instead of skipping them.
-step "waiting for lllm serve's real clients (the OpenAI Python SDK, Codex CLI)"
+step "waiting for lllm serve's real clients (OpenAI, Agents and pydantic-ai SDKs, AI SDK, OpenCode, Codex)"
 if await clients; then
   eval "$(cat "$work/clients.out")"
-  export LLLM_OPENAI_PYTHON LLLM_CODEX
+  export LLLM_OPENAI_PYTHON LLLM_CODEX LLLM_NODE_CLIENTS LLLM_OPENCODE
 else
   failed+=("installing the clients of lllm serve")
 fi

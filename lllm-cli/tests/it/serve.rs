@@ -33,7 +33,7 @@ agent_configs:
 
 /// A client installed by `scripts/servers/clients.sh`, or why the test cannot run.
 #[allow(clippy::print_stderr)]
-fn client(variable: &str, test: &str) -> Option<String> {
+pub(crate) fn client(variable: &str, test: &str) -> Option<String> {
     match std::env::var(variable).ok().filter(|v| !v.is_empty()) {
         Some(path) => Some(path),
         None if std::env::var("LLLM_REQUIRE_CLIENTS").as_deref() == Ok("1") => panic!(
@@ -110,7 +110,7 @@ async fn the_openai_python_sdk_is_served_chat_and_responses() {
 
 /// Codex CLI's configuration for a provider at `base` (nothing reaches beyond loopback: no plugin
 /// sync, analytics or web search).
-fn codex_config(base: &str) -> String {
+pub(crate) fn codex_config(base: &str) -> String {
     format!(
         r#"model = "helper"
 model_provider = "lllm"
@@ -144,7 +144,7 @@ apps = false
 }
 
 /// Runs `codex exec ARGS` with `home` as its CODEX_HOME, from `dir`.
-fn codex(program: &str, home: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn codex(program: &str, home: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
     let mut child = Command::new(program)
         .arg("exec")
         .args([

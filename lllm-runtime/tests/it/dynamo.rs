@@ -9,6 +9,8 @@
 //! stays on one worker, and that later turns are served partly from the prefix cache.
 #![allow(clippy::print_stderr)]
 
+mod continuation;
+
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -109,9 +109,25 @@ pub(crate) async fn serve_with(
     tactics: &[(&str, &Path)],
     configure: impl FnOnce(lllm_runtime::serve::ServedBuilder) -> lllm_runtime::serve::ServedBuilder,
 ) -> Running {
-    let engine = Engine::new(TacticRegistry::new()).with_invoker(Arc::new(
-        OpenAiInvoker::with_defaults(ServerDefaults::none()),
-    ));
+    let invoker = Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()));
+    serve_on(invoker, tactics, configure).await
+}
+
+/// Serves `tactics` with every model call going through `invoker` (a test's wrapper around the
+/// real one).
+pub(crate) async fn serve_through(
+    invoker: Arc<dyn lllm_runtime::Invoker>,
+    tactics: &[(&str, &Path)],
+) -> Running {
+    serve_on(invoker, tactics, |b| b).await
+}
+
+async fn serve_on(
+    invoker: Arc<dyn lllm_runtime::Invoker>,
+    tactics: &[(&str, &Path)],
+    configure: impl FnOnce(lllm_runtime::serve::ServedBuilder) -> lllm_runtime::serve::ServedBuilder,
+) -> Running {
+    let engine = Engine::new(TacticRegistry::new()).with_invoker(invoker);
     let mut builder = Served::builder(engine.clone());
     for (name, path) in tactics {
         let tactic = engine
