@@ -20,6 +20,7 @@ use super::identity::{identify, Claims};
 use super::input::{parse_body, turn, WireMessage};
 use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
+use super::unhonoured;
 use super::{now, ServeState};
 
 /// The fields of a Chat Completions request lllm reads; the others are accepted and not used (the
@@ -30,6 +31,10 @@ struct ChatRequest {
     messages: Vec<WireMessage>,
     #[serde(default)]
     prompt_cache_key: Option<String>,
+    #[serde(default)]
+    n: Option<u64>,
+    #[serde(default)]
+    response_format: Option<Value>,
     #[serde(default)]
     stream: Option<bool>,
     #[serde(default)]
@@ -51,6 +56,7 @@ pub(crate) async fn complete(
 ) -> Result<Response, ApiError> {
     let request: ChatRequest = parse_body(&read_body(&state, body).await?)?;
     let model = state.model(&request.model)?;
+    unhonoured::chat(request.n, request.response_format.as_ref())?;
     let stream = request.stream.unwrap_or(false);
     let caller = caller.map(|Extension(c)| c).unwrap_or_default();
     let turn = turn(&request.messages, "messages")?;

@@ -50,6 +50,7 @@ mod runs;
 mod session;
 mod sse;
 mod store;
+mod unhonoured;
 mod watch;
 
 use std::path::PathBuf;

@@ -24,6 +24,7 @@ use super::input::{parse_body, push_paragraph, response_input, turn, Turn};
 use super::references;
 use super::run_stream::{AnswerIds, Ask, LiveRun, Step};
 use super::sse::json_event;
+use super::unhonoured;
 use super::ServeState;
 use crate::engine::RunOutput;
 
@@ -44,6 +45,10 @@ struct ResponsesRequest {
     stream: Option<bool>,
     #[serde(default)]
     store: Option<bool>,
+    #[serde(default)]
+    text: Option<Value>,
+    #[serde(default)]
+    background: Option<bool>,
 }
 
 /// Responses' `conversation`: its id, or an object with it.
@@ -71,6 +76,7 @@ pub(crate) async fn respond(
 ) -> Result<Response, ApiError> {
     let mut request: ResponsesRequest = parse_body(&read_body(&state, body).await?)?;
     let model = state.model(&request.model)?;
+    unhonoured::responses(request.text.as_ref(), request.background)?;
     let caller = caller.map(|Extension(c)| c).unwrap_or_default();
     let referenced = references::resolve(&mut request.input, &state.conversations, &caller.0)?;
     let mut turn = turn(&response_input(&request.input)?, "input")?;
