@@ -70,6 +70,14 @@ pub(crate) struct ServeArgs {
     /// Seconds a client may take to send a request's headers, and its body.
     #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub(crate) read_timeout: u64,
+    /// Conversations kept for their next turns (at least 1); past it, the least recently used is
+    /// forgotten and its next turn starts fresh dialogs from the client's history.
+    #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_KEPT_CONVERSATIONS, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) keep_conversations: usize,
+    /// Bytes of kept conversations (their dialogs and transcripts, as written under --state);
+    /// past it, the least recently used are forgotten.
+    #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_KEPT_CONVERSATION_BYTES, value_name = "BYTES", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) keep_conversation_bytes: usize,
 }
 
 #[derive(Debug, Args)]

@@ -34,7 +34,9 @@ pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Fa
             .state_dir(&state)
             .max_runs(args.max_runs)
             .max_body_bytes(args.max_body)
-            .read_timeout(std::time::Duration::from_secs(args.read_timeout));
+            .read_timeout(std::time::Duration::from_secs(args.read_timeout))
+            .keep_conversations(args.keep_conversations)
+            .keep_conversation_bytes(args.keep_conversation_bytes);
         for key in key {
             builder = builder.api_key(key);
         }
