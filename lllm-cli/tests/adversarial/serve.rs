@@ -12,7 +12,7 @@ use lllm_runtime::testing::{StubReply, StubServer};
 
 use crate::support::{arg, lllm, Serving, TempDir};
 
-fn chat_tactic(dir: &TempDir, stub: &StubServer) -> PathBuf {
+pub(crate) fn chat_tactic(dir: &TempDir, stub: &StubServer) -> PathBuf {
     dir.write(
         "helper.yaml",
         format!(
