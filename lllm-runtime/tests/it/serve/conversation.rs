@@ -86,6 +86,9 @@ async fn a_stateless_client_continues_the_tactics_dialogs_tool_rounds_included()
     assert!(messages(&requests[2]).iter().any(|m| m["role"] == "tool"));
 }
 
+/// A request of one API with headers and a body, and the session id and source it must get.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Value, &'a str, &'a str);
+
 #[tokio::test(flavor = "multi_thread")]
 async fn every_source_of_a_conversations_identity_names_its_session() {
     let dir = TempDir::new("conversation-sources");
@@ -95,7 +98,7 @@ async fn every_source_of_a_conversations_identity_names_its_session() {
     let chat = format!("{}/v1/chat/completions", running.base);
     let responses = format!("{}/v1/responses", running.base);
     let user = json!([{"role": "user", "content": "hi"}]);
-    let cases: Vec<(&str, Vec<(&str, &str)>, Value, &str, &str)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             "chat",
             vec![("session-id", "s-1")],
