@@ -48,6 +48,7 @@ pub struct AgentSpec {
     max_call_retries: u32,
     max_parallel_tools: u32,
     context: Option<ContextPolicy>,
+    client_tools: bool,
 }
 
 impl AgentSpec {
@@ -103,6 +104,11 @@ impl AgentSpec {
     /// Retries of a failed model call (`max_call_retries`).
     pub fn max_call_retries(&self) -> u32 {
         self.max_call_retries
+    }
+
+    /// Whether a served tactic offers this agent the caller's function tools (`client_tools`).
+    pub fn client_tools(&self) -> bool {
+        self.client_tools
     }
 }
 
@@ -167,6 +173,7 @@ impl AgentContext<'_> {
             max_call_retries: value_or(raw.max_call_retries, DEFAULT_MAX_CALL_RETRIES),
             max_parallel_tools: self.max_parallel_tools(raw.max_parallel_tools)?,
             context: raw.context.map(|c| self.context(c)).transpose()?,
+            client_tools: raw.client_tools.is_some_and(|c| c.value),
             name,
             model,
         })

@@ -97,6 +97,7 @@ impl RawAgent {
             max_parallel_tools: mine
                 .max_parallel_tools
                 .or(global.max_parallel_tools.clone()),
+            client_tools: mine.client_tools.or(global.client_tools.clone()),
             context: layer(mine.context, global.context.clone(), |mine, base| {
                 Keyed::layered(mine, base, |m, base| m.over(base))
             }),

@@ -100,6 +100,9 @@ pub(crate) struct RawAgent {
     pub(crate) max_call_retries: Option<At<u32>>,
     /// Tool calls of one answer run at the same time (default 16, at most 64).
     pub(crate) max_parallel_tools: Option<At<u32>>,
+    /// When the tactic is served, the agent is also offered the function tools the caller's
+    /// request brings; a call of one pauses the run and is handed to the caller (default false).
+    pub(crate) client_tools: Option<At<bool>>,
     /// Context compaction: when a dialog nears the model's window, it is summarised into a new
     /// window that rides the cached prefix.
     pub(crate) context: Option<At<Keyed<RawContext>>>,
