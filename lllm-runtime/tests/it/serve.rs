@@ -5,6 +5,7 @@
 mod bodies;
 mod event_ids;
 mod races;
+mod stream_answer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
