@@ -12,6 +12,7 @@ mod mcp;
 mod observability;
 mod queue;
 mod serve;
+mod serve_retry;
 mod tls;
 
 /// The adversarial suite's bounded runner and fixtures, which `batch`, `journal` and `mcp` use too.

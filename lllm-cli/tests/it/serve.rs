@@ -33,7 +33,7 @@ agent_configs:
 
 /// A client installed by `scripts/servers/clients.sh`, or why the test cannot run.
 #[allow(clippy::print_stderr)]
-fn client(variable: &str, test: &str) -> Option<String> {
+pub(crate) fn client(variable: &str, test: &str) -> Option<String> {
     match std::env::var(variable).ok().filter(|v| !v.is_empty()) {
         Some(path) => Some(path),
         None if std::env::var("LLLM_REQUIRE_CLIENTS").as_deref() == Ok("1") => panic!(

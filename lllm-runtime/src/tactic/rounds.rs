@@ -46,7 +46,9 @@ impl Rounds {
 
     /// The answer of the respond that ends `messages`: the assistant messages after the last user
     /// message (the input), each a round.
-    pub(crate) fn of_messages<'m>(messages: impl DoubleEndedIterator<Item = &'m Message>) -> String {
+    pub(crate) fn of_messages<'m>(
+        messages: impl DoubleEndedIterator<Item = &'m Message>,
+    ) -> String {
         let mut replies: Vec<&Message> = messages
             .rev()
             .take_while(|m| m.role != Role::User)

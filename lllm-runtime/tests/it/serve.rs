@@ -5,6 +5,7 @@
 mod bodies;
 mod event_ids;
 mod races;
+mod retry;
 mod stream_answer;
 
 use std::path::{Path, PathBuf};

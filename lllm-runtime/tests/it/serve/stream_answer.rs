@@ -86,7 +86,11 @@ async fn a_chat_completion_streams_its_answer_with_the_text_of_tool_rounds() {
     assert_eq!(streamed.status, 200, "{}", streamed.text);
     let text: String = data(&streamed)
         .iter()
-        .filter_map(|(_, c)| c["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+        .filter_map(|(_, c)| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
         .collect();
     assert_eq!(text, ANSWER);
     assert_eq!(stub.requests().len(), 4, "two rounds each");
@@ -101,7 +105,12 @@ async fn a_response_streams_deltas_that_add_up_to_its_done_text_and_its_complete
     let url = format!("{}/v1/responses", running.base);
 
     script(&stub, false);
-    let whole = post(&url, &[], &json!({"model": "adder", "input": "2+2?"}).to_string()).await;
+    let whole = post(
+        &url,
+        &[],
+        &json!({"model": "adder", "input": "2+2?"}).to_string(),
+    )
+    .await;
     assert_eq!(whole.status, 200, "{}", whole.text);
     let output = whole.json()["output"].clone();
     assert_eq!(output.as_array().map(Vec::len), Some(1), "{output}");
