@@ -69,6 +69,11 @@ pub(crate) struct ServeArgs {
     /// Seconds a client may take to send a request's headers, and its body.
     #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub(crate) read_timeout: u64,
+    /// An origin whose browser pages may call the API routes (/v1/...), as a browser writes it:
+    /// `https://chat.example`, `http://localhost:3000` (repeatable). The console stays same-origin
+    /// only.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub(crate) cors_origins: Vec<lllm_runtime::serve::CorsOrigin>,
 }
 
 #[derive(Debug, Args)]
