@@ -13,6 +13,8 @@ pub(crate) struct ApiError {
     status: StatusCode,
     kind: &'static str,
     code: Option<&'static str>,
+    /// The request's field at fault, when one is.
+    param: Option<&'static str>,
     message: String,
     retry_after: Option<u64>,
     /// Whether to tell the client not to retry (`x-should-retry: false`): a retry would run the
@@ -28,6 +30,7 @@ impl ApiError {
             status,
             kind,
             code: None,
+            param: None,
             message: message.into(),
             retry_after: None,
             no_retry: false,
@@ -129,6 +132,12 @@ impl ApiError {
         self
     }
 
+    /// Names the request's field at fault (`param`).
+    pub(crate) fn param(mut self, field: &'static str) -> Self {
+        self.param = Some(field);
+        self
+    }
+
     /// The status.
     #[cfg(test)]
     pub(crate) fn status(&self) -> StatusCode {
@@ -141,7 +150,7 @@ impl ApiError {
             "type": self.kind,
             "message": self.message,
             "code": self.code,
-            "param": null,
+            "param": self.param,
         })
     }
 }
