@@ -65,13 +65,7 @@ pub(crate) async fn create(
     }
     let request: CreateRun = parse_body(&bytes)?;
     let model = state.model(&request.model)?;
-    if request.input.is_none() && model.tactic.is_chat() {
-        return Err(ApiError::invalid(format!(
-            "`input` is required: the model `{}` is a chat, which answers an input",
-            model.id
-        ))
-        .param("input"));
-    }
+    has_its_input(model, request.input.as_deref())?;
     let session = CallerSession::from_headers(&headers);
     let ticket = state.admission.admit(&session.id).await?;
     let id = new_run_id();
@@ -115,6 +109,18 @@ pub(crate) async fn create(
         response.headers_mut().insert(ECHO_HEADER, value);
     }
     Ok(response)
+}
+
+/// A chat answers an input: without one, a 400 naming the field, before any run.
+fn has_its_input(model: &super::Model, input: Option<&str>) -> Result<(), ApiError> {
+    if input.is_some() || !model.tactic.is_chat() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(format!(
+        "`input` is required: the model `{}` is a chat, which answers an input",
+        model.id
+    ))
+    .param("input"))
 }
 
 /// A run written but not started yet.
