@@ -78,6 +78,11 @@ pub(crate) struct ServeArgs {
     /// past it, the least recently used are forgotten.
     #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_KEPT_CONVERSATION_BYTES, value_name = "BYTES", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) keep_conversation_bytes: usize,
+    /// An origin whose browser pages may call the API routes (/v1/...), as a browser writes it:
+    /// `https://chat.example`, `http://localhost:3000` (repeatable). The console stays same-origin
+    /// only.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub(crate) cors_origins: Vec<lllm_runtime::serve::CorsOrigin>,
 }
 
 #[derive(Debug, Args)]

@@ -90,7 +90,7 @@ pub(crate) struct Screen {
     shown: Shown,
     closed: Arc<Mutex<Option<std::io::Error>>>,
     stop: Arc<Notify>,
-    line_open: Arc<Mutex<bool>>,
+    line: Arc<Mutex<Line>>,
     started: std::time::Instant,
 }
 
@@ -100,18 +100,18 @@ impl Screen {
             shown,
             closed: Arc::default(),
             stop: Arc::new(Notify::new()),
-            line_open: Arc::default(),
+            line: Arc::default(),
             started: std::time::Instant::now(),
         }
     }
 
     /// The observer that shows the run.
     pub(crate) fn observer(&self) -> RunObserver {
-        let (shown, closed, stop, line_open, started) = (
+        let (shown, closed, stop, line, started) = (
             self.shown,
             self.closed.clone(),
             self.stop.clone(),
-            self.line_open.clone(),
+            self.line.clone(),
             self.started,
         );
         let progress = crate::show::progress_lines_since(started);
@@ -120,7 +120,7 @@ impl Screen {
                 progress.notify(event);
             }
             if shown.stream {
-                show_streamed(event, shown, &closed, &stop, &line_open);
+                show_streamed(event, shown, &closed, &stop, &line);
             }
         })
     }
@@ -159,6 +159,19 @@ impl Stopped {
     }
 }
 
+/// Where the streamed text's last line is.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// Ended by the text itself (or nothing written yet).
+    #[default]
+    Closed,
+    /// Open: text without its newline yet.
+    Open,
+    /// Ended here before a tool call's line: the break before the next round's text (which the
+    /// run streams, so that the pieces add up to the answer) has one newline less.
+    EndedHere,
+}
+
 /// One event of a streamed answer: text on stdout, tool calls on stderr.
 #[allow(clippy::print_stderr)]
 fn show_streamed(
@@ -166,7 +179,7 @@ fn show_streamed(
     shown: Shown,
     closed: &Mutex<Option<std::io::Error>>,
     stop: &Notify,
-    line_open: &Mutex<bool>,
+    line: &Mutex<Line>,
 ) {
     let write = |bytes: &[u8]| {
         let mut stdout = std::io::stdout();
@@ -178,17 +191,27 @@ fn show_streamed(
             stop.notify_one();
         }
     };
-    let mut open = line_open.lock().unwrap_or_else(|p| p.into_inner());
+    let mut line = line.lock().unwrap_or_else(|p| p.into_inner());
     match event {
         RunEvent::Text { text, .. } => {
-            write(text.as_bytes());
-            *open = !text.ends_with('\n');
+            let text = match *line {
+                Line::EndedHere => text.strip_prefix('\n').unwrap_or(text),
+                Line::Closed | Line::Open => text,
+            };
+            if !text.is_empty() {
+                write(text.as_bytes());
+                *line = if text.ends_with('\n') {
+                    Line::Closed
+                } else {
+                    Line::Open
+                };
+            }
         }
         RunEvent::ToolCall { call, .. } => {
-            // Text before a tool call (the model thinking aloud) ends its line before the answer.
-            if *open {
+            // Text before a tool call (the model thinking aloud) ends its line before the call's.
+            if *line == Line::Open {
                 write(b"\n");
-                *open = false;
+                *line = Line::EndedHere;
             }
             if shown.show_tools {
                 let line = format!("· {}({})", visible(&call.name), visible(&call.arguments));

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use lllm_runtime::engine::tactic_name;
 use lllm_runtime::serve::Served;
-use lllm_runtime::{load_tactic, Engine, Host, TacticRegistry};
+use lllm_runtime::{load_tactic, Engine, Host, TacticRegistry, TacticSpec};
 
 use crate::cli::ServeArgs;
 use crate::execute::announce_servers;
@@ -40,9 +40,13 @@ pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Fa
         for key in key {
             builder = builder.api_key(key);
         }
+        for origin in &args.cors_origins {
+            builder = builder.cors_origin(origin.clone());
+        }
         let mut prepared = Vec::new();
         for (name, spec) in specs {
             announce_servers(&spec);
+            announce_sessionless(&name, &spec);
             let tactic = engine.prepare(spec).await.map_err(run_failure)?;
             prepared.push(tactic.clone());
             builder = builder.tactic(name, tactic);
@@ -65,6 +69,30 @@ pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Fa
         }
         outcome.map_err(|e| failed(anyhow!(e)))
     })
+}
+
+/// Says, at start-up, that the agents of `model` without `inference_hints` send no session
+/// downstream: the caller's conversation cannot reach a KV-aware router through them.
+#[allow(clippy::print_stderr)]
+fn announce_sessionless(model: &str, spec: &TacticSpec) {
+    let agents: Vec<&str> = spec
+        .agents()
+        .iter()
+        .filter(|agent| agent.inference_hints().is_none())
+        .map(|agent| agent.name())
+        .collect();
+    if agents.is_empty() {
+        return;
+    }
+    let all = if agents.len() == spec.agents().len() {
+        "no session"
+    } else {
+        "no session from some agents"
+    };
+    eprintln!(
+        "lllm: {model} sends {all} downstream (without inference_hints: {}): a KV-aware router sees each of its requests apart; add `inference_hints: {{profile: ...}}` to keep a conversation on one worker",
+        agents.join(", ")
+    );
 }
 
 /// The keys, from `--api-key` or the environment (separated by commas); required off loopback.

@@ -57,7 +57,8 @@ pub enum RunEvent {
         #[serde(rename = "took_ms", serialize_with = "wire::millis")]
         took: Duration,
     },
-    /// A piece of answer text, as it arrives (only when the run streams).
+    /// A piece of answer text, as it arrives (only when the run streams). A run's pieces add up
+    /// to its answer: the built-in chat shows the break between two rounds' texts as a piece too.
     Text {
         /// The agent answering.
         agent: String,

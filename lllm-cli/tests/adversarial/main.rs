@@ -16,6 +16,7 @@ mod second_round;
 mod secrets;
 mod serve;
 mod serve_conversations;
+mod serve_cors;
 mod serve_records;
 mod serve_runs;
 mod signals;

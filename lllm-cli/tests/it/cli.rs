@@ -452,6 +452,48 @@ async fn stream_prints_the_answer_as_it_arrives() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_streamed_answer_with_a_tool_round_prints_what_an_unstreamed_run_prints() {
+    let server = StubServer::start().await.expect("server");
+    let dir = TempDir::new("stream-rounds");
+    let body = tactic(&server.base_url(), "openai").replace(
+        "  - name: assistant\n",
+        "  - name: assistant\n    tools:\n      - {name: add, description: Adds, parameters: {type: object, properties: {}}, command: [sh, -c, 'echo 4']}\n",
+    );
+    let file = dir.write("t.yaml", body.as_bytes());
+    let call = serde_json::json!([{"index": 0, "id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}]);
+    server.push(StubReply::sse(&[
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": "Let me add."}}]}),
+        serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": call}}]}),
+        serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]));
+    server.push(StubReply::sse_text(&["It is ", "4."]));
+    let args = [
+        "run",
+        path_str(&file),
+        "--input",
+        "2+2?",
+        "--var",
+        "topic=x",
+    ];
+    let streamed = run(&[&args[..], &["--stream"]].concat(), None, &[]).await;
+    assert_eq!(
+        streamed.status.code(),
+        Some(0),
+        "{}",
+        text(&streamed.stderr)
+    );
+    server.push(StubReply::completion(serde_json::json!({
+        "role": "assistant", "content": "Let me add.",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}],
+    })));
+    server.push(StubReply::text("It is 4."));
+    let whole = run(&args, None, &[]).await;
+    assert_eq!(whole.status.code(), Some(0), "{}", text(&whole.stderr));
+    assert_eq!(text(&whole.stdout), "Let me add.\n\nIt is 4.\n");
+    assert_eq!(text(&streamed.stdout), text(&whole.stdout));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn output_schema_answers_are_json_and_dry_runs_fill_them() {
     let server = StubServer::start().await.expect("server");
     server.push(StubReply::text(r#"{"words": 4}"#));

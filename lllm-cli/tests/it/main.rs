@@ -13,6 +13,8 @@ mod observability;
 mod queue;
 mod serve;
 mod serve_clients;
+mod serve_retry;
+mod serve_startup;
 mod tls;
 
 /// The adversarial suite's bounded runner and fixtures, which `batch`, `journal` and `mcp` use too.

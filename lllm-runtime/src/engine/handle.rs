@@ -223,6 +223,13 @@ impl RunHandle {
         }
     }
 
+    /// Where the run is and the number of its latest event (0 before the first), read together:
+    /// each status is an event, so the number changes whenever the status does.
+    pub fn status_and_latest(&self) -> (RunStatus, u64) {
+        let log = self.shared.lock();
+        (log.status, log.next - 1)
+    }
+
     /// The number of the run's latest event (0 before the first).
     pub fn last_event_id(&self) -> u64 {
         self.shared.latest.borrow().0

@@ -139,7 +139,8 @@ pub(crate) async fn approve(
         .map_err(|e| ApiError::internal(format!("the run's record cannot be written: {e}")))?;
     let plan = plan
         .confirm(record.log.confirm(decisions))
-        .observer(record.log.observer());
+        .observer(record.log.observer())
+        .stream(true);
     start_recorded(&state.engine, model, &record, plan, base, ticket);
     Ok(view(&state, &record))
 }

@@ -4,14 +4,22 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+/// The header the OpenAI SDKs read before retrying: `false` and they do not.
+pub(crate) const SHOULD_RETRY: &str = "x-should-retry";
+
 /// An error answered before the first byte of a response.
 #[derive(Debug, Clone)]
 pub(crate) struct ApiError {
     status: StatusCode,
     kind: &'static str,
     code: Option<&'static str>,
+    /// The request's field at fault, when one is.
+    param: Option<&'static str>,
     message: String,
     retry_after: Option<u64>,
+    /// Whether to tell the client not to retry (`x-should-retry: false`): a retry would run the
+    /// whole tactic again for the same failure.
+    no_retry: bool,
     /// The run the request was about, as `GET /v1/runs/{id}` shows it, beside `error`.
     run: Option<Box<serde_json::Value>>,
 }
@@ -22,8 +30,10 @@ impl ApiError {
             status,
             kind,
             code: None,
+            param: None,
             message: message.into(),
             retry_after: None,
+            no_retry: false,
             run: None,
         }
     }
@@ -85,9 +95,28 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)
     }
 
-    /// The run failed before its response started (502: the failure is downstream or the tactic's).
+    /// The run failed before its response started, after lllm's own retries (502: the failure is
+    /// downstream or the tactic's), with `x-should-retry: false`: the OpenAI SDKs would otherwise
+    /// run the whole tactic again, twice.
     pub(crate) fn run_failed(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_GATEWAY, "server_error", message).code("run_failed")
+        let mut error =
+            Self::new(StatusCode::BAD_GATEWAY, "server_error", message).code("run_failed");
+        error.no_retry = true;
+        error
+    }
+
+    /// The run failed because the serving side is overloaded (503, with `Retry-After` when it
+    /// said how long): a later retry may succeed, so the client's retry is kept.
+    pub(crate) fn overloaded(message: impl Into<String>, retry_after: Option<u64>) -> Self {
+        let mut error = Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", message)
+            .code("downstream_overloaded");
+        error.retry_after = retry_after;
+        error
+    }
+
+    /// The run ran out of time (504): a retry may succeed, so the client's retry is kept.
+    pub(crate) fn timed_out(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::GATEWAY_TIMEOUT, "server_error", message).code("run_timed_out")
     }
 
     /// Answers with the run as it is now beside the error (a decision that lost says where the run
@@ -103,6 +132,12 @@ impl ApiError {
         self
     }
 
+    /// Names the request's field at fault (`param`).
+    pub(crate) fn param(mut self, field: &'static str) -> Self {
+        self.param = Some(field);
+        self
+    }
+
     /// The status.
     #[cfg(test)]
     pub(crate) fn status(&self) -> StatusCode {
@@ -115,7 +150,7 @@ impl ApiError {
             "type": self.kind,
             "message": self.message,
             "code": self.code,
-            "param": null,
+            "param": self.param,
         })
     }
 }
@@ -131,6 +166,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.no_retry {
+            response
+                .headers_mut()
+                .insert(SHOULD_RETRY, HeaderValue::from_static("false"));
         }
         response
     }

@@ -31,6 +31,7 @@ mod body;
 mod chat;
 mod console;
 mod conversations;
+mod cors;
 mod decisions;
 mod error;
 mod failure;
@@ -62,6 +63,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use conversations::{DEFAULT_KEPT_CONVERSATIONS, DEFAULT_KEPT_CONVERSATION_BYTES};
+pub use cors::{CorsOrigin, CorsOriginError};
 pub use input::CLIENT_SYSTEM_VAR;
 pub use session::{ECHO_HEADER, PARENT_SESSION_HEADERS, SESSION_HEADERS, SOURCE_HEADER};
 
@@ -222,6 +224,7 @@ pub struct Served {
     state: Arc<ServeState>,
     key: Option<ServeKey>,
     max_connections: usize,
+    cors: cors::CorsOrigins,
 }
 
 /// Builds [`Served`]. Setters never fail; [`build`](Self::build) checks.
@@ -236,6 +239,7 @@ pub struct ServedBuilder {
     max_body: usize,
     max_connections: usize,
     read_timeout: Duration,
+    cors: Vec<CorsOrigin>,
 }
 
 impl Served {
@@ -254,6 +258,7 @@ impl Served {
             max_body: DEFAULT_MAX_BODY_BYTES,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            cors: Vec::new(),
         }
     }
 
@@ -298,6 +303,12 @@ impl Served {
             )),
             None => routes,
         };
+        // Outside the key check: a browser's preflight carries no key. Outside the same-origin
+        // rule: it marks the requests of a listed origin for it.
+        let routes = routes.layer(axum::middleware::from_fn_with_state(
+            self.cors.clone(),
+            cors::allow_listed_origins,
+        ));
         // Outermost: every other layer reads `Host` as if there were one.
         routes.layer(axum::middleware::from_fn(host::one_host_only))
     }
@@ -396,6 +407,14 @@ impl ServedBuilder {
         self
     }
 
+    /// Lets a browser page of `origin` call the API routes (`/v1/...`): its CORS preflight is
+    /// answered and its requests pass the same-origin rule; the console stays same-origin only.
+    /// Repeatable.
+    pub fn cors_origin(mut self, origin: CorsOrigin) -> Self {
+        self.cors.push(origin);
+        self
+    }
+
     /// Checks the models and opens the state directory, reading the runs an earlier server left.
     pub fn build(self) -> Result<Served, ServeError> {
         if self.tactics.is_empty() {
@@ -436,6 +455,7 @@ impl ServedBuilder {
             key: (!self.keys.is_empty())
                 .then(|| ServeKey::new(self.keys.iter().map(String::as_str))),
             max_connections: self.max_connections,
+            cors: cors::CorsOrigins(self.cors.into()),
         })
     }
 }

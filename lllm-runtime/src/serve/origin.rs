@@ -4,13 +4,15 @@
 //! approve a tool call. So: a request naming another origin than the server (`Origin`, or
 //! `Sec-Fetch-Site: cross-site`) may only read nothing, and without a key the server answers only
 //! to an address or `localhost`, never to a name someone else's DNS controls. Clients that are not
-//! browsers send neither header and are not affected.
+//! browsers send neither header and are not affected. The origins the operator lists
+//! (`--cors-origin`) may call the API routes (`cors.rs` marks their requests).
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::cors::AllowedOrigin;
 use super::error::ApiError;
 
 /// Whether the server has a key (then a rebound name gets no password from the browser).
@@ -33,7 +35,9 @@ pub(crate) async fn same_origin_only(
         );
     }
     let reads = matches!(*request.method(), Method::GET | Method::HEAD);
-    if !reads && from_another_site(headers, host) {
+    // An origin the operator listed (`--cors-origin`), on an API route: see `cors.rs`.
+    let listed = request.extensions().get::<AllowedOrigin>().is_some();
+    if !reads && !listed && from_another_site(headers, host) {
         return refused(
             "a request from another site's page is refused: only the server's own console and \
              clients that are not browsers may start, cancel or approve runs",

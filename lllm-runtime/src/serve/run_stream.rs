@@ -267,6 +267,7 @@ fn shown(
         id: new_run_id(),
         model: model.id.clone(),
         created: super::now(),
+        created_ns: 0,
         session: session.id.clone(),
         idempotency: None,
         source: Some(source.to_owned()),
@@ -274,6 +275,7 @@ fn shown(
         error: None,
         last_event: 0,
         running: false,
+        sources: Vec::new(),
     };
     let live = RunState::Live {
         handle: handle.clone(),

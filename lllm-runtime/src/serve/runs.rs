@@ -65,6 +65,7 @@ pub(crate) async fn create(
     }
     let request: CreateRun = parse_body(&bytes)?;
     let model = state.model(&request.model)?;
+    has_its_input(model, request.input.as_deref())?;
     let session = CallerSession::from_headers(&headers);
     let ticket = state.admission.admit(&session.id).await?;
     let id = new_run_id();
@@ -75,6 +76,8 @@ pub(crate) async fn create(
     let mut plan = RunPlan::new()
         .maybe_input(request.input)
         .observer(log.observer())
+        // The answer's text reaches the run's events (`text`) as it arrives.
+        .stream(true)
         .vars(vars)
         .conversation(Conversation::new(session.id.clone()).parent(session.parent.clone()))
         // Every call that needs a confirmation pauses the run (declined without a journal).
@@ -86,6 +89,7 @@ pub(crate) async fn create(
         id,
         model: model.id.clone(),
         created: super::now(),
+        created_ns: 0,
         session: session.id.clone(),
         idempotency: key.map(|k| (k, digest)),
         source: None,
@@ -93,6 +97,7 @@ pub(crate) async fn create(
         error: None,
         last_event: 0,
         running: true,
+        sources: Vec::new(),
     };
     let record = state
         .runs
@@ -104,6 +109,18 @@ pub(crate) async fn create(
         response.headers_mut().insert(ECHO_HEADER, value);
     }
     Ok(response)
+}
+
+/// A chat answers an input: without one, a 400 naming the field, before any run.
+fn has_its_input(model: &super::Model, input: Option<&str>) -> Result<(), ApiError> {
+    if input.is_some() || !model.tactic.is_chat() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(format!(
+        "`input` is required: the model `{}` is a chat, which answers an input",
+        model.id
+    ))
+    .param("input"))
 }
 
 /// A run written but not started yet.
@@ -167,9 +184,11 @@ pub(crate) async fn get(
 /// What a client sees of a run.
 pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
     let meta = record.meta();
-    let stopped = match record.state() {
-        RunState::Stopped { stopped, .. } => stopped,
-        RunState::Live { handle, .. } => live_view(state, &meta, &handle),
+    // The revision counts the log's changes and the run's events (a status is one), so that it
+    // changes whenever the status does, `queued` to `running` included.
+    let (stopped, events) = match record.state() {
+        RunState::Stopped { stopped, last } => (stopped, last),
+        RunState::Live { handle, base } => live_view(state, &meta, &handle, base),
     };
     let mut out = json!({
         "id": meta.id,
@@ -178,7 +197,7 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
         "created_at": meta.created,
         "session_id": meta.session,
         "status": stopped.status,
-        "revision": record.log.revision(),
+        "revision": record.log.revision() + events,
     });
     let totals = record.log.totals();
     if totals.calls > 0 {
@@ -187,7 +206,7 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
     if let Some(output) = stopped.output {
         out["output"] = output.into();
     }
-    if let Some(error) = stopped.error.or(meta.error) {
+    if let Some(error) = stopped.error.or_else(|| meta.error.clone()) {
         out["error"] = json!({"type": "server_error", "message": error});
     }
     if !stopped.pending.is_empty() {
@@ -195,9 +214,13 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
             .pending
             .iter()
             .map(|p| {
-                json!({"id": p.call, "agent": p.agent, "tool": p.tool,
-                       "source": record.log.source(p.agent.as_deref(), &p.call),
-                       "arguments": p.arguments})
+                let source = record
+                    .log
+                    .source(p.agent.as_deref(), &p.call)
+                    .or_else(|| meta.source_of(p.agent.as_deref(), &p.call));
+                // A JSON string, as in the `tool_call` events and OpenAI's tool calls.
+                json!({"id": p.call, "agent": p.agent, "tool": p.tool, "source": source,
+                       "arguments": p.arguments.to_string()})
             })
             .collect();
         out["pending"] = pending.into();
@@ -205,9 +228,11 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
     Json(out)
 }
 
-fn live_view(state: &ServeState, meta: &RunMeta, handle: &RunHandle) -> Stopped {
+/// A live run as it is now, and the number of its latest event (after `base`, its earlier parts').
+fn live_view(state: &ServeState, meta: &RunMeta, handle: &RunHandle, base: u64) -> (Stopped, u64) {
+    let (status, latest) = handle.status_and_latest();
     let mut view = Stopped {
-        status: handle.status(),
+        status,
         output: None,
         error: None,
         pending: handle.pending(),
@@ -224,7 +249,7 @@ fn live_view(state: &ServeState, meta: &RunMeta, handle: &RunHandle) -> Stopped 
             }
         }
     }
-    view
+    (view, base + latest)
 }
 
 /// `GET /v1/runs/{id}/events`: the run's events as server-sent events, after `Last-Event-ID`.

@@ -31,6 +31,11 @@ pub(crate) struct RunMeta {
     pub(crate) id: String,
     pub(crate) model: String,
     pub(crate) created: u64,
+    /// When it was created, in nanoseconds since the Unix epoch, made unique and increasing by the
+    /// store (0 until it adds the run; a record of an earlier version has none): the list's order,
+    /// finer than `created`'s seconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) created_ns: u64,
     pub(crate) session: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) idempotency: Option<(String, String)>,
@@ -51,6 +56,28 @@ pub(crate) struct RunMeta {
     /// cannot say. A pause or an end writes the record again, before it shows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) running: bool,
+    /// Where the tools of the calls a paused run waits for come from: noted by this process's
+    /// log when the run asked, kept here for a server started again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) sources: Vec<CallSource>,
+}
+
+/// Where the tool of one pending call comes from (`command`, `mcp:NAME`, ...).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct CallSource {
+    pub(crate) agent: Option<String>,
+    pub(crate) call: String,
+    pub(crate) source: String,
+}
+
+impl RunMeta {
+    /// Where the tool of `agent`'s pending call `call` comes from, as the record keeps it.
+    pub(crate) fn source_of(&self, agent: Option<&str>, call: &str) -> Option<String> {
+        self.sources
+            .iter()
+            .find(|s| s.agent.as_deref() == agent && s.call == call)
+            .map(|s| s.source.clone())
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -133,6 +160,22 @@ impl RunRecord {
         }
     }
 
+    /// Notes where the tools of the `pending` calls come from, as this process's log noted them,
+    /// for the record the pause writes next (a server started again has no such log).
+    pub(crate) fn note_sources(&self, pending: &[PendingCall]) {
+        let sources = pending
+            .iter()
+            .filter_map(|p| {
+                Some(CallSource {
+                    source: self.log.source(p.agent.as_deref(), &p.call)?,
+                    agent: p.agent.clone(),
+                    call: p.call.clone(),
+                })
+            })
+            .collect();
+        self.meta.lock().unwrap_or_else(|p| p.into_inner()).sources = sources;
+    }
+
     /// Records that the run runs again after its event `last_event` (an approval continues it),
     /// before it does.
     pub(crate) fn continues(&self, last_event: u64) -> std::io::Result<()> {
@@ -171,6 +214,8 @@ pub(crate) struct RunStore {
     /// The ids of the runs that answered one request, oldest first.
     request_runs: Mutex<VecDeque<String>>,
     changes: Changes,
+    /// The latest `created_ns` given.
+    latest_created: Mutex<u64>,
 }
 
 impl RunStore {
@@ -182,6 +227,7 @@ impl RunStore {
                 runs: Mutex::default(),
                 request_runs: Mutex::default(),
                 changes: Changes::default(),
+                latest_created: Mutex::default(),
             });
         };
         let runs_dir = dir.join("runs");
@@ -208,11 +254,13 @@ impl RunStore {
                 }
             }
         }
+        let latest = runs.values().map(|r| order_key(&r.meta())).max();
         Ok(RunStore {
             dir: Some(runs_dir),
             runs: Mutex::new(runs),
             request_runs: Mutex::default(),
             changes,
+            latest_created: Mutex::new(latest.unwrap_or(0)),
         })
     }
 
@@ -233,7 +281,7 @@ impl RunStore {
             .values()
             .map(|r| {
                 let meta = r.meta();
-                (meta.created, meta.id, r.clone())
+                (order_key(&meta), meta.id, r.clone())
             })
             .collect();
         runs.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
@@ -259,13 +307,28 @@ impl RunStore {
             .map(|dir| dir.join(format!("{id}.journal")))
     }
 
+    /// A creation time for a new run: now in nanoseconds, after every one given before (a clock
+    /// that stepped back, or two runs in one nanosecond, never reorder the list).
+    fn next_created(&self) -> u64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut latest = self
+            .latest_created
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *latest = now.max(latest.saturating_add(1));
+        *latest
+    }
+
     /// Adds a run, writing its record.
     pub(crate) fn add(
         &self,
-        meta: RunMeta,
+        mut meta: RunMeta,
         state: RunState,
         log: Arc<RunLog>,
     ) -> Result<Arc<RunRecord>, String> {
+        meta.created_ns = self.next_created();
         if let Some(dir) = &self.dir {
             write_meta(dir, &meta)
                 .map_err(|e| format!("the run's record cannot be written: {e}"))?;
@@ -286,10 +349,11 @@ impl RunStore {
     /// the console, never written (its conversation is the client's to keep).
     pub(crate) fn add_in_memory(
         &self,
-        meta: RunMeta,
+        mut meta: RunMeta,
         state: RunState,
         log: Arc<RunLog>,
     ) -> Arc<RunRecord> {
+        meta.created_ns = self.next_created();
         self.insert(Arc::new(RunRecord {
             journal: None,
             meta: Mutex::new(meta),
@@ -338,12 +402,20 @@ impl RunStore {
     }
 }
 
+/// Where a run goes in the list: its creation in nanoseconds (a record without one: its second).
+fn order_key(meta: &RunMeta) -> u64 {
+    match meta.created_ns {
+        0 => meta.created.saturating_mul(1_000_000_000),
+        ns => ns,
+    }
+}
+
 fn forget_oldest_ended(runs: &mut HashMap<String, Arc<RunRecord>>) {
     while runs.len() > KEPT_RUNS {
         let oldest = runs
             .iter()
             .filter(|(_, r)| r.meta().status.is_some())
-            .min_by_key(|(_, r)| r.meta().created)
+            .min_by_key(|(_, r)| order_key(&r.meta()))
             .map(|(id, _)| id.clone());
         match oldest {
             Some(id) => runs.remove(&id),
@@ -498,6 +570,7 @@ mod tests {
             id: new_run_id(),
             model: "m".into(),
             created,
+            created_ns: 0,
             session: "s".into(),
             idempotency: None,
             source: Some("chat.completions".into()),
@@ -505,6 +578,7 @@ mod tests {
             error: None,
             last_event: 0,
             running: false,
+            sources: Vec::new(),
         };
         let stopped = Stopped {
             status: RunStatus::Completed,

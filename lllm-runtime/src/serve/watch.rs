@@ -6,7 +6,7 @@ use super::admission::Ticket;
 use super::failure::Failure;
 use super::store::{status_of, RunRecord, RunState, Stopped};
 use super::Model;
-use crate::engine::{BeforeEnd, Engine, RunHandle, RunPlan};
+use crate::engine::{BeforeEnd, Engine, RunError, RunHandle, RunPlan};
 
 /// Starts `plan` as the run of `record` (of `/v1/runs`), its events numbered after `base` (those
 /// of its earlier parts). When it ends, its record is written with its status and the id of its
@@ -24,6 +24,9 @@ pub(crate) fn start_recorded(
     let ending = record.clone();
     let before_end: BeforeEnd = Box::new(move |outcome, last| {
         drop(ticket);
+        if let Err(RunError::Paused { pending, .. }) = outcome {
+            ending.note_sources(pending);
+        }
         let error = match outcome {
             Err(e) if !e.is_paused() => Some(Failure::of(&secrets, e).message),
             _ => None,

@@ -4,6 +4,7 @@
 
 mod chat;
 mod registry;
+mod rounds;
 mod steps;
 mod team;
 

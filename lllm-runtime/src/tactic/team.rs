@@ -178,6 +178,11 @@ impl Team {
         self.run.stream
     }
 
+    /// The run's observer, when it has one (a tactic shows it what the agents do not).
+    pub(crate) fn observer(&self) -> Option<&crate::events::RunObserver> {
+        self.run.observer.as_ref()
+    }
+
     pub(crate) fn report(&self, progress: Progress<'_>) {
         if let Some(sink) = &self.progress {
             sink(progress);

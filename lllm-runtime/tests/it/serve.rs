@@ -6,6 +6,9 @@ mod bodies;
 mod conversation;
 mod event_ids;
 mod races;
+mod retry;
+mod runs_api;
+mod stream_answer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -750,7 +753,8 @@ async fn an_approval_after_a_restart_completes_the_run_and_the_tool_runs_once() 
     let waiting = wait_status(&running.base, &id, "requires_action").await;
     assert_eq!(waiting["pending"][0]["id"], "c1");
     assert_eq!(waiting["pending"][0]["tool"], "act");
-    assert_eq!(waiting["pending"][0]["arguments"]["line"], "did it");
+    // A JSON string, as in the `tool_call` events.
+    assert_eq!(waiting["pending"][0]["arguments"], r#"{"line":"did it"}"#);
     // The same key and body: the same run; another body: 409.
     let again = post(
         &format!("{}/v1/runs", running.base),
@@ -775,6 +779,8 @@ async fn an_approval_after_a_restart_completes_the_run_and_the_tool_runs_once() 
         .json();
     assert_eq!(waiting["status"], "requires_action");
     assert_eq!(waiting["pending"][0]["id"], "c1");
+    // Where the tool comes from survives the restart (the record keeps it).
+    assert_eq!(waiting["pending"][0]["source"], "a command tool");
     stub.push(StubReply::text("done"));
     let approved = post(
         &format!("{}/v1/runs/{id}/approval", running.base),

@@ -176,7 +176,7 @@ function pendingCalls(run, reload) {
   const cards = run.pending.map((call) => el("div", { class: "pending", "data-call": call.id },
     el("div", {}, el("strong", {}, call.tool), " asked by ", el("strong", {}, call.agent || "an agent"),
       call.source ? el("span", { class: "muted" }, ` (${call.source})`) : null),
-    el("pre", { class: "arguments" }, JSON.stringify(call.arguments, null, 2)),
+    el("pre", { class: "arguments" }, pretty(call.arguments)),
     el("div", { class: "actions" },
       el("button", { class: "approve", onclick: (e) => decide(e, run.id, "approve", call.id, reload) }, "Approve"),
       el("button", { class: "reject", onclick: (e) => decide(e, run.id, "reject", call.id, reload) }, "Reject"))));
@@ -255,6 +255,15 @@ function dialogCard(dialog) {
         el("th", { class: "num" }, "Queue wait"), el("th", { class: "num" }, "Took"), el("th", {}, "Endpoint"),
         el("th", { class: "num" }, "Window"))),
       el("tbody", {}, rows)));
+}
+
+// Arguments are JSON text (as OpenAI's tool calls carry them): shown indented when they parse.
+function pretty(text) {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return String(text);
+  }
 }
 
 function toolCalls(calls) {
