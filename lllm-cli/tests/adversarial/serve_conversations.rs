@@ -141,16 +141,18 @@ async fn another_keys_forged_history_ids_and_references_reach_none_of_its_dialog
         let (status, answer) = http(serving.address(), &keyed(path, "sk-beta-2", &body));
         assert!(matches!(status, 200 | 400 | 404), "{answer}");
         for request in &stub.requests()[before..] {
-            let sent = request.body.to_string();
-            // The forged history is the client's own text; what must never appear is a dialog of
-            // alpha's continued for beta: a request whose messages beta did not send.
-            if path == "/v1/chat/completions" {
-                continue;
-            }
-            assert!(
-                !sent.contains("alpha's private answer"),
-                "{body} reached alpha's dialog: {sent}"
-            );
+            let sent: Vec<Value> = request.body["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let texts: Vec<&str> = sent.iter().filter_map(|m| m["content"].as_str()).collect();
+            // Exactly what beta sent, after the tactic's system prompt: none of alpha's dialog.
+            let expected: Vec<&str> = if path == "/v1/chat/completions" {
+                vec!["secret question", "alpha's private answer", "more"]
+            } else {
+                vec!["more"]
+            };
+            assert_eq!(texts[1..], expected[..], "{body} reached alpha's dialog");
         }
         assert_ne!(
             header(&answer, "x-lllm-session-source"),

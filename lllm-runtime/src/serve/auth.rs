@@ -24,10 +24,28 @@ impl std::fmt::Debug for ServeKey {
 
 /// Who sent a request, as conversations are kept apart: a digest of the key it carried (never the
 /// key), or empty on a server without a key.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Caller(pub(crate) Arc<str>);
 
 impl Caller {
+    /// The caller of a request (the anonymous one on a server without a key).
+    pub(crate) fn of(extension: Option<axum::Extension<Caller>>) -> Caller {
+        extension
+            .map(|axum::Extension(caller)| caller)
+            .unwrap_or_default()
+    }
+
+    /// As a run's record keeps it.
+    pub(crate) fn recorded(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| self.0.to_string())
+    }
+
+    /// The name of `id` (a conversation, an idempotency key) among this caller's: another key's
+    /// request naming the same id never waits on this one's turn.
+    pub(crate) fn scoped(&self, id: &str) -> String {
+        format!("{}\u{1f}{id}", self.0)
+    }
+
     fn of_key(key: &str) -> Self {
         use sha2::Digest as _;
         let digest = sha2::Sha256::digest(key.as_bytes());

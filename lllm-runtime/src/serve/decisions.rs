@@ -13,6 +13,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::auth::Caller;
 use super::body::read_body;
 use super::error::ApiError;
 use super::input::parse_body;
@@ -43,9 +44,10 @@ enum Verdict {
 /// `POST /v1/runs/{id}/cancel`: returns once the run stopped and its journal records it.
 pub(crate) async fn cancel(
     State(state): State<Arc<ServeState>>,
+    caller: Option<axum::Extension<Caller>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let record = record(&state, &id)?;
+    let record = record(&state, &Caller::of(caller), &id)?;
     let _deciding = state.decisions.lock(&id).await;
     let cancelled = match record.state() {
         RunState::Live { handle, base } => {
@@ -103,11 +105,12 @@ fn stop_waiting(record: &RunRecord, last: u64) -> Result<(), ApiError> {
 /// continues the run from its journal.
 pub(crate) async fn approve(
     State(state): State<Arc<ServeState>>,
+    caller: Option<axum::Extension<Caller>>,
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let approval: Approval = parse_body(&read_body(&state, body).await?)?;
-    let record = record(&state, &id)?;
+    let record = record(&state, &Caller::of(caller), &id)?;
     let _deciding = state.decisions.lock(&id).await;
     let conflict = |message: String| ApiError::conflict(message).with_run(view(&state, &record).0);
     let (pending, base) = match record.state() {

@@ -62,10 +62,9 @@ pub(crate) enum Follow {
     Matching,
     /// The conversation's latest turn (the request brings new input only).
     Latest,
-    /// This turn of a conversation (a `previous_response_id`).
-    From(Arc<Snapshot>),
-    /// Fresh dialogs seeded from this transcript (an earlier turn's `previous_response_id`).
-    Upto(Vec<Entry>),
+    /// The turn of a conversation a `previous_response_id` names: its dialogs when it is still the
+    /// conversation's latest turn, else a branch seeded from the transcript up to it.
+    Response(Found),
 }
 
 /// A request's conversation.
@@ -79,12 +78,14 @@ pub(crate) struct Identified {
     pub(crate) digest: String,
 }
 
-/// The dialogs a run starts from, and the transcript the client has seen before its input.
+/// The dialogs a run starts from, the transcript the client has seen before its input, and where
+/// the conversation is kept after the run.
 #[derive(Debug)]
 pub(crate) struct Continuation {
     pub(crate) dialogs: Vec<(String, lllm_core::DialogTree)>,
     pub(crate) seed: Vec<Message>,
     pub(crate) transcript: Vec<Entry>,
+    pub(crate) key: ConversationKey,
 }
 
 /// The conversation of a request of `caller` to `model` with `headers`, `claims` and `turn`.
@@ -109,9 +110,9 @@ pub(crate) fn identify(
     } else if let Some(id) = claims.conversation.and_then(named) {
         (id, Source::Conversation)
     } else if let Some(found) = &claims.previous {
-        (found.snapshot.key.id.clone(), Source::PreviousResponse)
+        (found.snapshot.session.clone(), Source::PreviousResponse)
     } else if let Some(found) = &claims.referenced {
-        (found.snapshot.key.id.clone(), Source::ItemReference)
+        (found.snapshot.session.clone(), Source::ItemReference)
     } else if let Some(key) = (!turn.seed.is_empty())
         .then(|| store.by_history(&digest))
         .flatten()
@@ -121,8 +122,7 @@ pub(crate) fn identify(
         (mint(), Source::Minted)
     };
     let follow = match claims.previous {
-        Some(found) if found.is_latest() => Follow::From(found.snapshot),
-        Some(found) => Follow::Upto(found.snapshot.transcript[..found.upto].to_vec()),
+        Some(found) => Follow::Response(found),
         None if claims.conversation.is_some() && source == Source::Conversation => Follow::Latest,
         None => Follow::Matching,
     };
@@ -141,33 +141,63 @@ pub(crate) fn identify(
 
 impl Identified {
     /// What the run starts from, looked up once the conversation's turn came (the turn before may
-    /// have just ended).
-    pub(crate) fn continuation(&self, store: &Conversations, turn: &Turn) -> Continuation {
-        let stored = match &self.follow {
-            Follow::Matching => store
-                .get(&self.key)
-                .filter(|s| s.history_digest() == self.digest),
-            Follow::Latest => store.get(&self.key),
-            Follow::From(snapshot) => Some(snapshot.clone()),
-            Follow::Upto(entries) => {
-                return Continuation {
-                    dialogs: Vec::new(),
-                    seed: entries.iter().map(Entry::message).collect(),
-                    transcript: entries.clone(),
+    /// have just ended). Stored dialogs are continued only when they were made by this tactic
+    /// (`tactic`, its file's digest) with the request's system text: otherwise the restored
+    /// dialogs would carry another system prompt, or name agents the tactic no longer has.
+    pub(crate) fn continuation(
+        &self,
+        store: &Conversations,
+        turn: &Turn,
+        tactic: &str,
+    ) -> Continuation {
+        let usable = |s: &Snapshot| s.tactic == tactic && s.client_system == turn.client_system;
+        let main = || self.key.clone();
+        match &self.follow {
+            Follow::Matching => match store.get(&self.key) {
+                Some(s) if usable(&s) && s.history_digest() == self.digest => continued(&s, main()),
+                _ => seeded(&Entry::of_messages(&turn.seed), main()),
+            },
+            Follow::Latest => match store.get(&self.key) {
+                Some(s) if usable(&s) => continued(&s, main()),
+                Some(s) => seeded(&s.transcript, main()),
+                None => seeded(&Entry::of_messages(&turn.seed), main()),
+            },
+            Follow::Response(found) => {
+                let latest = store
+                    .get(&found.snapshot.key)
+                    .is_some_and(|now| Arc::ptr_eq(&now, &found.snapshot));
+                if latest && found.is_latest() && usable(&found.snapshot) {
+                    return continued(&found.snapshot, found.snapshot.key.clone());
                 }
+                // An earlier turn (a branch, or a client's retry of a turn that ended meanwhile):
+                // kept apart, so that the conversation's latest turn is not replaced by it.
+                let mut key = found.snapshot.key.clone();
+                let response = found.snapshot.transcript[found.upto - 1]
+                    .response
+                    .as_deref();
+                key.id = format!("{}#{}", key.id, response.unwrap_or_default());
+                seeded(&found.snapshot.transcript[..found.upto], key)
             }
-        };
-        match stored {
-            Some(snapshot) => Continuation {
-                dialogs: snapshot.dialogs.clone(),
-                seed: Vec::new(),
-                transcript: snapshot.transcript.clone(),
-            },
-            None => Continuation {
-                dialogs: Vec::new(),
-                seed: turn.seed.clone(),
-                transcript: Entry::of_messages(&turn.seed),
-            },
         }
+    }
+}
+
+/// The stored conversation's dialogs, continued.
+fn continued(snapshot: &Snapshot, key: ConversationKey) -> Continuation {
+    Continuation {
+        dialogs: snapshot.dialogs.clone(),
+        seed: Vec::new(),
+        transcript: snapshot.transcript.clone(),
+        key,
+    }
+}
+
+/// Fresh dialogs seeded from `entries`.
+fn seeded(entries: &[Entry], key: ConversationKey) -> Continuation {
+    Continuation {
+        dialogs: Vec::new(),
+        seed: entries.iter().map(Entry::message).collect(),
+        transcript: entries.to_vec(),
+        key,
     }
 }

@@ -15,6 +15,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::auth::Caller;
 use super::error::ApiError;
 use super::runs::{record, view};
 use super::ServeState;
@@ -38,6 +39,7 @@ pub(crate) struct ListQuery {
 /// `GET /v1/runs?limit=N&stream=true`.
 pub(crate) async fn list(
     State(state): State<Arc<ServeState>>,
+    caller: Option<axum::Extension<Caller>>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| {
@@ -52,35 +54,39 @@ pub(crate) async fn list(
             "`limit` must be 1 to {MAX_LIMIT}, not {limit}"
         )));
     }
+    let caller = Caller::of(caller);
     if query.stream != Some(true) {
-        return Ok(Json(runs(&state, limit)).into_response());
+        return Ok(Json(runs(&state, limit, &caller)).into_response());
     }
     let changes = state.runs.changes();
     let closing = state.closing.subscribe();
     let stream = futures::stream::unfold(
         (state, changes, closing, true),
-        move |(state, mut changes, mut closing, first)| async move {
-            if !first {
-                // Woken by a change, then a pause, so a busy server sends one list per period;
-                // the stream ends when the server stops.
-                tokio::select! {
-                    changed = changes.changed() => changed.ok()?,
-                    _ = closing.wait_for(|closing| *closing) => return None,
+        move |(state, mut changes, mut closing, first)| {
+            let caller = caller.clone();
+            async move {
+                if !first {
+                    // Woken by a change, then a pause, so a busy server sends one list per period;
+                    // the stream ends when the server stops.
+                    tokio::select! {
+                        changed = changes.changed() => changed.ok()?,
+                        _ = closing.wait_for(|closing| *closing) => return None,
+                    }
+                    tokio::time::sleep(STREAM_PERIOD).await;
                 }
-                tokio::time::sleep(STREAM_PERIOD).await;
+                if *closing.borrow() {
+                    return None;
+                }
+                let version = *changes.borrow_and_update();
+                let data = state.lists.get(version, (limit, &caller), || {
+                    runs(&state, limit, &caller).to_string()
+                });
+                let event = Event::default().event("runs").data(data.as_str());
+                Some((
+                    Ok::<Event, Infallible>(event),
+                    (state, changes, closing, false),
+                ))
             }
-            if *closing.borrow() {
-                return None;
-            }
-            let version = *changes.borrow_and_update();
-            let data = state
-                .lists
-                .get(version, limit, || runs(&state, limit).to_string());
-            let event = Event::default().event("runs").data(data.as_str());
-            Some((
-                Ok::<Event, Infallible>(event),
-                (state, changes, closing, false),
-            ))
         },
     );
     Ok(Sse::new(stream.boxed())
@@ -90,13 +96,20 @@ pub(crate) async fn list(
 
 /// The lists sent lately, by length: the streams woken by one change send the list built once.
 #[derive(Debug, Default)]
-pub(crate) struct ListCache(Mutex<HashMap<usize, (u64, Arc<String>)>>);
+pub(crate) struct ListCache(Mutex<HashMap<(usize, Caller), (u64, Arc<String>)>>);
 
 impl ListCache {
-    /// The list of `limit` runs as of `version` of the runs, built by `build` if nobody did yet.
-    fn get(&self, version: u64, limit: usize, build: impl FnOnce() -> String) -> Arc<String> {
+    /// The list of `limit` runs of `caller` as of `version` of the runs, built by `build` if nobody
+    /// did yet.
+    fn get(
+        &self,
+        version: u64,
+        (limit, caller): (usize, &Caller),
+        build: impl FnOnce() -> String,
+    ) -> Arc<String> {
         let mut lists = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match lists.get(&limit) {
+        let asked = (limit, caller.clone());
+        match lists.get(&asked) {
             Some((built, data)) if *built == version => data.clone(),
             _ => {
                 let data = Arc::new(build());
@@ -104,18 +117,18 @@ impl ListCache {
                 if lists.len() >= 4 {
                     lists.clear();
                 }
-                lists.insert(limit, (version, data.clone()));
+                lists.insert(asked, (version, data.clone()));
                 data
             }
         }
     }
 }
 
-/// The newest `limit` runs.
-fn runs(state: &ServeState, limit: usize) -> Value {
+/// The newest `limit` runs of `caller`.
+fn runs(state: &ServeState, limit: usize, caller: &Caller) -> Value {
     let data: Vec<Value> = state
         .runs
-        .newest(limit)
+        .newest(limit, &caller.0)
         .iter()
         .map(|record| {
             let mut run = view(state, record).0;
@@ -136,9 +149,10 @@ fn runs(state: &ServeState, limit: usize) -> Value {
 /// tool calls with their results.
 pub(crate) async fn dialogs(
     State(state): State<Arc<ServeState>>,
+    caller: Option<axum::Extension<Caller>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let record = record(&state, &id)?;
+    let record = record(&state, &Caller::of(caller), &id)?;
     let mut out = record.log.to_json();
     out["id"] = record.meta().id.into();
     out["object"] = "run.dialogs".into();

@@ -124,6 +124,9 @@ pub(crate) struct Model {
     pub(crate) id: String,
     pub(crate) tactic: Arc<PreparedTactic>,
     pub(crate) created: u64,
+    /// The digest of the tactic file as served: a conversation's stored dialogs are continued only
+    /// by the tactic that made them.
+    pub(crate) fingerprint: String,
 }
 
 /// What every route shares.
@@ -201,6 +204,16 @@ pub(crate) fn shorten(text: &str) -> String {
         out.push_str("...");
     }
     out
+}
+
+/// The digest of `tactic`'s file (its path when the file cannot be read: a tactic built in
+/// memory).
+fn fingerprint(tactic: &PreparedTactic) -> String {
+    let path = tactic.spec().path();
+    match std::fs::read(path) {
+        Ok(bytes) => crate::journal::content_hash(&bytes),
+        Err(_) => crate::journal::content_hash(path.to_string_lossy().as_bytes()),
+    }
 }
 
 /// `value` of `setting`, which must be at least 1.
@@ -431,6 +444,7 @@ impl ServedBuilder {
                 return Err(ServeError::DuplicateModel { model: id });
             }
             models.push(Model {
+                fingerprint: fingerprint(&tactic),
                 id,
                 tactic,
                 created,

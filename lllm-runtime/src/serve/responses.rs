@@ -92,6 +92,11 @@ pub(crate) async fn respond(
         previous,
         referenced,
     };
+    if request.conversation.is_some() && !turn.seed.is_empty() {
+        return Err(ApiError::invalid(
+            "`input`: with `conversation`, the input is the new turn only (the earlier turns are the conversation's); send the earlier messages without `conversation` instead",
+        ));
+    }
     let identified = identify(
         &headers,
         claims,

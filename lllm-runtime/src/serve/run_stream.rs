@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::admission::Ticket;
+use super::auth::Caller;
 use super::conversations::{ConversationKey, Conversations, Entry, Snapshot};
 use super::error::ApiError;
 use super::failure::{failure, Failure};
@@ -77,6 +78,8 @@ pub(crate) struct AnswerIds {
 struct Memo {
     store: Arc<Conversations>,
     key: ConversationKey,
+    session: String,
+    tactic: String,
     client_system: String,
     /// The transcript up to and including the run's input.
     transcript: Vec<Entry>,
@@ -102,6 +105,8 @@ impl Memo {
             .collect();
         self.store.remember(Snapshot {
             key: self.key,
+            session: self.session,
+            tactic: self.tactic,
             client_system: self.client_system,
             transcript,
             dialogs,
@@ -119,8 +124,11 @@ impl LiveRun {
     ) -> Result<LiveRun, ApiError> {
         let session = ask.identified.session.clone();
         let source = ask.identified.source;
-        let ticket = state.admission.admit(&session.id).await?;
-        let continuation = ask.identified.continuation(&state.conversations, &ask.turn);
+        let caller = Caller(ask.identified.key.caller.as_str().into());
+        let ticket = state.admission.admit(&caller.scoped(&session.id)).await?;
+        let continuation =
+            ask.identified
+                .continuation(&state.conversations, &ask.turn, &model.fingerprint);
         let mut vars = lllm_core::PromptVars::new();
         vars.insert(
             CLIENT_SYSTEM_VAR.into(),
@@ -133,7 +141,9 @@ impl LiveRun {
         transcript.push(Entry::user(ask.turn.input.clone()));
         let memo = Memo {
             store: state.conversations.clone(),
-            key: ask.identified.key,
+            key: continuation.key,
+            session: session.id.clone(),
+            tactic: model.fingerprint.clone(),
             client_system: ask.turn.client_system,
             transcript,
             answer_ids: ask.answer_ids,
@@ -147,7 +157,7 @@ impl LiveRun {
             .stream(ask.stream)
             .observer(log.observer());
         let handle = state.engine.start(model.tactic.clone(), plan);
-        shown(state, model, &session, ask.source, &handle, log);
+        shown(state, model, (&session, &caller), ask.source, &handle, log);
         Ok(LiveRun {
             handle,
             ticket: Some(ticket),
@@ -258,7 +268,7 @@ impl Drop for LiveRun {
 fn shown(
     state: &ServeState,
     model: &Model,
-    session: &CallerSession,
+    (session, caller): (&CallerSession, &Caller),
     source: &'static str,
     handle: &RunHandle,
     log: Arc<super::log::RunLog>,
@@ -269,6 +279,7 @@ fn shown(
         created: super::now(),
         created_ns: 0,
         session: session.id.clone(),
+        caller: caller.recorded(),
         idempotency: None,
         source: Some(source.to_owned()),
         status: None,

@@ -10,12 +10,13 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::auth::Caller;
 use super::body::read_body;
 use super::error::ApiError;
 use super::failure::Failure;
@@ -46,20 +47,22 @@ struct CreateRun {
 /// `POST /v1/runs`.
 pub(crate) async fn create(
     State(state): State<Arc<ServeState>>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let caller = Caller::of(caller);
     let bytes = read_body(&state, body).await?;
     let key = idempotency_key(&headers)?;
     let digest = hex(&Sha256::digest(&bytes));
     // The look-up and the creation of a keyed run are one step: a request with the key waits here
     // while another creates its run, then finds it.
     let _creating = match &key {
-        Some(key) => Some(state.keys.lock(key).await),
+        Some(key) => Some(state.keys.lock(&caller.scoped(key)).await),
         None => None,
     };
     if let Some(key) = &key {
-        if let Some(record) = state.runs.by_key(key) {
+        if let Some(record) = state.runs.by_key(&caller.0, key) {
             return keyed_again(&state, &record, &digest);
         }
     }
@@ -67,7 +70,7 @@ pub(crate) async fn create(
     let model = state.model(&request.model)?;
     has_its_input(model, request.input.as_deref())?;
     let session = CallerSession::from_headers(&headers);
-    let ticket = state.admission.admit(&session.id).await?;
+    let ticket = state.admission.admit(&caller.scoped(&session.id)).await?;
     let id = new_run_id();
     let mut vars: lllm_core::PromptVars = request.vars.unwrap_or_default().into_iter().collect();
     vars.entry(CLIENT_SYSTEM_VAR.into())
@@ -91,6 +94,7 @@ pub(crate) async fn create(
         created: super::now(),
         created_ns: 0,
         session: session.id.clone(),
+        caller: caller.recorded(),
         idempotency: key.map(|k| (k, digest)),
         source: None,
         status: None,
@@ -162,8 +166,16 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub(crate) fn record(state: &ServeState, id: &str) -> Result<Arc<RunRecord>, ApiError> {
-    let found = is_run_id(id).then(|| state.runs.get(id)).flatten();
+pub(crate) fn record(
+    state: &ServeState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Arc<RunRecord>, ApiError> {
+    // Another key's run is not found, as a run that does not exist.
+    let found = is_run_id(id)
+        .then(|| state.runs.get(id))
+        .flatten()
+        .filter(|record| record.is_of(&caller.0));
     found.ok_or_else(|| {
         ApiError::not_found(
             "run_not_found",
@@ -175,9 +187,10 @@ pub(crate) fn record(state: &ServeState, id: &str) -> Result<Arc<RunRecord>, Api
 /// `GET /v1/runs/{id}`.
 pub(crate) async fn get(
     State(state): State<Arc<ServeState>>,
+    caller: Option<axum::Extension<Caller>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let record = record(&state, &id)?;
+    let record = record(&state, &Caller::of(caller), &id)?;
     Ok(view(&state, &record))
 }
 
@@ -255,10 +268,11 @@ fn live_view(state: &ServeState, meta: &RunMeta, handle: &RunHandle, base: u64) 
 /// `GET /v1/runs/{id}/events`: the run's events as server-sent events, after `Last-Event-ID`.
 pub(crate) async fn events(
     State(state): State<Arc<ServeState>>,
+    caller: Option<axum::Extension<Caller>>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let record = record(&state, &id)?;
+    let record = record(&state, &Caller::of(caller), &id)?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

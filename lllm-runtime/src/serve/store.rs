@@ -37,6 +37,10 @@ pub(crate) struct RunMeta {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) created_ns: u64,
     pub(crate) session: String,
+    /// Whose run it is: the digest of the serve key that started it (none without a key). Another
+    /// key's requests never see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) caller: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) idempotency: Option<(String, String)>,
     /// The API that started it, when not `/v1/runs` (`chat.completions`, `responses`).
@@ -119,6 +123,11 @@ pub(crate) struct RunRecord {
 }
 
 impl RunRecord {
+    /// Whether `caller` (a key's digest, empty without a key) started the run.
+    pub(crate) fn is_of(&self, caller: &str) -> bool {
+        self.meta().caller.as_deref().unwrap_or("") == caller
+    }
+
     pub(crate) fn meta(&self) -> RunMeta {
         self.meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -275,10 +284,11 @@ impl RunStore {
     }
 
     /// The runs, newest first, at most `limit`.
-    pub(crate) fn newest(&self, limit: usize) -> Vec<Arc<RunRecord>> {
+    pub(crate) fn newest(&self, limit: usize, caller: &str) -> Vec<Arc<RunRecord>> {
         let mut runs: Vec<(u64, String, Arc<RunRecord>)> = self
             .lock()
             .values()
+            .filter(|r| r.is_of(caller))
             .map(|r| {
                 let meta = r.meta();
                 (order_key(&meta), meta.id, r.clone())
@@ -292,10 +302,11 @@ impl RunStore {
         self.lock().get(id).cloned()
     }
 
-    /// The run started with idempotency key `key`, if any.
-    pub(crate) fn by_key(&self, key: &str) -> Option<Arc<RunRecord>> {
+    /// The run `caller` started with idempotency key `key`, if any.
+    pub(crate) fn by_key(&self, caller: &str, key: &str) -> Option<Arc<RunRecord>> {
         self.lock()
             .values()
+            .filter(|r| r.is_of(caller))
             .find(|r| r.meta().idempotency.as_ref().is_some_and(|(k, _)| k == key))
             .cloned()
     }
@@ -572,6 +583,7 @@ mod tests {
             created,
             created_ns: 0,
             session: "s".into(),
+            caller: None,
             idempotency: None,
             source: Some("chat.completions".into()),
             status: ended.then(|| "completed".into()),

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::snapshot::Snapshot;
-use crate::serve::store::{create_private_dir, private_file};
+use super::Bounds;
+use crate::serve::store::create_private_dir;
 
 /// The folder of conversations under a state directory.
 pub(crate) fn folder(state: &Path) -> std::io::Result<PathBuf> {
@@ -13,15 +14,26 @@ pub(crate) fn folder(state: &Path) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Writes `bytes` (a snapshot) as the conversation's file.
+/// Writes `bytes` (a snapshot) as the conversation's file: a new private file of a name nobody can
+/// have planted (never following a link), renamed over the old one.
 pub(crate) fn write(dir: &Path, stem: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let temporary = dir.join(format!(".{stem}.json.tmp"));
-    {
+    let temporary = dir.join(format!(".{stem}.{}.tmp", lllm_core::DialogId::new()));
+    let written = (|| {
         use std::io::Write as _;
-        let mut file = private_file(&temporary)?;
-        file.write_all(bytes)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        options.open(&temporary)?.write_all(bytes)?;
+        std::fs::rename(&temporary, dir.join(format!("{stem}.json")))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
     }
-    std::fs::rename(&temporary, dir.join(format!("{stem}.json")))
+    written
 }
 
 /// Removes a forgotten conversation's file (one already gone is no error).
@@ -34,33 +46,59 @@ pub(crate) fn remove(dir: &Path, stem: &str) {
     }
 }
 
-/// The snapshots of `dir`, oldest first, each with its size; files past `max_bytes`, unreadable or
-/// not a snapshot (a hostile or half-written state directory) are skipped with a warning.
-pub(crate) fn read_all(dir: &Path, max_bytes: u64) -> Vec<(Snapshot, usize)> {
+/// The snapshots of `dir` within `bounds`, oldest first, each with its size: the newest files are
+/// read until the bounds are reached and the older ones removed, so that start-up never reads more
+/// than is kept. Files that are not regular files, are past the byte bound, unreadable or not a
+/// snapshot (a hostile or half-written state directory) are skipped with a warning.
+pub(crate) fn read_back(dir: &Path, bounds: Bounds) -> Vec<(Snapshot, usize)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut found: Vec<(std::time::SystemTime, PathBuf)> = entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .filter_map(|e| {
-            let meta = e.metadata().ok()?;
-            if !meta.is_file() || meta.len() > max_bytes {
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                // A write that never finished.
+                let _ = std::fs::remove_file(entry.path());
+                return None;
+            }
+            let meta = entry.metadata().ok()?;
+            let fits = meta.is_file() && meta.len() <= bounds.bytes as u64;
+            if !name.ends_with(".json") || !fits {
                 tracing::warn!(
-                    "skipped the conversation file {}: not a file, or past {max_bytes} bytes",
-                    e.path().display()
+                    "skipped {} in the conversations folder: not a conversation file of at most {} bytes",
+                    entry.path().display(),
+                    bounds.bytes
                 );
                 return None;
             }
-            Some((meta.modified().ok()?, e.path()))
+            Some((meta.modified().ok()?, entry.path()))
         })
         .collect();
-    found.sort();
-    found
-        .into_iter()
-        .filter_map(|(_, path)| read_one(&path))
-        .collect()
+    found.sort_by(|a, b| b.cmp(a));
+    let mut kept = Vec::new();
+    let mut bytes = 0;
+    for (_, path) in found {
+        if kept.len() >= bounds.count {
+            // Older than every kept one: forgotten, as it would have been while running.
+            let _ = std::fs::remove_file(&path);
+            continue;
+        }
+        match read_one(&path) {
+            Some((snapshot, size)) if bytes + size <= bounds.bytes => {
+                bytes += size;
+                kept.push((snapshot, size));
+            }
+            Some(_) => {
+                let _ = std::fs::remove_file(&path);
+            }
+            // Not a snapshot of this server's: left as it is, never read as one.
+            None => {}
+        }
+    }
+    kept.reverse();
+    kept
 }
 
 fn read_one(path: &Path) -> Option<(Snapshot, usize)> {

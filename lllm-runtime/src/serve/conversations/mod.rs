@@ -31,6 +31,9 @@ pub(crate) struct Bounds {
 #[derive(Debug)]
 pub(crate) struct Conversations {
     kept: Mutex<Kept>,
+    /// Held while a conversation's file is written and the files of those it pushed out are
+    /// removed, so that what is on disk is what is kept in memory.
+    disk: Mutex<()>,
     bounds: Bounds,
     dir: Option<PathBuf>,
 }
@@ -83,12 +86,13 @@ impl Conversations {
             .transpose()?;
         let store = Conversations {
             kept: Mutex::default(),
+            disk: Mutex::default(),
             bounds,
             dir,
         };
         if let Some(dir) = &store.dir {
-            for (snapshot, bytes) in disk::read_all(dir, bounds.bytes as u64) {
-                store.insert(snapshot, bytes);
+            for (snapshot, bytes) in disk::read_back(dir, bounds) {
+                store.lock().insert(snapshot, bytes, bounds);
             }
         }
         Ok(store)
@@ -111,7 +115,7 @@ impl Conversations {
         kept.touch(key)
     }
 
-    /// The conversation of `caller` and `model` whose transcript is `digest`.
+    /// The conversation whose transcript has `digest` (which names its caller and model).
     pub(crate) fn by_history(&self, digest: &str) -> Option<ConversationKey> {
         self.lock().by_history.get(digest).cloned()
     }
@@ -156,23 +160,20 @@ impl Conversations {
                 return;
             }
         };
-        if let Some(dir) = &self.dir {
-            if let Err(error) = disk::write(dir, &snapshot.key.file_stem(), &bytes) {
-                tracing::warn!(
-                    "a conversation could not be written under {}: {error}",
-                    dir.display()
-                );
-            }
+        let Some(dir) = &self.dir else {
+            self.lock().insert(snapshot, bytes.len(), self.bounds);
+            return;
+        };
+        let _disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(error) = disk::write(dir, &snapshot.key.file_stem(), &bytes) {
+            tracing::warn!(
+                "a conversation could not be written under {}: {error}",
+                dir.display()
+            );
         }
-        self.insert(snapshot, bytes.len());
-    }
-
-    fn insert(&self, snapshot: Snapshot, bytes: usize) {
-        let forgotten = self.lock().insert(snapshot, bytes, self.bounds);
-        if let Some(dir) = &self.dir {
-            for key in forgotten {
-                disk::remove(dir, &key.file_stem());
-            }
+        let forgotten = self.lock().insert(snapshot, bytes.len(), self.bounds);
+        for key in forgotten {
+            disk::remove(dir, &key.file_stem());
         }
     }
 }
@@ -194,6 +195,10 @@ impl Kept {
         self.forget(&key);
         let mut forgotten = Vec::new();
         if bytes > bounds.bytes {
+            tracing::warn!(
+                "a conversation of {bytes} bytes is past the bound of {} bytes: it is not kept, its next turn starts from the client's history",
+                bounds.bytes
+            );
             forgotten.push(key);
             return forgotten;
         }

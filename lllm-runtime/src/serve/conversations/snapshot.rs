@@ -75,6 +75,10 @@ impl Entry {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Snapshot {
     pub(crate) key: ConversationKey,
+    /// The conversation id its requests carry downstream (a branch's key is named apart).
+    pub(crate) session: String,
+    /// The digest of the tactic file that made its dialogs.
+    pub(crate) tactic: String,
     /// The client's system and developer text of the turns (a change starts fresh dialogs: the
     /// tactic's system prompt may show it).
     pub(crate) client_system: String,

@@ -37,6 +37,8 @@ fn key(caller: &str, id: &str) -> ConversationKey {
 fn snapshot(caller: &str, id: &str, answer: &str) -> Snapshot {
     Snapshot {
         key: key(caller, id),
+        session: id.into(),
+        tactic: "t".into(),
         client_system: String::new(),
         transcript: vec![
             Entry::user("question"),

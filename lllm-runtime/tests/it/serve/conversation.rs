@@ -409,3 +409,141 @@ async fn a_restarted_server_continues_a_conversation_kept_under_its_state_direct
     let requests = stub.requests();
     assert_extends(&requests[1], "Did one.", &requests[2], "Do two.");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_earlier_turns_response_branches_without_replacing_the_latest_turn() {
+    let dir = TempDir::new("conversation-branch");
+    let stub = StubServer::start().await.expect("stub");
+    let worker = tool_tactic_confirming(&dir, &stub, false);
+    let running = serve(&[("worker", &worker)]).await;
+    let url = format!("{}/v1/responses", running.base);
+    let ask = |input: &str, previous: Option<&str>| {
+        let mut body = json!({"model": "worker", "input": input});
+        if let Some(previous) = previous {
+            body["previous_response_id"] = previous.into();
+        }
+        body.to_string()
+    };
+    script_turn(&stub, 1, "Did one.");
+    let first = post(&url, &[], &ask("Do one.", None)).await.json();
+    let r1 = first["id"].as_str().expect("id").to_owned();
+    script_turn(&stub, 2, "Did two.");
+    let second = post(&url, &[], &ask("Do two.", Some(&r1))).await.json();
+    let r2 = second["id"].as_str().expect("id").to_owned();
+    // A retry of turn 2 (the client timed out while it ran): a branch from turn 1.
+    script_turn(&stub, 3, "Did two again.");
+    let branch = post(&url, &[], &ask("Do two.", Some(&r1))).await;
+    assert_eq!(branch.status, 200, "{}", branch.text);
+    // The latest turn is still continued with its dialogs, tool rounds included.
+    script_turn(&stub, 4, "Did three.");
+    let third = post(&url, &[], &ask("Do three.", Some(&r2))).await;
+    assert_eq!(third.status, 200, "{}", third.text);
+    let requests = stub.requests();
+    assert_extends(&requests[3], "Did two.", &requests[6], "Do three.");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_instructions_or_a_failed_turn_never_continue_stale_dialogs() {
+    let dir = TempDir::new("conversation-instructions");
+    let stub = StubServer::start().await.expect("stub");
+    let helper = chat_tactic(&dir, &stub, "own");
+    let running = serve(&[("helper", &helper)]).await;
+    let url = format!("{}/v1/responses", running.base);
+    stub.push(StubReply::text("one"));
+    let first = post(
+        &url,
+        &[],
+        &json!({"model": "helper", "input": "a", "instructions": "Be terse."}).to_string(),
+    )
+    .await;
+    let r1 = first.json()["id"].as_str().expect("id").to_owned();
+    stub.push(StubReply::text("two"));
+    let second = post(&url, &[], &json!({"model": "helper", "input": "b", "instructions": "Be verbose.", "previous_response_id": r1}).to_string()).await;
+    assert_eq!(second.status, 200, "{}", second.text);
+    let requests = stub.requests();
+    // The new instructions reach the system prompt: fresh dialogs from the transcript.
+    assert_eq!(
+        messages(&requests[1])[0]["content"],
+        "You help. The client says: Be verbose."
+    );
+    let texts: Vec<&str> = messages(&requests[1])
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(texts[1..], ["a", "one", "b"]);
+    // A turn that fails leaves the conversation as it was: the next continues after turn 2.
+    let r2 = second.json()["id"].as_str().expect("id").to_owned();
+    stub.push(StubReply::error(400, "bad request"));
+    let failed = post(&url, &[], &json!({"model": "helper", "input": "c", "instructions": "Be verbose.", "previous_response_id": r2}).to_string()).await;
+    assert!(failed.status >= 400, "{}", failed.text);
+    stub.push(StubReply::text("four"));
+    let again = post(&url, &[], &json!({"model": "helper", "input": "d", "instructions": "Be verbose.", "previous_response_id": r2}).to_string()).await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    let last = stub.requests().pop().expect("sent");
+    let texts: Vec<&str> = messages(&last)
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(texts[1..], ["a", "one", "b", "two", "d"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_keys_runs_are_not_found_and_not_listed() {
+    let dir = TempDir::new("conversation-runs-keys");
+    let stub = StubServer::start().await.expect("stub");
+    let helper = chat_tactic(&dir, &stub, "own");
+    let running = serve_with(&[("helper", &helper)], |b| {
+        b.api_key("key-alpha").api_key("key-beta")
+    })
+    .await;
+    let alpha = ("authorization", "Bearer key-alpha");
+    let beta = ("authorization", "Bearer key-beta");
+    stub.push(StubReply::text("alpha's"));
+    let made = post(
+        &format!("{}/v1/runs", running.base),
+        &[alpha, ("idempotency-key", "k1")],
+        &json!({"model": "helper", "input": "hi"}).to_string(),
+    )
+    .await;
+    assert_eq!(made.status, 200, "{}", made.text);
+    let id = made.json()["id"].as_str().expect("id").to_owned();
+    stub.push(StubReply::text("alpha chat"));
+    post(
+        &format!("{}/v1/chat/completions", running.base),
+        &[alpha],
+        &chat_body("helper", json!([{"role": "user", "content": "hi"}]), false),
+    )
+    .await;
+    for path in [
+        format!("/v1/runs/{id}"),
+        format!("/v1/runs/{id}/dialogs"),
+        format!("/v1/runs/{id}/events"),
+    ] {
+        let seen = super::get(&format!("{}{path}", running.base), &[beta]).await;
+        assert_eq!(seen.status, 404, "{path}: {}", seen.text);
+    }
+    let cancel = post(
+        &format!("{}/v1/runs/{id}/cancel", running.base),
+        &[beta],
+        "{}",
+    )
+    .await;
+    assert_eq!(cancel.status, 404);
+    let listed = super::get(&format!("{}/v1/runs", running.base), &[beta])
+        .await
+        .json();
+    assert_eq!(listed["data"].as_array().map(Vec::len), Some(0), "{listed}");
+    let own = super::get(&format!("{}/v1/runs", running.base), &[alpha])
+        .await
+        .json();
+    assert_eq!(own["data"].as_array().map(Vec::len), Some(2), "{own}");
+    // The same idempotency key from another key is another run.
+    stub.push(StubReply::text("beta's"));
+    let other = post(
+        &format!("{}/v1/runs", running.base),
+        &[beta, ("idempotency-key", "k1")],
+        &json!({"model": "helper", "input": "hi"}).to_string(),
+    )
+    .await;
+    assert_ne!(other.json()["id"], made.json()["id"]);
+}
