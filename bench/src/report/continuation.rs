@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{machine, read_json, table, thousands, today, ReportError};
+use super::{cores, machine, read_json, table, thousands, today, ReportError};
 use crate::splice::Section;
 
 /// Conversations `lllm serve` keeps by default, and their bytes as written (`--keep-conversations`,
@@ -29,6 +29,8 @@ struct Latency {
     continued: Leg,
     fresh: Leg,
     continued_state: Leg,
+    /// The machine's 1-minute load average before and after the legs.
+    load_average: [f64; 2],
 }
 
 #[derive(Debug, Deserialize)]
@@ -107,6 +109,18 @@ fn latency(f: &Figures) -> String {
     table(&[&header, "p50", "p99"], &rows)
 }
 
+/// The sentence on the machine's load while the legs ran.
+fn load(f: &Figures) -> String {
+    let [before, after] = f.latency.load_average;
+    let busy = if before.max(after) > cores() as f64 {
+        " More runnable work than cores: turns were preempted by other processes, which shows in \
+         p99 (a scheduler slice is milliseconds); read the differences at p50."
+    } else {
+        ""
+    };
+    format!("The machine's load average (1 minute) was {before:.2} before the legs and {after:.2} after.{busy}")
+}
+
 /// The bytes table, and what the default bounds hold.
 fn bytes(f: &Figures) -> String {
     let rows: Vec<Vec<String>> = f
@@ -168,7 +182,7 @@ pub fn section(f: &Figures) -> Section {
          (keep-alive, the whole history in every request) asks turn {} of a conversation: user \
          messages of {} characters, each answered by the stand-in (about {} characters). Legs \
          alternate, {} turns each after {} warm-up turns; every response's \
-         `x-lllm-session-source` is checked, so a leg that took another path fails.\n\n{}\n\n\
+         `x-lllm-session-source` is checked, so a leg that took another path fails.\n\n{}\n\n{}\n\n\
          Per stored conversation, the files under `STATE/conversations/` after turns asked one by \
          one, each continuing the conversation (mean of {samples} conversations). A conversation \
          is written as its transcript (what the client saw) and the tactic's dialogs (what went \
@@ -182,6 +196,7 @@ pub fn section(f: &Figures) -> Section {
         thousands(f.requests as f64, 0),
         f.warm_up,
         latency(f),
+        load(f),
         thousands(KEPT, 0),
         bytes(f),
         resident(f),
@@ -204,7 +219,8 @@ mod tests {
             "latency": {
                 "continued": {"p50_ms": 0.5, "p99_ms": 0.9},
                 "fresh": {"p50_ms": 0.4, "p99_ms": 0.7},
-                "continued_state": {"p50_ms": 0.6, "p99_ms": 1.4}
+                "continued_state": {"p50_ms": 0.6, "p99_ms": 1.4},
+                "load_average": [0.5, 0.25]
             },
             "bytes": [{"depth": 1, "conversations": 10, "bytes_mean": 2300.0},
                       {"depth": 10, "conversations": 10, "bytes_mean": 18432.0}],
@@ -229,5 +245,9 @@ mod tests {
             "{body}"
         );
         assert!(body.contains("hold about 41 MiB"), "{body}");
+        assert!(
+            body.contains("load average (1 minute) was 0.50 before the legs and 0.25 after."),
+            "{body}"
+        );
     }
 }

@@ -20,6 +20,17 @@ pub(crate) struct Legs {
     pub(crate) continued: Vec<f64>,
     pub(crate) fresh: Vec<f64>,
     pub(crate) continued_state: Vec<f64>,
+    /// The machine's load average (1 minute) before and after the legs: other work on the machine
+    /// preempts turns, and shows in p99.
+    load: [f64; 2],
+}
+
+/// The 1-minute load average (0 where `/proc/loadavg` cannot be read).
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// Runs `requests` turns of each leg (after [`WARM_UP`]) at turn `depth` of their conversations.
@@ -41,6 +52,7 @@ pub(crate) async fn run(
         continued: Vec::new(),
         fresh: Vec::new(),
         continued_state: Vec::new(),
+        load: [load_average(), 0.0],
     };
     for i in 0..WARM_UP + requests {
         let a = continued(&memory, &mut rng, depth).await?;
@@ -57,6 +69,7 @@ pub(crate) async fn run(
             legs.continued_state.push(c);
         }
     }
+    legs.load[1] = load_average();
     for leg in [
         &mut legs.continued,
         &mut legs.fresh,
@@ -83,6 +96,7 @@ impl Legs {
             "continued": leg(&self.continued),
             "fresh": leg(&self.fresh),
             "continued_state": leg(&self.continued_state),
+            "load_average": self.load,
         })
     }
 }
