@@ -171,3 +171,27 @@ fn serve_overhead_figures_go_into_benchmarks_md() {
     let inside = report_writes(&dir.0, "serve", "serve", &[&figures]);
     assert!(inside.contains("requests per second"), "{inside}");
 }
+
+#[test]
+fn serve_continuation_figures_go_into_benchmarks_md() {
+    let dir = TempDir::new("continuation");
+    let figures = dir.0.join("figures.json");
+    run_into(
+        Command::new(env!("CARGO_BIN_EXE_serve_continuation")).args([
+            "--requests",
+            "10",
+            "--conversations",
+            "20",
+            "--sample",
+            "2",
+        ]),
+        &figures,
+    );
+    let inside = report_writes(&dir.0, "continuation", "continuation", &[&figures]);
+    assert!(
+        inside.contains("| turn 10 (19 messages) | p50 | p99 |"),
+        "{inside}"
+    );
+    assert!(inside.contains("| 50 | 100 |"), "{inside}");
+    assert!(inside.contains("KiB per conversation"), "{inside}");
+}

@@ -10,6 +10,7 @@
 //!   replay WORK_DIR                     criterion CRITERION_DIR
 //!   python FIGURES.json                 (with --write also redraws docs/bench_vs_python.svg)
 //!   serve FIGURES.json                compaction LEGS.jsonl MOCK_ARGS
+//!   continuation FIGURES.json
 //!   admission DYNAMO_ARGS LEGS.jsonl... queue FIGURES.json
 //!   floor TABLE.md                      (the `floor` binary's output)
 //! ```
@@ -19,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _};
 use lllm_bench::report::{
-    admission, compaction, concurrency, criterion, floor, journal, mcp, otel, payoff, priority,
-    python, queue, replay, serve,
+    admission, compaction, concurrency, continuation, criterion, floor, journal, mcp, otel, payoff,
+    priority, python, queue, replay, serve,
 };
 use lllm_bench::splice::{splice_file, Section};
 
@@ -28,7 +29,8 @@ const USAGE: &str = "usage: report [--write] [--file BENCHMARKS.md] BENCHMARK IN
   concurrency FIGURES.json | journal FIGURES.json | mcp FIGURES.json...
   otel FIGURES.json [PROCESSES.json] | payoff LEGS.jsonl WORKERS
   priority ELAPSED_S MOCK_ARGS LEG.json... | replay WORK_DIR | criterion CRITERION_DIR
-  python FIGURES.json | serve FIGURES.json | compaction LEGS.jsonl MOCK_ARGS
+  python FIGURES.json | serve FIGURES.json | continuation FIGURES.json
+  compaction LEGS.jsonl MOCK_ARGS
   admission DYNAMO_ARGS LEGS.jsonl... | queue FIGURES.json | floor TABLE.md";
 
 /// The command line, read.
@@ -83,6 +85,7 @@ fn sections(args: &Args) -> anyhow::Result<(Vec<Section>, Option<String>)> {
         "concurrency" => concurrency::report(first("FIGURES.json")?)?,
         "journal" => journal::report(first("FIGURES.json")?)?,
         "serve" => serve::report(first("FIGURES.json")?)?,
+        "continuation" => continuation::report(first("FIGURES.json")?)?,
         "queue" => queue::report(first("FIGURES.json")?)?,
         "floor" => floor::report(first("TABLE.md")?)?,
         "admission" => {

@@ -6,6 +6,7 @@
 pub mod admission;
 pub mod compaction;
 pub mod concurrency;
+pub mod continuation;
 pub mod criterion;
 pub mod floor;
 pub mod journal;
