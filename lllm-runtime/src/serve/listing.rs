@@ -96,7 +96,10 @@ pub(crate) async fn list(
 
 /// The lists sent lately, by length: the streams woken by one change send the list built once.
 #[derive(Debug, Default)]
-pub(crate) struct ListCache(Mutex<HashMap<(usize, Caller), (u64, Arc<String>)>>);
+pub(crate) struct ListCache(Mutex<HashMap<(usize, Caller), Built>>);
+
+/// A list and the version of the runs it was built from.
+type Built = (u64, Arc<String>);
 
 impl ListCache {
     /// The list of `limit` runs of `caller` as of `version` of the runs, built by `build` if nobody
