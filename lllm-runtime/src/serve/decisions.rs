@@ -136,7 +136,9 @@ pub(crate) async fn approve(
         Ok(Resumable::Finished { .. }) => return Err(conflict("the run already ended".into())),
         Err(e) => return Err(conflict(lllm_core::full_message(&e))),
     };
-    let ticket = state.admission.admit(&meta.session).await?;
+    // The conversation's turn among its caller's, as the run that started it took it.
+    let caller = Caller(meta.caller.as_deref().unwrap_or_default().into());
+    let ticket = state.admission.admit(&caller.scoped(&meta.session)).await?;
     record
         .continues(base)
         .map_err(|e| ApiError::internal(format!("the run's record cannot be written: {e}")))?;

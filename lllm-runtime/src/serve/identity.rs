@@ -86,6 +86,8 @@ pub(crate) struct Continuation {
     pub(crate) seed: Vec<Message>,
     pub(crate) transcript: Vec<Entry>,
     pub(crate) key: ConversationKey,
+    /// The client's system text the run's dialogs show.
+    pub(crate) client_system: String,
 }
 
 /// The conversation of a request of `caller` to `model` with `headers`, `claims` and `turn`.
@@ -150,17 +152,26 @@ impl Identified {
         turn: &Turn,
         tactic: &str,
     ) -> Continuation {
-        let usable = |s: &Snapshot| s.tactic == tactic && s.client_system == turn.client_system;
+        // A stateful request (`conversation`, `previous_response_id`) that sends no system text
+        // keeps the conversation's, as a stateful conversation keeps its system prompt; other
+        // text starts fresh dialogs that show it.
+        let usable = |s: &Snapshot| {
+            s.tactic == tactic
+                && (s.client_system == turn.client_system || turn.client_system.is_empty())
+        };
         let main = || self.key.clone();
+        let fresh = |entries: &[Entry], key| seeded(entries, key, &turn.client_system);
         match &self.follow {
             Follow::Matching => match store.get(&self.key) {
-                Some(s) if usable(&s) && s.history_digest() == self.digest => continued(&s, main()),
-                _ => seeded(&Entry::of_messages(&turn.seed), main()),
+                Some(s) if s.tactic == tactic && s.history_digest() == self.digest => {
+                    continued(&s, main())
+                }
+                _ => fresh(&Entry::of_messages(&turn.seed), main()),
             },
             Follow::Latest => match store.get(&self.key) {
                 Some(s) if usable(&s) => continued(&s, main()),
-                Some(s) => seeded(&s.transcript, main()),
-                None => seeded(&Entry::of_messages(&turn.seed), main()),
+                Some(s) => fresh(&s.transcript, main()),
+                None => fresh(&Entry::of_messages(&turn.seed), main()),
             },
             Follow::Response(found) => {
                 let latest = store
@@ -176,28 +187,34 @@ impl Identified {
                     .response
                     .as_deref();
                 key.id = format!("{}#{}", key.id, response.unwrap_or_default());
-                seeded(&found.snapshot.transcript[..found.upto], key)
+                let system = match turn.client_system.as_str() {
+                    "" => &found.snapshot.client_system,
+                    given => given,
+                };
+                seeded(&found.snapshot.transcript[..found.upto], key, system)
             }
         }
     }
 }
 
-/// The stored conversation's dialogs, continued.
+/// The stored conversation's dialogs, continued (with the system text they were made with).
 fn continued(snapshot: &Snapshot, key: ConversationKey) -> Continuation {
     Continuation {
         dialogs: snapshot.dialogs.clone(),
         seed: Vec::new(),
         transcript: snapshot.transcript.clone(),
         key,
+        client_system: snapshot.client_system.clone(),
     }
 }
 
-/// Fresh dialogs seeded from `entries`.
-fn seeded(entries: &[Entry], key: ConversationKey) -> Continuation {
+/// Fresh dialogs seeded from `entries`, their system prompt showing `client_system`.
+fn seeded(entries: &[Entry], key: ConversationKey, client_system: &str) -> Continuation {
     Continuation {
         dialogs: Vec::new(),
         seed: entries.iter().map(Entry::message).collect(),
         transcript: entries.to_vec(),
         key,
+        client_system: client_system.to_owned(),
     }
 }

@@ -132,7 +132,7 @@ impl LiveRun {
         let mut vars = lllm_core::PromptVars::new();
         vars.insert(
             CLIENT_SYSTEM_VAR.into(),
-            Value::from(ask.turn.client_system.clone()),
+            Value::from(continuation.client_system.clone()),
         );
         let conversation = Conversation::new(session.id.clone())
             .parent(session.parent.clone())
@@ -144,7 +144,7 @@ impl LiveRun {
             key: continuation.key,
             session: session.id.clone(),
             tactic: model.fingerprint.clone(),
-            client_system: ask.turn.client_system,
+            client_system: continuation.client_system,
             transcript,
             answer_ids: ask.answer_ids,
         };

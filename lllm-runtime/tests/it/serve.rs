@@ -555,7 +555,7 @@ async fn responses_continue_the_previous_response_and_stream_the_standard_events
         &url,
         &[],
         &json!({"model": "helper", "input": [{"role": "user", "content": [{"type": "input_text", "text": "Double it?"}]}],
-                "previous_response_id": id, "stream": true, "instructions": "Be terse."})
+                "previous_response_id": id, "stream": true})
         .to_string(),
     )
     .await;
