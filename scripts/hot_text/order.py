@@ -19,7 +19,7 @@ import sys
 
 binary, profiles = sys.argv[1], sys.argv[2:]
 
-executed = []  # in the order callgrind first names them
+executed = []
 seen = set()
 for path in profiles:
     names = {}
@@ -57,8 +57,9 @@ for name in hot:
     else:
         first.append(name)
         fallback.append(family(name))
-first = list(dict.fromkeys(first))
-fallback = [f for f in dict.fromkeys(fallback) if f not in first]
+# Sorted, so that a regenerated list differs from the last only where the runs did.
+first = sorted(set(first))
+fallback = sorted(set(fallback) - set(first))
 
 executed_bytes = sum(sizes[name] for name in hot)
 print(f"{len(hot)} functions executed, {executed_bytes >> 10} KiB; {len(first)} patterns, "
