@@ -31,7 +31,13 @@ fn main() {
     }
     if release_profile() && default_linker() && linker_takes_insert_scripts() {
         let script = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("hot_text.ld");
-        println!("cargo:rustc-link-arg-bin=lllm=-Wl,-T,{}", script.display());
+        // A copy of the package without the list (vendored, trimmed) links as other profiles do;
+        // `-Wl,` splits its argument at commas, so a path with one cannot be passed this way.
+        let exists = script.is_file();
+        let script = script.display().to_string();
+        if exists && !script.contains(',') {
+            println!("cargo:rustc-link-arg-bin=lllm=-Wl,-T,{script}");
+        }
     }
     if libc_reads_relr() && linker_packs_relr() {
         println!("cargo:rustc-link-arg-bin=lllm=-Wl,-z,pack-relative-relocs");
