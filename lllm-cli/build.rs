@@ -14,9 +14,9 @@
 //!
 //! Relocations are packed only when the C library linked against reads them (glibc 2.36 and later
 //! define `GLIBC_ABI_DT_RELR`; the linker makes the binary require it, so an older glibc would refuse
-//! to start it) and the linker knows the option (binutils 2.38, lld 15, mold). A cross build, a debug
-//! build, another system and a linker chosen in `RUSTFLAGS` or Cargo's configuration (mold and gold
-//! do not take the script's `INSERT`) are left as they are.
+//! to start it) and the linker knows the option (binutils 2.38, lld 15, mold). The functions are
+//! placed only when no linker is chosen in `RUSTFLAGS` or Cargo's configuration (mold and gold do not
+//! take the script's `INSERT`). A cross build, a debug build and another system are left as they are.
 #![allow(clippy::print_stdout)] // Cargo reads its instructions on standard output.
 
 use std::process::Command;
