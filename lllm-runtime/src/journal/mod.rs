@@ -67,6 +67,14 @@ pub struct RunStart {
     /// The caller's earlier messages the run's first dialog started with, after its system prompt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seed: Vec<lllm_core::Message>,
+    /// The dialogs the run continued (a served conversation's earlier turns), per agent: a resume
+    /// starts from them again. Absent in journals of earlier versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dialogs: Vec<(String, lllm_core::DialogTree)>,
+    /// The caller's function tools the run offered (a served request's `tools`). Absent in journals
+    /// of earlier versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caller_tools: Vec<lllm_core::ToolSpec>,
 }
 
 /// Why a journal cannot be used.
@@ -406,6 +414,20 @@ impl Journal {
         })?;
         self.memory().remember_pending(pending);
         Ok(())
+    }
+
+    /// Records the caller's result of a call the run handed to it (a caller's tool): a resume gives
+    /// it to the model where the call was. `Err` is a problem the model reads as `error: ...`.
+    pub fn caller_result(
+        &self,
+        dialog: DialogId,
+        call: &str,
+        result: Result<&str, &str>,
+    ) -> Result<(), JournalError> {
+        match result {
+            Ok(content) => self.tool_finished(dialog, call, content, false),
+            Err(problem) => self.tool_finished(dialog, call, &format!("error: {problem}"), true),
+        }
     }
 
     /// The calls that wait for a confirmation: those the run paused on that have not run or been

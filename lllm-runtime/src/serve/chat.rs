@@ -14,6 +14,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::auth::Caller;
+use super::caller_tools::{chat_results, chat_tools, offered};
+use super::paused::{named_conversation, Named};
+use crate::engine::RunError;
+use crate::journal::PendingCall;
 use super::body::read_body;
 use super::error::ApiError;
 use super::identity::{identify, Claims};
@@ -41,6 +45,14 @@ struct ChatRequest {
     stream_options: Option<StreamOptions>,
 }
 
+/// What of a Chat request the caller's tools need: its messages as sent, and its `tools`.
+#[derive(Debug, Deserialize)]
+struct ToolFields {
+    messages: Vec<Value>,
+    #[serde(default)]
+    tools: Option<Value>,
+}
+
 #[derive(Debug, Deserialize)]
 struct StreamOptions {
     #[serde(default)]
@@ -54,31 +66,52 @@ pub(crate) async fn complete(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: ChatRequest = parse_body(&read_body(&state, body).await?)?;
+    let bytes = read_body(&state, body).await?;
+    let request: ChatRequest = parse_body(&bytes)?;
+    let fields: ToolFields = parse_body(&bytes)?;
     let model = state.model(&request.model)?;
     unhonoured::chat(request.n, request.response_format.as_ref())?;
     let stream = request.stream.unwrap_or(false);
     let caller = caller.map(|Extension(c)| c).unwrap_or_default();
-    let turn = turn(&request.messages, "messages")?;
-    let claims = Claims {
-        prompt_cache_key: request.prompt_cache_key.as_deref(),
-        ..Claims::default()
+    let caller_tools = offered(model, chat_tools(fields.tools.as_ref())?)?;
+    let results = if model.tactic.takes_caller_tools() {
+        chat_results(&fields.messages)?
+    } else {
+        Vec::new()
     };
-    let identified = identify(
-        &headers,
-        claims,
-        &state.conversations,
-        (&caller.0, &model.id),
-        &turn,
-    );
-    let ask = Ask {
-        turn,
-        identified,
-        answer_ids: None,
-        stream,
-        source: "chat.completions",
+    let mut live = if results.is_empty() {
+        let turn = turn(&request.messages, "messages")?;
+        let claims = Claims {
+            prompt_cache_key: request.prompt_cache_key.as_deref(),
+            ..Claims::default()
+        };
+        let identified = identify(
+            &headers,
+            claims,
+            &state.conversations,
+            (&caller.0, &model.id),
+            &turn,
+        );
+        let ask = Ask {
+            turn,
+            identified,
+            answer_ids: None,
+            stream,
+            source: "chat.completions",
+            caller_tools,
+        };
+        LiveRun::start(&state, model, ask).await?
+    } else {
+        let named = Named {
+            conversation: named_conversation(&headers, request.prompt_cache_key.as_deref(), None),
+            previous: None,
+        };
+        let paused = state
+            .paused
+            .take((&caller.0, &model.id), &named, &results, "messages")?;
+        let asked = (stream, "chat.completions");
+        LiveRun::resume(&state, model, paused, &results, asked, None).await?
     };
-    let mut live = LiveRun::start(&state, model, ask).await?;
     let chunk = Chunk {
         id: format!("chatcmpl-{}", lllm_core::DialogId::new()),
         created: now(),
@@ -98,6 +131,9 @@ pub(crate) async fn complete(
             Json(chunk.completion(&output.answer, &output.usage)),
         )
             .into_response()),
+        Err(RunError::Paused { pending, .. }) if live.hands_calls() => {
+            Ok((live.headers(), Json(chunk.handed(pending))).into_response())
+        }
         Err(error) => Err(live.failure(error)),
     }
 }
@@ -123,6 +159,23 @@ impl Chunk {
                 "finish_reason": "stop",
             }],
             "usage": usage_json(usage),
+        })
+    }
+
+    /// The answer that hands the `pending` calls to the caller.
+    fn handed(&self, pending: &[PendingCall]) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": null, "tool_calls": tool_calls(pending)},
+                "logprobs": null,
+                "finish_reason": "tool_calls",
+            }],
+            "usage": usage_json(&Usage::default()),
         })
     }
 
@@ -184,6 +237,22 @@ impl Chunk {
             out
         }
     }
+}
+
+/// The `pending` calls as Chat's `tool_calls` (each with its `index`, as a stream's delta has it).
+fn tool_calls(pending: &[PendingCall]) -> Vec<Value> {
+    pending
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            json!({
+                "index": i,
+                "id": call.call,
+                "type": "function",
+                "function": {"name": call.tool, "arguments": call.arguments.to_string()},
+            })
+        })
+        .collect()
 }
 
 /// Usage in Chat Completions' shape.

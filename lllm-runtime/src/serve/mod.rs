@@ -28,6 +28,7 @@
 mod admission;
 mod auth;
 mod body;
+mod caller_tools;
 mod chat;
 mod console;
 mod conversations;
@@ -41,9 +42,11 @@ mod input;
 mod listener;
 mod listing;
 mod log;
+mod memo;
 mod models;
 mod named_locks;
 mod origin;
+mod paused;
 mod references;
 mod responses;
 mod run_stream;
@@ -134,6 +137,8 @@ pub(crate) struct ServeState {
     pub(crate) admission: Arc<Admission>,
     /// The conversations answered, for their next turns.
     pub(crate) conversations: Arc<Conversations>,
+    /// The runs paused on calls of the caller's tools, until the caller's results come.
+    pub(crate) paused: Arc<paused::PausedRuns>,
     pub(crate) runs: RunStore,
     /// One creation at a time per `Idempotency-Key`.
     pub(crate) keys: Arc<NamedLocks>,
@@ -437,6 +442,7 @@ impl ServedBuilder {
             });
         }
         let conversations = Conversations::open(self.state_dir.as_deref(), self.conversations)?;
+        let paused = paused::PausedRuns::open(self.state_dir.as_deref())?;
         let runs = RunStore::open(self.state_dir)?;
         Ok(Served {
             state: Arc::new(ServeState {
@@ -444,6 +450,7 @@ impl ServedBuilder {
                 models,
                 admission: Admission::new(self.max_runs),
                 conversations: Arc::new(conversations),
+                paused: Arc::new(paused),
                 runs,
                 keys: Arc::default(),
                 decisions: Arc::default(),

@@ -15,6 +15,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::auth::Caller;
+use super::caller_tools::{offered, responses_results, responses_tools};
+use super::paused::{named_conversation, Named};
+use crate::engine::RunError;
+use crate::journal::PendingCall;
 use super::body::read_body;
 use super::conversations::Found;
 use super::error::ApiError;
@@ -22,7 +26,8 @@ use super::failure::Failure;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, push_paragraph, response_input, turn, Turn};
 use super::references;
-use super::run_stream::{AnswerIds, Ask, LiveRun, Step};
+use super::memo::AnswerIds;
+use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
 use super::unhonoured;
 use super::ServeState;
@@ -49,6 +54,8 @@ struct ResponsesRequest {
     text: Option<Value>,
     #[serde(default)]
     background: Option<bool>,
+    #[serde(default)]
+    tools: Option<Value>,
 }
 
 /// Responses' `conversation`: its id, or an object with it.
@@ -78,27 +85,7 @@ pub(crate) async fn respond(
     let model = state.model(&request.model)?;
     unhonoured::responses(request.text.as_ref(), request.background)?;
     let caller = caller.map(|Extension(c)| c).unwrap_or_default();
-    let referenced = references::resolve(&mut request.input, &state.conversations, &caller.0)?;
-    let mut turn = turn(&response_input(&request.input)?, "input")?;
-    if let Some(instructions) = &request.instructions {
-        let mut system = instructions.clone();
-        push_paragraph(&mut system, &turn.client_system);
-        turn.client_system = system;
-    }
-    let previous = previous(&state, &request, &caller, &turn)?;
-    let claims = Claims {
-        prompt_cache_key: request.prompt_cache_key.as_deref(),
-        conversation: request.conversation.as_ref().map(ConversationRef::id),
-        previous,
-        referenced,
-    };
-    let identified = identify(
-        &headers,
-        claims,
-        &state.conversations,
-        (&caller.0, &model.id),
-        &turn,
-    );
+    let caller_tools = offered(model, responses_tools(request.tools.as_ref())?)?;
     let stream = request.stream.unwrap_or(false);
     let meta = Meta {
         id: format!("resp_{}", DialogId::new().to_string().replace('-', "")),
@@ -109,17 +96,40 @@ pub(crate) async fn respond(
         instructions: request.instructions.clone(),
         store: request.store.unwrap_or(true),
     };
-    let ask = Ask {
-        turn,
-        identified,
-        answer_ids: meta.store.then(|| AnswerIds {
-            response: meta.id.clone(),
-            item: meta.message.clone(),
-        }),
-        stream,
-        source: "responses",
+    let answer_ids = meta.store.then(|| AnswerIds {
+        response: meta.id.clone(),
+        item: meta.message.clone(),
+    });
+    let results = if model.tactic.takes_caller_tools() {
+        responses_results(&request.input)?
+    } else {
+        Vec::new()
     };
-    let mut live = LiveRun::start(&state, model, ask).await?;
+    let mut live = if results.is_empty() {
+        let ask = ask(&state, &headers, &mut request, &caller, model)?;
+        let ask = Ask {
+            answer_ids,
+            stream,
+            caller_tools,
+            ..ask
+        };
+        LiveRun::start(&state, model, ask).await?
+    } else {
+        let conversation = request.conversation.as_ref().map(ConversationRef::id);
+        let named = Named {
+            conversation: named_conversation(
+                &headers,
+                request.prompt_cache_key.as_deref(),
+                conversation,
+            ),
+            previous: request.previous_response_id.as_deref(),
+        };
+        let paused = state
+            .paused
+            .take((&caller.0, &model.id), &named, &results, "input")?;
+        let asked = (stream, "responses");
+        LiveRun::resume(&state, model, paused, &results, asked, answer_ids).await?
+    };
     if stream {
         return Ok(live.sse(meta.renderer()));
     }
@@ -130,8 +140,50 @@ pub(crate) async fn respond(
             Json(meta.response("completed", Some(output), None)),
         )
             .into_response()),
+        Err(RunError::Paused { pending, .. }) if live.hands_calls() => {
+            Ok((live.headers(), Json(meta.handed(pending))).into_response())
+        }
         Err(error) => Err(live.failure(error)),
     }
+}
+
+/// What a request that brings no results asks: its turn in its conversation.
+fn ask(
+    state: &ServeState,
+    headers: &HeaderMap,
+    request: &mut ResponsesRequest,
+    caller: &Caller,
+    model: &super::Model,
+) -> Result<Ask, ApiError> {
+    let referenced = references::resolve(&mut request.input, &state.conversations, &caller.0)?;
+    let mut turn = turn(&response_input(&request.input)?, "input")?;
+    if let Some(instructions) = &request.instructions {
+        let mut system = instructions.clone();
+        push_paragraph(&mut system, &turn.client_system);
+        turn.client_system = system;
+    }
+    let previous = previous(state, request, caller, &turn)?;
+    let claims = Claims {
+        prompt_cache_key: request.prompt_cache_key.as_deref(),
+        conversation: request.conversation.as_ref().map(ConversationRef::id),
+        previous,
+        referenced,
+    };
+    let identified = identify(
+        headers,
+        claims,
+        &state.conversations,
+        (&caller.0, &model.id),
+        &turn,
+    );
+    Ok(Ask {
+        turn,
+        identified,
+        answer_ids: None,
+        stream: false,
+        source: "responses",
+        caller_tools: Vec::new(),
+    })
 }
 
 /// The response `previous_response_id` names, of this caller and model; with it, the input is the
@@ -200,6 +252,14 @@ impl Meta {
             "role": "assistant",
             "content": content,
         })
+    }
+
+    /// The response that hands the `pending` calls to the caller: a `function_call` item each.
+    fn handed(&self, pending: &[PendingCall]) -> Value {
+        let mut response = self.response("completed", None, None);
+        response["output"] = function_calls(pending).into();
+        response["usage"] = usage_json(&Usage::default());
+        response
     }
 
     /// The response object.
@@ -302,6 +362,23 @@ fn failed(meta: &Meta, failure: &Failure, emit: &mut impl FnMut(&str, Value)) {
         "response.failed",
         json!({ "response": meta.response("failed", None, Some(error)) }),
     );
+}
+
+/// The `pending` calls as Responses' `function_call` items.
+fn function_calls(pending: &[PendingCall]) -> Vec<Value> {
+    pending
+        .iter()
+        .map(|call| {
+            json!({
+                "type": "function_call",
+                "id": format!("fc_{}", DialogId::new().to_string().replace('-', "")),
+                "call_id": call.call,
+                "name": call.tool,
+                "arguments": call.arguments.to_string(),
+                "status": "completed",
+            })
+        })
+        .collect()
 }
 
 /// Usage in the Responses API's shape.

@@ -2,6 +2,7 @@
 #![doc = include_str!("../../../docs/tools.md")]
 
 pub(crate) mod calls;
+mod caller;
 mod command;
 mod confirm;
 mod error;
@@ -12,6 +13,7 @@ mod toolbox;
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub use caller::CallerTool;
 pub use command::CommandTool;
 pub(crate) use confirm::DECLINED;
 pub use confirm::{ApproveAll, Confirm, ConfirmRequest, Decision, Decisions, DeclineAll};
@@ -104,6 +106,12 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     /// Whether running a call again has the same effect as running it once, so that a call a crash
     /// interrupted may run again on resume; `false` unless the tool says otherwise.
     fn idempotent(&self) -> bool {
+        false
+    }
+
+    /// Whether the tool is the caller's (a served request's function tool): its calls are handed
+    /// back to the caller instead of run; `false` unless the tool says otherwise.
+    fn from_caller(&self) -> bool {
         false
     }
 
