@@ -424,10 +424,17 @@ impl Journal {
         call: &str,
         result: Result<&str, &str>,
     ) -> Result<(), JournalError> {
-        match result {
-            Ok(content) => self.tool_finished(dialog, call, content, false),
-            Err(problem) => self.tool_finished(dialog, call, &format!("error: {problem}"), true),
-        }
+        let (content, is_error) = match result {
+            Ok(content) => (content.to_owned(), false),
+            Err(problem) => (format!("error: {problem}"), true),
+        };
+        self.tool_finished(dialog, call, &content, is_error)?;
+        // The run about to resume on this journal answers the call from memory, as a resume of
+        // the file would.
+        self.memory()
+            .finished
+            .insert((dialog, call.to_owned()), (content, is_error));
+        Ok(())
     }
 
     /// The calls that wait for a confirmation: those the run paused on that have not run or been

@@ -12,6 +12,8 @@ fn start() -> RunStart {
         session: None,
         parent_session: None,
         seed: Vec::new(),
+        dialogs: Vec::new(),
+        caller_tools: Vec::new(),
     }
 }
 

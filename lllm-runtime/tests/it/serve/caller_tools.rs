@@ -1,0 +1,281 @@
+//! The caller's tools: an agent with `client_tools: true` is offered a request's function tools,
+//! a call of one pauses the run and is handed back (Chat `tool_calls`, Responses `function_call`
+//! items), and the caller's next request, carrying the results, continues the paused run so that
+//! its next downstream request extends the paused one byte for byte.
+
+use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
+use serde_json::{json, Value};
+
+use super::{post, serve, Reply};
+use crate::support::TempDir;
+
+/// A chat tactic whose agent takes the caller's tools and has its own `act`, which appends its
+/// line to `effects.txt`.
+fn coder_tactic(dir: &TempDir, server: &StubServer, client_tools: bool) -> std::path::PathBuf {
+    let effects = dir.0.join("effects.txt");
+    dir.write(
+        "coder.yaml",
+        &format!(
+            r#"global:
+  model_name: m
+  model_args: {{api_base: "{api}", timeout: 30}}
+  inference_hints: {{profile: dynamo}}
+  max_call_retries: 0
+agent_configs:
+  - name: coder
+    system_prompt: You code.
+    client_tools: {client_tools}
+    tools:
+      - name: act
+        description: Does something
+        parameters: {{type: object, properties: {{line: {{type: string}}}}, required: [line]}}
+        command: [sh, -c, 'printf "%s\n" "$1" | tee -a "$2"', sh, "{{{{ line }}}}", "{effects}"]
+"#,
+            api = server.base_url(),
+            effects = effects.display(),
+        ),
+    )
+}
+
+fn shell_tool() -> Value {
+    json!({"type": "function", "function": {
+        "name": "shell",
+        "description": "Runs a command on the caller's machine",
+        "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}
+    }})
+}
+
+fn chat(messages: Value, tools: Value) -> String {
+    json!({"model": "coder", "messages": messages, "tools": tools}).to_string()
+}
+
+fn messages(request: &RecordedRequest) -> &Vec<Value> {
+    request.body["messages"].as_array().expect("messages")
+}
+
+fn tool_names(request: &RecordedRequest) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `next` starts with every message of `paused`, byte for byte, then the answer that made the
+/// calls and one tool message per call, in call order, with these contents.
+fn assert_continues(paused: &RecordedRequest, next: &RecordedRequest, results: &[(&str, &str)]) {
+    let (paused, next) = (messages(paused), messages(next));
+    assert_eq!(next.len(), paused.len() + 1 + results.len(), "{next:#?}");
+    assert_eq!(next[..paused.len()], paused[..], "the paused prefix is kept");
+    assert_eq!(next[paused.len()]["role"], "assistant");
+    for (k, (call, content)) in results.iter().enumerate() {
+        let message = &next[paused.len() + 1 + k];
+        assert_eq!(message["role"], "tool");
+        assert_eq!(message["tool_call_id"], *call);
+        assert_eq!(message["content"], *content);
+    }
+}
+
+fn handed_calls(reply: &Reply) -> Vec<(String, String, Value)> {
+    let body = reply.json();
+    assert_eq!(body["choices"][0]["finish_reason"], "tool_calls", "{body}");
+    body["choices"][0]["message"]["tool_calls"]
+        .as_array()
+        .expect("tool_calls")
+        .iter()
+        .map(|c| {
+            assert_eq!(c["type"], "function");
+            let arguments = c["function"]["arguments"].as_str().expect("arguments text");
+            (
+                c["id"].as_str().expect("id").to_owned(),
+                c["function"]["name"].as_str().expect("name").to_owned(),
+                serde_json::from_str(arguments).expect("arguments JSON"),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_callers_tool_call_is_handed_back_and_its_result_continues_the_paused_request() {
+    let dir = TempDir::new("caller-tools-chat");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    stub.push(StubReply::tool_calls(&[("call_1", "shell", r#"{"cmd": "ls"}"#)]));
+    stub.push(StubReply::text("There is a.txt."));
+    let question = json!({"role": "user", "content": "What files are there?"});
+    let reply = post(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let calls = handed_calls(&reply);
+    assert_eq!(
+        calls,
+        vec![("call_1".into(), "shell".into(), json!({"cmd": "ls"}))]
+    );
+    let session = reply.header("x-lllm-session-id").expect("session").to_owned();
+    // Offered downstream beside the agent's own tool.
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(tool_names(&requests[0]), ["act", "shell"]);
+    // The caller ran it; its next request, as a stateless client sends it, carries the result.
+    let assistant = reply.json()["choices"][0]["message"].clone();
+    let result = json!({"role": "tool", "tool_call_id": "call_1", "content": "a.txt"});
+    let body = chat(json!([question, assistant, result]), json!([shell_tool()]));
+    let reply = post(&url, &[], &body).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let answer = reply.json();
+    assert_eq!(answer["choices"][0]["finish_reason"], "stop");
+    assert_eq!(answer["choices"][0]["message"]["content"], "There is a.txt.");
+    assert_eq!(reply.header("x-lllm-session-id"), Some(session.as_str()));
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 2, "nothing answered is sent again");
+    assert_continues(&requests[0], &requests[1], &[("call_1", "a.txt")]);
+    for request in &requests {
+        assert_eq!(request.header("x-dynamo-session-id"), Some(session.as_str()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn own_tools_of_the_same_answer_run_first_and_parallel_calls_are_handed_together() {
+    let dir = TempDir::new("caller-tools-parallel");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    stub.push(StubReply::tool_calls(&[
+        ("c1", "shell", r#"{"cmd": "ls"}"#),
+        ("c2", "act", r#"{"line": "own"}"#),
+        ("c3", "shell", r#"{"cmd": "pwd"}"#),
+    ]));
+    stub.push(StubReply::text("Done."));
+    let question = json!({"role": "user", "content": "Go."});
+    let reply = post(&url, &[("session-id", "par-1")], &chat(json!([question]), json!([shell_tool()]))).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let ids: Vec<String> = handed_calls(&reply).into_iter().map(|c| c.0).collect();
+    assert_eq!(ids, ["c1", "c3"]);
+    // The tactic's own call ran before the run paused.
+    let effects = std::fs::read_to_string(dir.0.join("effects.txt")).expect("act ran");
+    assert_eq!(effects, "own\n");
+    let assistant = reply.json()["choices"][0]["message"].clone();
+    let body = chat(
+        json!([
+            question,
+            assistant,
+            {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+            {"role": "tool", "tool_call_id": "c3", "content": "/home"}
+        ]),
+        json!([shell_tool()]),
+    );
+    let reply = post(&url, &[("session-id", "par-1")], &body).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["choices"][0]["message"]["content"], "Done.");
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 2);
+    assert_continues(
+        &requests[0],
+        &requests[1],
+        &[("c1", "a.txt"), ("c2", "own"), ("c3", "/home")],
+    );
+    // The own tool ran once: the continuation answered it from the journal.
+    let effects = std::fs::read_to_string(dir.0.join("effects.txt")).expect("effects");
+    assert_eq!(effects, "own\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_hand_function_calls_and_continue_with_their_outputs() {
+    let dir = TempDir::new("caller-tools-responses");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/responses", running.base);
+    let tool = json!({"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}});
+    for (turn, previous) in [(1, true), (2, false)] {
+        let call = format!("call_r{turn}");
+        stub.push(StubReply::tool_calls(&[(&call, "shell", r#"{"cmd": "ls"}"#)]));
+        stub.push(StubReply::text("Listed."));
+        let thread = format!("thread-{turn}");
+        let headers = [("thread-id", thread.as_str())];
+        let user = json!({"role": "user", "content": "List."});
+        let body = json!({"model": "coder", "input": [user], "tools": [tool]});
+        let reply = post(&url, &headers, &body.to_string()).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        let paused = reply.json();
+        assert_eq!(paused["status"], "completed");
+        let item = &paused["output"][0];
+        assert_eq!(
+            (&item["type"], &item["call_id"], &item["name"], &item["status"]),
+            (&json!("function_call"), &json!(call), &json!("shell"), &json!("completed"))
+        );
+        let output = json!({"type": "function_call_output", "call_id": call, "output": "a.txt"});
+        let body = if previous {
+            json!({"model": "coder", "input": [output], "previous_response_id": paused["id"], "tools": [tool]})
+        } else {
+            json!({"model": "coder", "input": [user, item, output], "tools": [tool]})
+        };
+        let reply = post(&url, &headers, &body.to_string()).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        let done = reply.json();
+        assert_eq!(done["output"][0]["content"][0]["text"], "Listed.", "{done}");
+        let requests = stub.requests();
+        let n = requests.len();
+        assert_continues(&requests[n - 2], &requests[n - 1], &[(&call, "a.txt")]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clash_with_an_own_tool_and_an_unknown_call_id_are_refused() {
+    let dir = TempDir::new("caller-tools-refused");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    let question = json!({"role": "user", "content": "Go."});
+    let clash = json!([{"type": "function", "function": {"name": "act", "parameters": {"type": "object"}}}]);
+    let reply = post(&url, &[], &chat(json!([question]), clash)).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    let message = reply.json()["error"]["message"].as_str().unwrap_or("").to_owned();
+    assert!(message.contains("`act`") && message.contains("coder"), "{message}");
+    // A paused run in one conversation; results for its call from another conversation, and for
+    // a call never made, are unknown.
+    stub.push(StubReply::tool_calls(&[("call_9", "shell", r#"{"cmd": "ls"}"#)]));
+    stub.push(StubReply::text("Fine."));
+    let reply = post(&url, &[("session-id", "mine")], &chat(json!([question]), json!([shell_tool()]))).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let assistant = reply.json()["choices"][0]["message"].clone();
+    let with_result = |id: &str| {
+        chat(
+            json!([question, assistant, {"role": "tool", "tool_call_id": id, "content": "x"}]),
+            json!([shell_tool()]),
+        )
+    };
+    for (session, id) in [("other", "call_9"), ("mine", "call_404")] {
+        let reply = post(&url, &[("session-id", session)], &with_result(id)).await;
+        assert_eq!(reply.status, 400, "{}", reply.text);
+        let message = reply.json()["error"]["message"].as_str().unwrap_or("").to_owned();
+        assert!(message.contains(id), "{message}");
+    }
+    assert_eq!(stub.requests().len(), 1, "a refused result sends nothing");
+    // The right conversation's result still continues it.
+    let reply = post(&url, &[("session-id", "mine")], &with_result("call_9")).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["choices"][0]["message"]["content"], "Fine.");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_an_agent_that_takes_them_a_requests_tools_are_ignored() {
+    let dir = TempDir::new("caller-tools-ignored");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, false);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    stub.push(StubReply::text("Hi."));
+    let question = json!({"role": "user", "content": "Go."});
+    let clash = json!([shell_tool(), {"type": "function", "function": {"name": "act"}}]);
+    let reply = post(&url, &[], &chat(json!([question]), clash)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(tool_names(&stub.requests()[0]), ["act"]);
+}
