@@ -62,7 +62,7 @@ pub(crate) async fn run_tools(
 ) -> Result<Vec<ToolResult>, AgentErrorKind> {
     let repeated: Vec<bool> = calls.iter().map(|call| log.repeated(call)).collect();
     let (own, callers): (Vec<usize>, Vec<usize>) =
-        (0..calls.len()).partition(|&i| !from_caller(round.toolbox, &calls[i]));
+        (0..calls.len()).partition(|&i| !is_caller_tool(round.toolbox, &calls[i]));
     let mut results: Vec<Option<ToolResult>> = calls.iter().map(|_| None).collect();
     for phase in [own, callers] {
         let mut runs = Vec::with_capacity(phase.len());
@@ -81,10 +81,10 @@ pub(crate) async fn run_tools(
 }
 
 /// Whether `call` names a tool of the caller.
-fn from_caller(toolbox: &Toolbox, call: &ToolCall) -> bool {
+fn is_caller_tool(toolbox: &Toolbox, call: &ToolCall) -> bool {
     toolbox
         .get(&call.name)
-        .is_some_and(|(tool, _)| tool.from_caller())
+        .is_some_and(|(tool, _)| tool.is_caller_tool())
 }
 
 fn result(content: impl Into<String>, is_error: bool) -> ToolResult {

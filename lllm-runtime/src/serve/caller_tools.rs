@@ -27,8 +27,9 @@ pub(crate) fn offered(model: &Model, tools: Vec<ToolSpec>) -> Result<Vec<ToolSpe
     match model.tactic.check_caller_tools(&tools) {
         Ok(()) => Ok(tools),
         Err(CallerToolsError::Mcp(e)) => Err(ApiError::internal(lllm_core::full_message(&e))),
-        Err(e) => Err(ApiError::invalid(format!("`tools`: {}", lllm_core::full_message(&e)))
-            .param("tools")),
+        Err(e) => Err(
+            ApiError::invalid(format!("`tools`: {}", lllm_core::full_message(&e))).param("tools"),
+        ),
     }
 }
 
@@ -59,13 +60,15 @@ fn function_tools<'v>(
             continue;
         }
         let at = format!("tools[{i}]");
-        let function = body(tool)
-            .filter(|f| f.is_object())
-            .ok_or_else(|| ApiError::invalid(format!("`{at}`: a function tool needs its function")).param("tools"))?;
+        let function = body(tool).filter(|f| f.is_object()).ok_or_else(|| {
+            ApiError::invalid(format!("`{at}`: a function tool needs its function")).param("tools")
+        })?;
         let name = function
             .get("name")
             .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::invalid(format!("`{at}`: a function tool needs a `name`")).param("tools"))?;
+            .ok_or_else(|| {
+                ApiError::invalid(format!("`{at}`: a function tool needs a `name`")).param("tools")
+            })?;
         let description = function
             .get("description")
             .and_then(Value::as_str)
@@ -128,7 +131,14 @@ pub(crate) fn responses_results(input: &Value) -> Result<Vec<CallerResult>, ApiE
         .iter()
         .enumerate()
         .filter(|(_, m)| kind(m).as_deref() == Some("function_call_output"))
-        .map(|(k, m)| result(m, "call_id", "output", &format!("input[{}]", after_user + k)))
+        .map(|(k, m)| {
+            result(
+                m,
+                "call_id",
+                "output",
+                &format!("input[{}]", after_user + k),
+            )
+        })
         .collect()
 }
 
@@ -146,7 +156,9 @@ fn result(item: &Value, id: &str, output: &str, at: &str) -> Result<CallerResult
             .map(|p| p.get("text").and_then(Value::as_str).map(str::to_owned))
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| {
-                ApiError::invalid(format!("`{at}.{output}`: only text parts can be a tool's result"))
+                ApiError::invalid(format!(
+                    "`{at}.{output}`: only text parts can be a tool's result"
+                ))
             })?
             .concat(),
         Some(other) => other.to_string(),
@@ -172,7 +184,10 @@ mod tests {
         assert_eq!(specs[0].name, "shell");
         let responses = json!([{"type": "function", "name": "f", "description": "d"}]);
         let specs = responses_tools(Some(&responses)).expect("tools");
-        assert_eq!((specs[0].name.as_str(), specs[0].description.as_str()), ("f", "d"));
+        assert_eq!(
+            (specs[0].name.as_str(), specs[0].description.as_str()),
+            ("f", "d")
+        );
         assert!(chat_tools(Some(&json!([{"type": "function", "function": {}}]))).is_err());
     }
 
@@ -185,7 +200,10 @@ mod tests {
             json!({"role": "tool", "tool_call_id": "b", "content": [{"type": "text", "text": "2"}]}),
         ];
         let results = chat_results(&messages).expect("results");
-        assert_eq!(results.iter().map(|r| r.call.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(
+            results.iter().map(|r| r.call.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
         assert_eq!(results[1].output, "2");
         assert!(chat_results(&messages[..1]).expect("none").is_empty());
         let input = json!([

@@ -14,18 +14,18 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::auth::Caller;
-use super::caller_tools::{chat_results, chat_tools, offered};
-use super::paused::{named_conversation, Named};
-use crate::engine::RunError;
-use crate::journal::PendingCall;
 use super::body::read_body;
+use super::caller_tools::{chat_results, chat_tools, offered};
 use super::error::ApiError;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, turn, WireMessage};
+use super::paused::{named_conversation, Named};
 use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
 use super::unhonoured;
 use super::{now, ServeState};
+use crate::engine::RunError;
+use crate::journal::PendingCall;
 
 /// The fields of a Chat Completions request lllm reads; the others are accepted and not used (the
 /// tactic's agents carry their own model settings).

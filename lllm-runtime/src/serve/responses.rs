@@ -15,23 +15,23 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::auth::Caller;
-use super::caller_tools::{offered, responses_results, responses_tools};
-use super::paused::{named_conversation, Named};
-use crate::engine::RunError;
-use crate::journal::PendingCall;
 use super::body::read_body;
+use super::caller_tools::{offered, responses_results, responses_tools};
 use super::conversations::Found;
 use super::error::ApiError;
 use super::failure::Failure;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, push_paragraph, response_input, turn, Turn};
-use super::references;
 use super::memo::AnswerIds;
+use super::paused::{named_conversation, Named};
+use super::references;
 use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
 use super::unhonoured;
 use super::ServeState;
+use crate::engine::RunError;
 use crate::engine::RunOutput;
+use crate::journal::PendingCall;
 
 /// The fields of a Responses request lllm reads; the others are accepted and not used.
 #[derive(Debug, Deserialize)]

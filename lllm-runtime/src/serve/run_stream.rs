@@ -13,21 +13,21 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::admission::Ticket;
+use super::caller_tools::CallerResult;
 use super::conversations::Entry;
-use super::memo::{AnswerIds, Memo};
 use super::error::ApiError;
 use super::failure::{failure, Failure};
 use super::identity::{Identified, Source};
 use super::input::{Turn, CLIENT_SYSTEM_VAR};
+use super::memo::{AnswerIds, Memo};
+use super::paused::{forget, PausedRun, PausedRuns};
 use super::session::{CallerSession, ECHO_HEADER, SOURCE_HEADER};
 use super::store::{new_run_id, RunMeta, RunState};
 use super::{Model, ServeState};
 use crate::conversation::Conversation;
-use super::caller_tools::CallerResult;
-use super::paused::{forget, PausedRun, PausedRuns};
 use crate::engine::{plan_resume, JournalPlan, Resumable, RunError, RunHandle, RunOutput, RunPlan};
-use crate::journal::{Journal, JournalError, PendingCall};
 use crate::events::RunEvent;
+use crate::journal::{Journal, JournalError, PendingCall};
 
 /// What a finished run left, as a renderer sees it.
 pub(crate) type Outcome = Arc<Result<RunOutput, RunError>>;

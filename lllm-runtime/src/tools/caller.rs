@@ -36,7 +36,7 @@ impl Tool for CallerTool {
         )))
     }
 
-    fn from_caller(&self) -> bool {
+    fn is_caller_tool(&self) -> bool {
         true
     }
 

@@ -1,8 +1,8 @@
 //! Tools an agent can call: the [`Tool`] trait, tools from Rust closures, and command tools.
 #![doc = include_str!("../../../docs/tools.md")]
 
-pub(crate) mod calls;
 mod caller;
+pub(crate) mod calls;
 mod command;
 mod confirm;
 mod error;
@@ -111,7 +111,7 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
 
     /// Whether the tool is the caller's (a served request's function tool): its calls are handed
     /// back to the caller instead of run; `false` unless the tool says otherwise.
-    fn from_caller(&self) -> bool {
+    fn is_caller_tool(&self) -> bool {
         false
     }
 

@@ -33,7 +33,7 @@ impl<L: CallTool> CallTool for Halting<L> {
         if let Some(tool) = self.pause.as_ref().and_then(|p| p.paused()) {
             // A caller's call still goes on to the journal, which records it as pending: the calls
             // of one answer are handed to the caller together.
-            if !call.tool.from_caller() {
+            if !call.tool.is_caller_tool() {
                 return Err(ToolCallError::Paused { tool });
             }
         }

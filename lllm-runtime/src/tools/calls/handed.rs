@@ -9,9 +9,10 @@ use crate::pause::Pause;
 
 /// What the model reads of a caller's call that cannot be handed back (the run has no journal to
 /// hold it until the caller's result comes).
-pub(crate) const NOT_HANDED: &str = "not run: this tool belongs to the caller, and this run cannot wait for the caller's result";
+pub(crate) const NOT_HANDED: &str =
+    "not run: this tool belongs to the caller, and this run cannot wait for the caller's result";
 
-/// A call of a caller's tool ([`Tool::from_caller`](crate::tools::Tool::from_caller)) pauses the
+/// A call of a caller's tool ([`Tool::is_caller_tool`](crate::tools::Tool::is_caller_tool)) pauses the
 /// run, so that the caller runs it and brings its result (the journal, around this layer, records
 /// the call as pending). Without a journal nothing can hold the call: the model reads that it was
 /// not run. Other calls go through.
@@ -31,7 +32,7 @@ impl<L> Handed<L> {
 #[async_trait]
 impl<L: CallTool> CallTool for Handed<L> {
     async fn call(&self, call: PreparedCall<'_>) -> Result<Reply, ToolCallError> {
-        if !call.tool.from_caller() {
+        if !call.tool.is_caller_tool() {
             return self.inner.call(call).await;
         }
         let Some(pause) = &self.pause else {

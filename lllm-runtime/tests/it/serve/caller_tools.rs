@@ -70,7 +70,11 @@ fn tool_names(request: &RecordedRequest) -> Vec<String> {
 fn assert_continues(paused: &RecordedRequest, next: &RecordedRequest, results: &[(&str, &str)]) {
     let (paused, next) = (messages(paused), messages(next));
     assert_eq!(next.len(), paused.len() + 1 + results.len(), "{next:#?}");
-    assert_eq!(next[..paused.len()], paused[..], "the paused prefix is kept");
+    assert_eq!(
+        next[..paused.len()],
+        paused[..],
+        "the paused prefix is kept"
+    );
     assert_eq!(next[paused.len()]["role"], "assistant");
     for (k, (call, content)) in results.iter().enumerate() {
         let message = &next[paused.len() + 1 + k];
@@ -106,7 +110,11 @@ async fn a_callers_tool_call_is_handed_back_and_its_result_continues_the_paused_
     let coder = coder_tactic(&dir, &stub, true);
     let running = serve(&[("coder", &coder)]).await;
     let url = format!("{}/v1/chat/completions", running.base);
-    stub.push(StubReply::tool_calls(&[("call_1", "shell", r#"{"cmd": "ls"}"#)]));
+    stub.push(StubReply::tool_calls(&[(
+        "call_1",
+        "shell",
+        r#"{"cmd": "ls"}"#,
+    )]));
     stub.push(StubReply::text("There is a.txt."));
     let question = json!({"role": "user", "content": "What files are there?"});
     let reply = post(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
@@ -116,7 +124,10 @@ async fn a_callers_tool_call_is_handed_back_and_its_result_continues_the_paused_
         calls,
         vec![("call_1".into(), "shell".into(), json!({"cmd": "ls"}))]
     );
-    let session = reply.header("x-lllm-session-id").expect("session").to_owned();
+    let session = reply
+        .header("x-lllm-session-id")
+        .expect("session")
+        .to_owned();
     // Offered downstream beside the agent's own tool.
     let requests = stub.requests();
     assert_eq!(requests.len(), 1);
@@ -129,13 +140,19 @@ async fn a_callers_tool_call_is_handed_back_and_its_result_continues_the_paused_
     assert_eq!(reply.status, 200, "{}", reply.text);
     let answer = reply.json();
     assert_eq!(answer["choices"][0]["finish_reason"], "stop");
-    assert_eq!(answer["choices"][0]["message"]["content"], "There is a.txt.");
+    assert_eq!(
+        answer["choices"][0]["message"]["content"],
+        "There is a.txt."
+    );
     assert_eq!(reply.header("x-lllm-session-id"), Some(session.as_str()));
     let requests = stub.requests();
     assert_eq!(requests.len(), 2, "nothing answered is sent again");
     assert_continues(&requests[0], &requests[1], &[("call_1", "a.txt")]);
     for request in &requests {
-        assert_eq!(request.header("x-dynamo-session-id"), Some(session.as_str()));
+        assert_eq!(
+            request.header("x-dynamo-session-id"),
+            Some(session.as_str())
+        );
     }
 }
 
@@ -153,7 +170,12 @@ async fn own_tools_of_the_same_answer_run_first_and_parallel_calls_are_handed_to
     ]));
     stub.push(StubReply::text("Done."));
     let question = json!({"role": "user", "content": "Go."});
-    let reply = post(&url, &[("session-id", "par-1")], &chat(json!([question]), json!([shell_tool()]))).await;
+    let reply = post(
+        &url,
+        &[("session-id", "par-1")],
+        &chat(json!([question]), json!([shell_tool()])),
+    )
+    .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let ids: Vec<String> = handed_calls(&reply).into_iter().map(|c| c.0).collect();
     assert_eq!(ids, ["c1", "c3"]);
@@ -195,7 +217,11 @@ async fn responses_hand_function_calls_and_continue_with_their_outputs() {
     let tool = json!({"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}});
     for (turn, previous) in [(1, true), (2, false)] {
         let call = format!("call_r{turn}");
-        stub.push(StubReply::tool_calls(&[(&call, "shell", r#"{"cmd": "ls"}"#)]));
+        stub.push(StubReply::tool_calls(&[(
+            &call,
+            "shell",
+            r#"{"cmd": "ls"}"#,
+        )]));
         stub.push(StubReply::text("Listed."));
         let thread = format!("thread-{turn}");
         let headers = [("thread-id", thread.as_str())];
@@ -207,8 +233,18 @@ async fn responses_hand_function_calls_and_continue_with_their_outputs() {
         assert_eq!(paused["status"], "completed");
         let item = &paused["output"][0];
         assert_eq!(
-            (&item["type"], &item["call_id"], &item["name"], &item["status"]),
-            (&json!("function_call"), &json!(call), &json!("shell"), &json!("completed"))
+            (
+                &item["type"],
+                &item["call_id"],
+                &item["name"],
+                &item["status"]
+            ),
+            (
+                &json!("function_call"),
+                &json!(call),
+                &json!("shell"),
+                &json!("completed")
+            )
         );
         let output = json!({"type": "function_call_output", "call_id": call, "output": "a.txt"});
         let body = if previous {
@@ -237,13 +273,28 @@ async fn a_clash_with_an_own_tool_and_an_unknown_call_id_are_refused() {
     let clash = json!([{"type": "function", "function": {"name": "act", "parameters": {"type": "object"}}}]);
     let reply = post(&url, &[], &chat(json!([question]), clash)).await;
     assert_eq!(reply.status, 400, "{}", reply.text);
-    let message = reply.json()["error"]["message"].as_str().unwrap_or("").to_owned();
-    assert!(message.contains("`act`") && message.contains("coder"), "{message}");
+    let message = reply.json()["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        message.contains("`act`") && message.contains("coder"),
+        "{message}"
+    );
     // A paused run in one conversation; results for its call from another conversation, and for
     // a call never made, are unknown.
-    stub.push(StubReply::tool_calls(&[("call_9", "shell", r#"{"cmd": "ls"}"#)]));
+    stub.push(StubReply::tool_calls(&[(
+        "call_9",
+        "shell",
+        r#"{"cmd": "ls"}"#,
+    )]));
     stub.push(StubReply::text("Fine."));
-    let reply = post(&url, &[("session-id", "mine")], &chat(json!([question]), json!([shell_tool()]))).await;
+    let reply = post(
+        &url,
+        &[("session-id", "mine")],
+        &chat(json!([question]), json!([shell_tool()])),
+    )
+    .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let assistant = reply.json()["choices"][0]["message"].clone();
     let with_result = |id: &str| {
@@ -255,7 +306,10 @@ async fn a_clash_with_an_own_tool_and_an_unknown_call_id_are_refused() {
     for (session, id) in [("other", "call_9"), ("mine", "call_404")] {
         let reply = post(&url, &[("session-id", session)], &with_result(id)).await;
         assert_eq!(reply.status, 400, "{}", reply.text);
-        let message = reply.json()["error"]["message"].as_str().unwrap_or("").to_owned();
+        let message = reply.json()["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
         assert!(message.contains(id), "{message}");
     }
     assert_eq!(stub.requests().len(), 1, "a refused result sends nothing");
