@@ -192,9 +192,29 @@ impl Chunk {
         )
     }
 
+    /// The finish chunk, the usage chunk when asked for, `[DONE]`.
+    fn finish(&self, out: &mut Vec<Event>, reason: &str, usage: Option<&Usage>) {
+        out.push(self.chunk(json!({}), Some(reason)));
+        if let Some(usage) = usage {
+            out.push(json_event(
+                None,
+                &json!({
+                    "id": self.id,
+                    "object": "chat.completion.chunk",
+                    "created": self.created,
+                    "model": self.model,
+                    "choices": [],
+                    "usage": usage_json(usage),
+                }),
+            ));
+        }
+        out.push(Event::default().data("[DONE]"));
+    }
+
     /// The events of a streamed completion: the role first, each piece of text, the whole answer
-    /// at the end when the tactic streamed none (a tactic of steps answers at its end), the finish,
-    /// the usage when asked for, `[DONE]`; or an error event.
+    /// at the end when the tactic streamed none (a tactic of steps answers at its end), or the
+    /// calls handed to the caller (`tool_calls` deltas, finish `tool_calls`), the finish, the usage
+    /// when asked for, `[DONE]`; or an error event.
     fn renderer(self, with_usage: bool) -> impl FnMut(Step<'_>) -> Vec<Event> + Send + 'static {
         let mut started = false;
         let mut streamed = false;
@@ -214,21 +234,16 @@ impl Chunk {
                     if !streamed && !output.answer.is_empty() {
                         out.push(self.chunk(json!({ "content": output.answer }), None));
                     }
-                    out.push(self.chunk(json!({}), Some("stop")));
-                    if with_usage {
-                        out.push(json_event(
-                            None,
-                            &json!({
-                                "id": self.id,
-                                "object": "chat.completion.chunk",
-                                "created": self.created,
-                                "model": self.model,
-                                "choices": [],
-                                "usage": usage_json(&output.usage),
-                            }),
-                        ));
+                    self.finish(&mut out, "stop", with_usage.then_some(&output.usage));
+                }
+                Step::Handed(pending) => {
+                    // One chunk per call, its arguments whole: a client's accumulator joins the
+                    // pieces of each index, and there is one.
+                    for call in tool_calls(pending) {
+                        out.push(self.chunk(json!({ "tool_calls": [call] }), None));
                     }
-                    out.push(Event::default().data("[DONE]"));
+                    let usage = Usage::default();
+                    self.finish(&mut out, "tool_calls", with_usage.then_some(&usage));
                 }
                 Step::Failed(failure) => {
                     out.push(json_event(None, &json!({ "error": failure.body() })));

@@ -291,6 +291,22 @@ impl Meta {
         })
     }
 
+    /// Ends the message item of the stream, its text `text`.
+    fn close_message(&self, emit: &mut impl FnMut(&str, Value), text: &str) {
+        emit(
+            "response.output_text.done",
+            json!({"item_id": self.message, "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),
+        );
+        emit(
+            "response.content_part.done",
+            json!({"item_id": self.message, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": text, "annotations": []}}),
+        );
+        emit(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": self.message_item("completed", Some(text))}),
+        );
+    }
+
     /// The standard event sequence: created, in progress, the message item and its text part
     /// opened, each delta, the text and the item done, completed; or `response.failed`.
     fn renderer(self) -> impl FnMut(Step<'_>) -> Vec<Event> + Send + 'static {
@@ -330,23 +346,22 @@ impl Meta {
                     if text.is_empty() && !output.answer.is_empty() {
                         emit("response.output_text.delta", delta(&output.answer));
                     }
-                    let answer = output.answer.as_str();
-                    emit(
-                        "response.output_text.done",
-                        json!({"item_id": self.message, "output_index": 0, "content_index": 0, "text": answer, "logprobs": []}),
-                    );
-                    emit(
-                        "response.content_part.done",
-                        json!({"item_id": self.message, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": answer, "annotations": []}}),
-                    );
-                    emit(
-                        "response.output_item.done",
-                        json!({"output_index": 0, "item": self.message_item("completed", Some(answer))}),
-                    );
+                    self.close_message(&mut emit, &output.answer);
                     emit(
                         "response.completed",
                         json!({ "response": self.response("completed", Some(output), None) }),
                     );
+                }
+                Step::Handed(pending) => {
+                    self.close_message(&mut emit, &text);
+                    let calls = function_calls(pending);
+                    stream_calls(&mut emit, &calls);
+                    let mut response = self.response("completed", None, None);
+                    let mut output = vec![self.message_item("completed", Some(&text))];
+                    output.extend(calls);
+                    response["output"] = output.into();
+                    response["usage"] = usage_json(&Usage::default());
+                    emit("response.completed", json!({ "response": response }));
                 }
                 Step::Failed(failure) => failed(&self, failure, &mut emit),
             }
@@ -362,6 +377,34 @@ fn failed(meta: &Meta, failure: &Failure, emit: &mut impl FnMut(&str, Value)) {
         "response.failed",
         json!({ "response": meta.response("failed", None, Some(error)) }),
     );
+}
+
+/// The events of `calls` (`function_call` items) after the message item: each added, its
+/// arguments (one delta, then done), done.
+fn stream_calls(emit: &mut impl FnMut(&str, Value), calls: &[Value]) {
+    for (k, call) in calls.iter().enumerate() {
+        let index = k + 1;
+        let mut opened = call.clone();
+        opened["arguments"] = "".into();
+        opened["status"] = "in_progress".into();
+        emit(
+            "response.output_item.added",
+            json!({"output_index": index, "item": opened}),
+        );
+        let (id, arguments) = (&call["id"], &call["arguments"]);
+        emit(
+            "response.function_call_arguments.delta",
+            json!({"item_id": id, "output_index": index, "delta": arguments}),
+        );
+        emit(
+            "response.function_call_arguments.done",
+            json!({"item_id": id, "output_index": index, "arguments": arguments}),
+        );
+        emit(
+            "response.output_item.done",
+            json!({"output_index": index, "item": call}),
+        );
+    }
 }
 
 /// The `pending` calls as Responses' `function_call` items.

@@ -41,6 +41,8 @@ pub(crate) enum Step<'a> {
     Text(&'a str),
     /// The run answered.
     Answered(&'a RunOutput),
+    /// The run paused on calls of the caller's tools: they are handed to the caller.
+    Handed(&'a [PendingCall]),
     /// The run failed (or was cancelled).
     Failed(&'a Failure),
 }
@@ -286,6 +288,9 @@ impl LiveRun {
             live.ended(&outcome);
             let ended = match outcome.as_ref() {
                 Ok(output) => render(Step::Answered(output)),
+                Err(RunError::Paused { pending, .. }) if live.hands => {
+                    render(Step::Handed(pending))
+                }
                 Err(error) => render(Step::Failed(&Failure::of(&live.secrets, error))),
             };
             for out in ended {

@@ -333,3 +333,155 @@ async fn without_an_agent_that_takes_them_a_requests_tools_are_ignored() {
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(tool_names(&stub.requests()[0]), ["act"]);
 }
+
+/// The `data` of each event of an SSE reply, as JSON (`[DONE]` left out).
+fn event_data(reply: &Reply) -> Vec<(Option<String>, Value)> {
+    reply
+        .events()
+        .into_iter()
+        .filter(|(_, data)| data != "[DONE]")
+        .map(|(name, data)| (name, serde_json::from_str(&data).expect("JSON event")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streamed_chat_hands_tool_call_deltas_and_a_streamed_continuation_answers() {
+    let dir = TempDir::new("caller-tools-chat-stream");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    stub.push(StubReply::tool_calls(&[
+        ("s1", "shell", r#"{"cmd": "ls"}"#),
+        ("s2", "shell", r#"{"cmd": "pwd"}"#),
+    ]));
+    stub.push(StubReply::text("Both ran."));
+    let question = json!({"role": "user", "content": "Go."});
+    let body =
+        json!({"model": "coder", "messages": [question], "tools": [shell_tool()], "stream": true});
+    let reply = post(&url, &[], &body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert!(
+        reply.text.trim_end().ends_with("data: [DONE]"),
+        "{}",
+        reply.text
+    );
+    let chunks = event_data(&reply);
+    let calls: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|(_, c)| c["choices"][0]["delta"]["tool_calls"].as_array())
+        .flatten()
+        .collect();
+    let handed: Vec<(u64, &str, &str, Value)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["index"].as_u64().expect("index"),
+                c["id"].as_str().expect("id"),
+                c["function"]["name"].as_str().expect("name"),
+                serde_json::from_str(c["function"]["arguments"].as_str().expect("text"))
+                    .expect("JSON"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        handed,
+        vec![
+            (0, "s1", "shell", json!({"cmd": "ls"})),
+            (1, "s2", "shell", json!({"cmd": "pwd"}))
+        ]
+    );
+    let finish: Vec<&Value> = chunks
+        .iter()
+        .map(|(_, c)| &c["choices"][0]["finish_reason"])
+        .filter(|f| !f.is_null())
+        .collect();
+    assert_eq!(finish, [&json!("tool_calls")]);
+    let assistant = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "s1", "type": "function", "function": {"name": "shell", "arguments": "{\"cmd\":\"ls\"}"}},
+        {"id": "s2", "type": "function", "function": {"name": "shell", "arguments": "{\"cmd\":\"pwd\"}"}}
+    ]});
+    let body = json!({"model": "coder", "stream": true, "tools": [shell_tool()], "messages": [
+        question, assistant,
+        {"role": "tool", "tool_call_id": "s1", "content": "a.txt"},
+        {"role": "tool", "tool_call_id": "s2", "content": "/home"}
+    ]});
+    let reply = post(&url, &[], &body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let text: String = event_data(&reply)
+        .iter()
+        .filter_map(|(_, c)| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "Both ran.");
+    let requests = stub.requests();
+    assert_continues(
+        &requests[0],
+        &requests[1],
+        &[("s1", "a.txt"), ("s2", "/home")],
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streamed_responses_hand_function_call_items_and_continue_from_the_completed_id() {
+    let dir = TempDir::new("caller-tools-responses-stream");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/responses", running.base);
+    let tool = json!({"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}});
+    stub.push(StubReply::tool_calls(&[(
+        "f1",
+        "shell",
+        r#"{"cmd": "ls"}"#,
+    )]));
+    stub.push(StubReply::text("Listed."));
+    let body = json!({"model": "coder", "input": "List.", "tools": [tool], "stream": true});
+    let reply = post(&url, &[], &body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let events = event_data(&reply);
+    let names: Vec<&str> = events.iter().filter_map(|(n, _)| n.as_deref()).collect();
+    for name in [
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+    ] {
+        assert!(names.contains(&name), "{names:?}");
+    }
+    let done: Vec<&Value> = events
+        .iter()
+        .filter(|(n, d)| {
+            n.as_deref() == Some("response.output_item.done")
+                && d["item"]["type"] == "function_call"
+        })
+        .map(|(_, d)| &d["item"])
+        .collect();
+    assert_eq!(done.len(), 1);
+    assert_eq!(
+        (&done[0]["call_id"], &done[0]["status"]),
+        (&json!("f1"), &json!("completed"))
+    );
+    let completed = &events.last().expect("events").1;
+    assert_eq!(completed["type"], "response.completed");
+    let output = completed["response"]["output"].as_array().expect("output");
+    assert_eq!(
+        output.last(),
+        Some(done[0]),
+        "the completed response holds the call as streamed"
+    );
+    let id = completed["response"]["id"].as_str().expect("id");
+    let output = json!({"type": "function_call_output", "call_id": "f1", "output": "a.txt"});
+    let body = json!({"model": "coder", "input": [output], "previous_response_id": id, "tools": [tool], "stream": true});
+    let reply = post(&url, &[], &body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let text: String = event_data(&reply)
+        .iter()
+        .filter(|(n, _)| n.as_deref() == Some("response.output_text.delta"))
+        .filter_map(|(_, d)| d["delta"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(text, "Listed.");
+    let requests = stub.requests();
+    assert_continues(&requests[0], &requests[1], &[("f1", "a.txt")]);
+}
