@@ -213,6 +213,7 @@ impl LiveRun {
                     journal: held.journal,
                     pending: pending.clone(),
                     response: held.response,
+                    paused_at: super::now(),
                 });
             }
             (result, memo, held) => {

@@ -485,3 +485,135 @@ async fn streamed_responses_hand_function_call_items_and_continue_from_the_compl
     let requests = stub.requests();
     assert_continues(&requests[0], &requests[1], &[("f1", "a.txt")]);
 }
+
+/// Files of the paused runs' folder under `state`.
+fn handed_files(state: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(state.join("handed"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+async fn pause_one(url: &str, stub: &StubServer, session: &str, call: &str) -> Value {
+    stub.push(StubReply::tool_calls(&[(
+        call,
+        "shell",
+        r#"{"cmd": "ls"}"#,
+    )]));
+    let question = json!({"role": "user", "content": format!("Go {session}.")});
+    let reply = post(
+        url,
+        &[("session-id", session)],
+        &chat(json!([question]), json!([shell_tool()])),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    json!([question, reply.json()["choices"][0]["message"]])
+}
+
+fn with_result(history: &Value, call: &str, content: &str) -> String {
+    let mut messages = history.as_array().expect("history").clone();
+    messages.push(json!({"role": "tool", "tool_call_id": call, "content": content}));
+    chat(json!(messages), json!([shell_tool()]))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_restarted_between_the_two_requests_continues_the_paused_run() {
+    let dir = TempDir::new("caller-tools-restart");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let state = dir.0.join("state");
+    let history = {
+        let running = super::serve_with(&[("coder", &coder)], |b| b.state_dir(&state)).await;
+        let url = format!("{}/v1/chat/completions", running.base);
+        pause_one(&url, &stub, "restart-1", "call_r").await
+    };
+    assert_eq!(handed_files(&state).len(), 2, "a journal and its record");
+    let running = super::serve_with(&[("coder", &coder)], |b| b.state_dir(&state)).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    stub.push(StubReply::text("After the restart."));
+    let body = with_result(&history, "call_r", "a.txt");
+    let reply = post(&url, &[("session-id", "restart-1")], &body).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(
+        reply.json()["choices"][0]["message"]["content"],
+        "After the restart."
+    );
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 2, "the answered request is not sent again");
+    assert_continues(&requests[0], &requests[1], &[("call_r", "a.txt")]);
+    assert!(
+        handed_files(&state).is_empty(),
+        "the answered run's files are removed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn paused_runs_are_bounded_in_count_and_time_and_forgotten_ones_leave_no_file() {
+    let dir = TempDir::new("caller-tools-bounds");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let state = dir.0.join("state");
+    let running = super::serve_with(&[("coder", &coder)], |b| {
+        b.state_dir(&state)
+            .paused_runs(2, std::time::Duration::from_secs(3600))
+    })
+    .await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    let mut histories = Vec::new();
+    for n in 0..3 {
+        histories.push(pause_one(&url, &stub, &format!("b{n}"), &format!("call_b{n}")).await);
+    }
+    assert_eq!(
+        handed_files(&state).len(),
+        4,
+        "two runs held, each a journal and a record"
+    );
+    let reply = post(
+        &url,
+        &[("session-id", "b0")],
+        &with_result(&histories[0], "call_b0", "x"),
+    )
+    .await;
+    assert_eq!(
+        reply.status, 400,
+        "the oldest was forgotten: {}",
+        reply.text
+    );
+    stub.push(StubReply::text("Still here."));
+    let reply = post(
+        &url,
+        &[("session-id", "b2")],
+        &with_result(&histories[2], "call_b2", "x"),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    drop(running);
+    // A caller that never comes back: kept no time at all, the pause is forgotten at once.
+    let state = dir.0.join("state-never");
+    let running = super::serve_with(&[("coder", &coder)], |b| {
+        b.state_dir(&state)
+            .paused_runs(2, std::time::Duration::ZERO)
+    })
+    .await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    let history = pause_one(&url, &stub, "gone", "call_g").await;
+    assert!(
+        handed_files(&state).is_empty(),
+        "{:?}",
+        handed_files(&state)
+    );
+    let reply = post(
+        &url,
+        &[("session-id", "gone")],
+        &with_result(&history, "call_g", "x"),
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+}

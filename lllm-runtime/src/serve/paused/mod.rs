@@ -1,12 +1,18 @@
 //! Served runs paused on calls of the caller's tools, until the caller's next request brings the
 //! results. Each paused run is held by its journal (under `--state` in `handed/`, else in a private
-//! temporary folder); this index finds it by the calls it waits for, for the caller and model that
-//! made it only.
+//! temporary folder) and a record beside it (`disk.rs`), so a server started again holds it again;
+//! this index finds it by the calls it waits for, for the caller and model that made it only.
+//! Bounded: at most [`DEFAULT_MAX_PAUSED_RUNS`] held (the oldest forgotten first), each for at most
+//! [`DEFAULT_PAUSE_KEPT`]; a forgotten run's files are removed.
+
+mod disk;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::caller_tools::CallerResult;
+use super::conversations::Conversations;
 use super::error::ApiError;
 use super::identity::Source;
 use super::memo::Memo;
@@ -15,8 +21,20 @@ use super::store::create_private_dir;
 use super::ServeError;
 use crate::journal::PendingCall;
 
-/// The most paused runs held at once: past it, the oldest is forgotten (its journal removed).
-pub(crate) const MAX_PAUSED_RUNS: usize = 1024;
+pub(crate) use disk::remove as forget;
+
+/// The most paused runs held at once by default: past it, the oldest is forgotten.
+pub const DEFAULT_MAX_PAUSED_RUNS: usize = 1024;
+/// How long a paused run waits for the caller's results by default (an hour): a harness whose
+/// user confirms a command takes minutes, one that went away never comes back.
+pub const DEFAULT_PAUSE_KEPT: Duration = Duration::from_secs(3600);
+
+/// How many paused runs are held, and how long each.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PauseBounds {
+    pub(crate) max: usize,
+    pub(crate) kept: Duration,
+}
 
 /// A run that waits for the caller's results.
 #[derive(Debug)]
@@ -31,6 +49,8 @@ pub(crate) struct PausedRun {
     pub(crate) pending: Vec<PendingCall>,
     /// The id of the response that handed them (Responses), which `previous_response_id` names.
     pub(crate) response: Option<String>,
+    /// When it paused, in Unix seconds.
+    pub(crate) paused_at: u64,
 }
 
 /// Where a continuation request says its conversation is.
@@ -60,12 +80,17 @@ pub(crate) fn named_conversation(
 pub(crate) struct PausedRuns {
     dir: PathBuf,
     runs: Mutex<Vec<PausedRun>>,
+    bounds: PauseBounds,
 }
 
 impl PausedRuns {
-    /// Holds paused runs' journals in `handed/` under `state`, or without one in a private
-    /// temporary folder of this process.
-    pub(crate) fn open(state: Option<&Path>) -> Result<PausedRuns, ServeError> {
+    /// Holds paused runs' journals in `handed/` under `state` (the runs an earlier server paused
+    /// are held again), or without one in a private temporary folder of this process.
+    pub(crate) fn open(
+        state: Option<&Path>,
+        store: &Arc<Conversations>,
+        bounds: PauseBounds,
+    ) -> Result<PausedRuns, ServeError> {
         let dir = match state {
             Some(state) => state.join("handed"),
             None => std::env::temp_dir().join(format!(
@@ -78,10 +103,13 @@ impl PausedRuns {
             path: dir.clone(),
             source,
         })?;
-        Ok(PausedRuns {
+        let runs = PausedRuns {
+            runs: Mutex::new(disk::read_all(&dir, store)),
             dir,
-            runs: Mutex::default(),
-        })
+            bounds,
+        };
+        runs.sweep(&mut runs.lock());
+        Ok(runs)
     }
 
     /// A file for a new run's journal.
@@ -90,14 +118,37 @@ impl PausedRuns {
             .join(format!("{}.journal", lllm_core::DialogId::new()))
     }
 
-    /// Holds `run` until its results come; past [`MAX_PAUSED_RUNS`], the oldest is forgotten.
+    /// Holds `run` until its results come, its record written beside its journal; past the
+    /// bounds, the oldest are forgotten.
     pub(crate) fn hold(&self, run: PausedRun) {
+        if let Err(e) = disk::write(&run) {
+            tracing::warn!(journal = %run.journal.display(), error = %e, "a paused run's record cannot be written: a restart forgets it");
+        }
         let mut runs = self.lock();
         runs.push(run);
-        while runs.len() > MAX_PAUSED_RUNS {
-            let oldest = runs.remove(0);
-            forget(&oldest.journal);
+        self.sweep(&mut runs);
+    }
+
+    /// Forgets the runs past their time, then the oldest past the count.
+    fn sweep(&self, runs: &mut Vec<PausedRun>) {
+        let now = super::now();
+        let kept = self.bounds.kept.as_secs();
+        runs.retain(|run| {
+            let live = now.saturating_sub(run.paused_at) < kept;
+            if !live {
+                forget(&run.journal);
+            }
+            live
+        });
+        while runs.len() > self.bounds.max {
+            forget(&runs.remove(0).journal);
         }
+    }
+
+    /// How many paused runs are held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
     }
 
     /// The paused run of `caller` and `model` that waits for every call of `results` (in the
@@ -111,6 +162,7 @@ impl PausedRuns {
         field: &str,
     ) -> Result<PausedRun, ApiError> {
         let mut runs = self.lock();
+        self.sweep(&mut runs);
         let matches = |run: &PausedRun| {
             run.memo.key.caller == caller
                 && run.memo.key.model == model
@@ -126,7 +178,9 @@ impl PausedRuns {
                     .all(|r| run.pending.iter().any(|p| p.call == r.call))
         };
         if let Some(i) = runs.iter().position(matches) {
-            return Ok(runs.remove(i));
+            let run = runs.remove(i);
+            disk::unrecord(&run.journal);
+            return Ok(run);
         }
         let first = results.first().map(|r| r.call.as_str()).unwrap_or("");
         Err(ApiError::invalid(format!(
@@ -137,14 +191,5 @@ impl PausedRuns {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PausedRun>> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Removes a journal no run needs any more (a run that answered or failed).
-pub(crate) fn forget(journal: &Path) {
-    if let Err(e) = std::fs::remove_file(journal) {
-        if e.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!(journal = %journal.display(), error = %e, "a served run's journal cannot be removed");
-        }
     }
 }
