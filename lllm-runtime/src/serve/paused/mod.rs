@@ -145,12 +145,6 @@ impl PausedRuns {
         }
     }
 
-    /// How many paused runs are held.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.lock().len()
-    }
-
     /// The paused run of `caller` and `model` that waits for every call of `results` (in the
     /// conversation `named`, when the request names one), taken out of the index; otherwise a 400
     /// naming a call id it does not know.
