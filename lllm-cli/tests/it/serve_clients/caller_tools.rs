@@ -24,7 +24,11 @@ struct Served {
 impl Served {
     /// Its model first calls `tool` with `arguments`, then answers `answer`.
     async fn start(name: &str, tool: &str, arguments: &str, answer: &str) -> Served {
-        let dir = TempDir::new(name);
+        Self::start_in(TempDir::new(name), tool, arguments, answer).await
+    }
+
+    /// As [`start`](Self::start), in `dir`.
+    async fn start_in(dir: TempDir, tool: &str, arguments: &str, answer: &str) -> Served {
         let stub = StubServer::start().await.expect("stub");
         stub.push(StubReply::tool_calls(&[("call_c1", tool, arguments)]));
         stub.push(StubReply::text(answer));
@@ -204,4 +208,50 @@ async fn codex_exec_runs_its_shell_tool_for_the_tactic() {
         "{context}"
     );
     served.assert_continued(test, &output, tool, "marker-8d1f3");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn opencode_run_runs_its_bash_tool_for_the_tactic() {
+    let test = "opencode caller tool";
+    let Some(program) = client("LLLM_OPENCODE", test) else {
+        return;
+    };
+    // A file of OpenCode's project read by its full path (its shell's directory is its own choice;
+    // a path outside the project would need a permission `opencode run` refuses).
+    let dir = TempDir::new("caller-tools-opencode");
+    let work = dir.path("work");
+    std::fs::create_dir_all(&work).expect("work");
+    let marker = work.join("marker.txt");
+    std::fs::write(&marker, "marker-5c2e9").expect("marker");
+    let tool = "bash";
+    let arguments = serde_json::json!({
+        "command": format!("cat {}", marker.display()),
+        "description": "Reads the marker"
+    })
+    .to_string();
+    let served = Served::start_in(dir, tool, &arguments, "The marker is read.").await;
+    let (home, work) = (served.dir.path("home"), served.dir.path("work"));
+    std::fs::create_dir_all(&work).expect("work");
+    std::fs::create_dir_all(&home).expect("home");
+    let api = format!("{}/v1", served.serving.base);
+    // `opencode run` refuses what needs a permission, and reading a file by its full path asks
+    // one: allowed here.
+    let mut config: Value =
+        serde_json::from_str(&super::harnesses::opencode_config(&api)).expect("config");
+    config["permission"] = serde_json::json!({"external_directory": "allow", "bash": "allow"});
+    std::fs::write(home.join("opencode.json"), config.to_string()).expect("config");
+    let output = run_client(super::harnesses::opencode(
+        &program,
+        &home,
+        &work,
+        &["Read the marker."],
+    ))
+    .await;
+    let context = served.context(test, &output);
+    assert!(output.status.success(), "{context}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("The marker is read."),
+        "{context}"
+    );
+    served.assert_continued(test, &output, tool, "marker-5c2e9");
 }
