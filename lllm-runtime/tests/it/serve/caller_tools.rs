@@ -617,3 +617,31 @@ async fn paused_runs_are_bounded_in_count_and_time_and_forgotten_ones_leave_no_f
     .await;
     assert_eq!(reply.status, 400, "{}", reply.text);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_results_sent_many_times_at_once_continue_the_run_once() {
+    let dir = TempDir::new("caller-tools-race");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    let history = pause_one(&url, &stub, "race", "call_once").await;
+    stub.push(StubReply::text("Once."));
+    let body = with_result(&history, "call_once", "x");
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+    let sends = (0..8).map(|_| {
+        let (url, body, barrier) = (url.clone(), body.clone(), barrier.clone());
+        tokio::spawn(async move {
+            barrier.wait().await;
+            post(&url, &[("session-id", "race")], &body).await.status
+        })
+    });
+    let mut statuses: Vec<u16> = futures::future::join_all(sends)
+        .await
+        .into_iter()
+        .map(|s| s.expect("joined"))
+        .collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 400, 400, 400, 400, 400, 400, 400]);
+    assert_eq!(stub.requests().len(), 2, "the continuation ran once");
+}
