@@ -119,8 +119,10 @@ fn a_start_line_without_dialogs_or_caller_tools_reads_as_none_and_new_ones_round
         description: String::new(),
         parameters: serde_json::json!({"type": "object"}),
     }];
-    let mut tree = lllm_core::DialogTree::default();
-    tree.active = Some("main".into());
+    let tree = lllm_core::DialogTree {
+        active: Some("main".into()),
+        ..Default::default()
+    };
     start.dialogs = vec![("helper".into(), tree)];
     let line = serde_json::to_string(&Event::Start {
         version: JOURNAL_VERSION,
