@@ -306,6 +306,10 @@ impl LiveRun {
 
     async fn cancel(mut self) {
         self.handle.cancel().await;
+        // A run cancelled is continued by no request: its journal goes.
+        if let Some(held) = self.held.take() {
+            forget(&held.journal);
+        }
         self.ticket.take();
     }
 }
@@ -315,8 +319,12 @@ impl Drop for LiveRun {
         if let Some(ticket) = self.ticket.take() {
             // Dropped before it ended: the client went away. The turn is held until the run stopped.
             let handle = self.handle.clone();
+            let held = self.held.take();
             tokio::spawn(async move {
                 handle.cancel().await;
+                if let Some(held) = held {
+                    forget(&held.journal);
+                }
                 drop(ticket);
             });
         }

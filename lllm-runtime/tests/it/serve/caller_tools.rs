@@ -645,3 +645,37 @@ async fn the_same_results_sent_many_times_at_once_continue_the_run_once() {
     assert_eq!(statuses, [200, 400, 400, 400, 400, 400, 400, 400]);
     assert_eq!(stub.requests().len(), 2, "the continuation ran once");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_caller_that_goes_away_from_a_continuation_cancels_it_and_its_journal_goes() {
+    let dir = TempDir::new("caller-tools-away");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let state = dir.0.join("state");
+    let running = super::serve_with(&[("coder", &coder)], |b| b.state_dir(&state)).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    let history = pause_one(&url, &stub, "away", "call_a").await;
+    // The continued run's request is answered long after the client left.
+    stub.push(StubReply::text("too late").delay(std::time::Duration::from_secs(60)));
+    let mut body: Value =
+        serde_json::from_str(&with_result(&history, "call_a", "x")).expect("body");
+    body["stream"] = true.into();
+    let mut response = reqwest::Client::new()
+        .post(&url)
+        .header("session-id", "away")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert!(response.chunk().await.expect("a chunk").is_some());
+    drop(response);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !handed_files(&state).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        handed_files(&state).is_empty(),
+        "the cancelled run's journal outlived its client by 10 s: {:?}",
+        handed_files(&state)
+    );
+}
