@@ -679,3 +679,41 @@ async fn a_caller_that_goes_away_from_a_continuation_cancels_it_and_its_journal_
         handed_files(&state)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_that_calls_the_callers_tools_twice_pauses_twice_and_each_request_extends_the_last()
+{
+    let dir = TempDir::new("caller-tools-twice");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    let mut history: Vec<Value> = pause_one(&url, &stub, "twice", "call_t1")
+        .await
+        .as_array()
+        .expect("history")
+        .clone();
+    stub.push(StubReply::tool_calls(&[(
+        "call_t2",
+        "shell",
+        r#"{"cmd": "pwd"}"#,
+    )]));
+    stub.push(StubReply::text("Two rounds."));
+    for (call, result, last) in [("call_t1", "a.txt", false), ("call_t2", "/home", true)] {
+        let body = with_result(&json!(history), call, result);
+        let reply = post(&url, &[("session-id", "twice")], &body).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        let answer = reply.json();
+        let finish = &answer["choices"][0]["finish_reason"];
+        assert_eq!(finish, if last { "stop" } else { "tool_calls" }, "{answer}");
+        history = serde_json::from_str::<Value>(&body).expect("body")["messages"]
+            .as_array()
+            .expect("messages")
+            .clone();
+        history.push(answer["choices"][0]["message"].clone());
+    }
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 3, "nothing answered is sent again");
+    assert_continues(&requests[0], &requests[1], &[("call_t1", "a.txt")]);
+    assert_continues(&requests[1], &requests[2], &[("call_t2", "/home")]);
+}
