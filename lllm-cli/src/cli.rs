@@ -78,6 +78,14 @@ pub(crate) struct ServeArgs {
     /// past it, the least recently used are forgotten.
     #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_KEPT_CONVERSATION_BYTES, value_name = "BYTES", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) keep_conversation_bytes: usize,
+    /// Runs paused on calls of the caller's tools (agents with `client_tools`) held for the
+    /// caller's results (at least 1); past it, the oldest is forgotten and its results get 400.
+    #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_MAX_PAUSED_RUNS, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) keep_paused: usize,
+    /// Seconds a paused run waits for the caller's results (at most a week); then it is
+    /// forgotten, its journal removed, and its results get 400.
+    #[arg(long, default_value_t = lllm_runtime::serve::DEFAULT_PAUSE_KEPT.as_secs(), value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=604_800))]
+    pub(crate) pause_seconds: u64,
     /// An origin whose browser pages may call the API routes (/v1/...), as a browser writes it:
     /// `https://chat.example`, `http://localhost:3000` (repeatable). The console stays same-origin
     /// only.

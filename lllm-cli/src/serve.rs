@@ -36,7 +36,11 @@ pub(crate) fn serve(args: ServeArgs, registry: &TacticRegistry) -> Result<(), Fa
             .max_body_bytes(args.max_body)
             .read_timeout(std::time::Duration::from_secs(args.read_timeout))
             .keep_conversations(args.keep_conversations)
-            .keep_conversation_bytes(args.keep_conversation_bytes);
+            .keep_conversation_bytes(args.keep_conversation_bytes)
+            .paused_runs(
+                args.keep_paused,
+                std::time::Duration::from_secs(args.pause_seconds),
+            );
         for key in key {
             builder = builder.api_key(key);
         }

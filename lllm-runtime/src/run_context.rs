@@ -45,6 +45,8 @@ pub struct RunContext {
     pub(crate) pause: Arc<Pause>,
     /// The breakers and admission gates of the endpoints the run sends to.
     pub(crate) endpoints: Endpoints,
+    /// The caller's function tools (a served request's), offered to agents with `client_tools`.
+    pub(crate) caller_tools: Vec<lllm_core::ToolSpec>,
 }
 
 impl Default for RunContext {
@@ -61,6 +63,7 @@ impl Default for RunContext {
             stream: false,
             pause: Arc::default(),
             endpoints: Endpoints::shared(),
+            caller_tools: Vec::new(),
         }
     }
 }
@@ -129,6 +132,14 @@ impl RunContext {
     /// same (the default: [`Endpoints::shared`], the process's).
     pub fn endpoints(mut self, endpoints: Endpoints) -> Self {
         self.endpoints = endpoints;
+        self
+    }
+
+    /// Offers the caller's function tools to the agents with `client_tools: true`: a call of one
+    /// pauses the run (with a journal) so that the caller runs it; without a journal the model reads
+    /// that it was not run.
+    pub fn caller_tools(mut self, tools: Vec<lllm_core::ToolSpec>) -> Self {
+        self.caller_tools = tools;
         self
     }
 

@@ -88,6 +88,8 @@ fn run_start() -> RunStart {
         session: None,
         parent_session: None,
         seed: Vec::new(),
+        dialogs: Vec::new(),
+        caller_tools: Vec::new(),
     }
 }
 

@@ -15,6 +15,7 @@ mod replay;
 mod second_round;
 mod secrets;
 mod serve;
+mod serve_caller_tools;
 mod serve_conversations;
 mod serve_cors;
 mod serve_records;

@@ -17,6 +17,7 @@
 //! `LLLM_OPENAI_PYTHON`, `LLLM_NODE_CLIENTS`, `LLLM_OPENCODE`, `LLLM_CODEX` and
 //! `LLLM_REQUIRE_CLIENTS=1`; without them each test says so and passes without checking.
 
+mod caller_tools;
 mod harnesses;
 mod sdks;
 

@@ -51,27 +51,40 @@ pub(crate) struct Round<'a> {
 }
 
 /// Runs one turn's tool calls concurrently (up to `round.parallel` at a time); the results are
-/// in call order. A call that pauses the run (it waits for a confirmation, with a journal) or a
-/// journal that cannot be written ends the round with an error.
+/// in call order. The tactic's own calls run first, the caller's after them (a caller's call pauses
+/// the run, and a paused run starts nothing more: the own calls of the same answer must have run).
+/// A call that pauses the run (a caller's call, or one that waits for a confirmation, with a
+/// journal) or a journal that cannot be written ends the round with an error.
 pub(crate) async fn run_tools(
     round: &Round<'_>,
     calls: &[ToolCall],
     log: &mut CallLog,
 ) -> Result<Vec<ToolResult>, AgentErrorKind> {
-    let runs: Vec<_> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            let repeated = log.repeated(call);
-            answer_call(round, call, i, repeated)
-        })
-        .collect();
-    futures::stream::iter(runs)
-        .buffered(round.parallel.max(1))
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect()
+    let repeated: Vec<bool> = calls.iter().map(|call| log.repeated(call)).collect();
+    let (own, callers): (Vec<usize>, Vec<usize>) =
+        (0..calls.len()).partition(|&i| !is_caller_tool(round.toolbox, &calls[i]));
+    let mut results: Vec<Option<ToolResult>> = calls.iter().map(|_| None).collect();
+    for phase in [own, callers] {
+        let mut runs = Vec::with_capacity(phase.len());
+        for &i in &phase {
+            runs.push(answer_call(round, &calls[i], i, repeated[i]));
+        }
+        let answered: Vec<_> = futures::stream::iter(runs)
+            .buffered(round.parallel.max(1))
+            .collect()
+            .await;
+        for (i, answer) in phase.into_iter().zip(answered) {
+            results[i] = Some(answer?);
+        }
+    }
+    Ok(results.into_iter().flatten().collect())
+}
+
+/// Whether `call` names a tool of the caller.
+fn is_caller_tool(toolbox: &Toolbox, call: &ToolCall) -> bool {
+    toolbox
+        .get(&call.name)
+        .is_some_and(|(tool, _)| tool.is_caller_tool())
 }
 
 fn result(content: impl Into<String>, is_error: bool) -> ToolResult {

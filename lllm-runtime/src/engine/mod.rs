@@ -24,6 +24,7 @@
 #![doc = include_str!("../../../docs/engine.md")]
 
 pub(crate) mod batch;
+mod caller_tools;
 mod chat;
 mod error;
 mod files;
@@ -40,6 +41,7 @@ use std::sync::Arc;
 
 #[cfg(feature = "queue")]
 pub(crate) use batch::item_id;
+pub use caller_tools::CallerToolsError;
 pub use chat::ChatSession;
 pub use error::RunError;
 pub use files::{FileError, RunFiles};

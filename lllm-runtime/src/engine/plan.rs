@@ -44,6 +44,7 @@ pub struct RunPlan {
     pub(crate) conversation: Option<Arc<Conversation>>,
     pub(crate) dialogs: Vec<(String, DialogTree)>,
     pub(crate) journal_tap: Option<crate::journal::JournalTap>,
+    pub(crate) caller_tools: Vec<lllm_core::ToolSpec>,
 }
 
 impl RunPlan {
@@ -153,9 +154,19 @@ impl RunPlan {
 
     /// Continues an earlier run's dialogs: each agent named starts with that tree (its dialogs,
     /// their ids, session names and messages) instead of none, so that its next request extends
-    /// the earlier one's prefix. Not journaled: a journaled run starts from its journal.
+    /// the earlier one's prefix. Journaled, so that a resume starts from them again.
     pub fn dialogs(mut self, trees: Vec<(String, DialogTree)>) -> Self {
         self.dialogs = trees;
+        self
+    }
+
+    /// The caller's function tools (a served request's `tools`), offered beside their own to the
+    /// agents with `client_tools: true`. A call of one pauses the run, which needs a journal to hold
+    /// it ([`RunError::Paused`](crate::RunError::Paused) lists the calls; the caller's results,
+    /// recorded with [`Journal::caller_result`], answer them on resume); without a journal the
+    /// model reads that the call was not run. Journaled, so that a resume offers them again.
+    pub fn caller_tools(mut self, tools: Vec<lllm_core::ToolSpec>) -> Self {
+        self.caller_tools = tools;
         self
     }
 

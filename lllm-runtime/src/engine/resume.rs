@@ -51,6 +51,8 @@ pub fn plan_resume(
     let mut plan = RunPlan::new()
         .maybe_input(start.input.clone())
         .vars(start.vars.clone().into_iter().collect())
+        .dialogs(start.dialogs.clone())
+        .caller_tools(start.caller_tools.clone())
         .journal(JournalPlan::Resume(Arc::new(journal)));
     if let Some(session) = start.session {
         plan = plan.conversation(

@@ -105,6 +105,7 @@ fn run_context(
         stream: plan.stream,
         pause: Arc::default(),
         endpoints: engine.endpoints.clone(),
+        caller_tools: plan.caller_tools.clone(),
     })
 }
 
@@ -162,6 +163,8 @@ fn open_journal(tactic: &PreparedTactic, plan: &RunPlan) -> Result<Option<Arc<Jo
             .as_ref()
             .map(|c| c.seed_messages().to_vec())
             .unwrap_or_default(),
+        dialogs: plan.dialogs.clone(),
+        caller_tools: plan.caller_tools.clone(),
     };
     let journal = Journal::create(path, start).map_err(RunError::JournalOpen)?;
     journal.redact(secrets);

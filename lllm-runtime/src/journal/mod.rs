@@ -67,6 +67,14 @@ pub struct RunStart {
     /// The caller's earlier messages the run's first dialog started with, after its system prompt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seed: Vec<lllm_core::Message>,
+    /// The dialogs the run continued (a served conversation's earlier turns), per agent: a resume
+    /// starts from them again. Absent in journals of earlier versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dialogs: Vec<(String, lllm_core::DialogTree)>,
+    /// The caller's function tools the run offered (a served request's `tools`). Absent in journals
+    /// of earlier versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caller_tools: Vec<lllm_core::ToolSpec>,
 }
 
 /// Why a journal cannot be used.
@@ -405,6 +413,27 @@ impl Journal {
             arguments: pending.arguments.clone(),
         })?;
         self.memory().remember_pending(pending);
+        Ok(())
+    }
+
+    /// Records the caller's result of a call the run handed to it (a caller's tool): a resume gives
+    /// it to the model where the call was. `Err` is a problem the model reads as `error: ...`.
+    pub fn caller_result(
+        &self,
+        dialog: DialogId,
+        call: &str,
+        result: Result<&str, &str>,
+    ) -> Result<(), JournalError> {
+        let (content, is_error) = match result {
+            Ok(content) => (content.to_owned(), false),
+            Err(problem) => (format!("error: {problem}"), true),
+        };
+        self.tool_finished(dialog, call, &content, is_error)?;
+        // The run about to resume on this journal answers the call from memory, as a resume of
+        // the file would.
+        self.memory()
+            .finished
+            .insert((dialog, call.to_owned()), (content, is_error));
         Ok(())
     }
 

@@ -12,6 +12,8 @@ fn start() -> RunStart {
         session: None,
         parent_session: None,
         seed: Vec::new(),
+        dialogs: Vec::new(),
+        caller_tools: Vec::new(),
     }
 }
 
@@ -101,4 +103,34 @@ fn a_broken_line_in_the_middle_is_an_error_naming_it() {
     std::fs::write(&path, "").expect("write");
     assert!(Journal::resume(&path).is_err());
     std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn a_start_line_without_dialogs_or_caller_tools_reads_as_none_and_new_ones_round_trip() {
+    let old = r#"{"event":"start","version":1,"tactic":"t.yaml","tactic_sha256":"x","input":"hi","vars":{}}"#;
+    let event: Event = serde_json::from_str(old).expect("an earlier journal's start");
+    let Event::Start { start, .. } = event else {
+        panic!("a start");
+    };
+    assert!(start.dialogs.is_empty() && start.caller_tools.is_empty());
+    let mut start = start;
+    start.caller_tools = vec![lllm_core::ToolSpec {
+        name: "shell".into(),
+        description: String::new(),
+        parameters: serde_json::json!({"type": "object"}),
+    }];
+    let tree = lllm_core::DialogTree {
+        active: Some("main".into()),
+        ..Default::default()
+    };
+    start.dialogs = vec![("helper".into(), tree)];
+    let line = serde_json::to_string(&Event::Start {
+        version: JOURNAL_VERSION,
+        start: start.clone(),
+    })
+    .expect("written");
+    let Event::Start { start: back, .. } = serde_json::from_str(&line).expect("read") else {
+        panic!("a start");
+    };
+    assert_eq!(back, start);
 }

@@ -15,13 +15,17 @@ use serde_json::{json, Value};
 
 use super::auth::Caller;
 use super::body::read_body;
+use super::caller_tools::{chat_results, chat_tools, offered};
 use super::error::ApiError;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, turn, WireMessage};
+use super::paused::{named_conversation, Named};
 use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
 use super::unhonoured;
 use super::{now, ServeState};
+use crate::engine::RunError;
+use crate::journal::PendingCall;
 
 /// The fields of a Chat Completions request lllm reads; the others are accepted and not used (the
 /// tactic's agents carry their own model settings).
@@ -41,6 +45,14 @@ struct ChatRequest {
     stream_options: Option<StreamOptions>,
 }
 
+/// What of a Chat request the caller's tools need: its messages as sent, and its `tools`.
+#[derive(Debug, Deserialize)]
+struct ToolFields {
+    messages: Vec<Value>,
+    #[serde(default)]
+    tools: Option<Value>,
+}
+
 #[derive(Debug, Deserialize)]
 struct StreamOptions {
     #[serde(default)]
@@ -54,31 +66,52 @@ pub(crate) async fn complete(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let request: ChatRequest = parse_body(&read_body(&state, body).await?)?;
+    let bytes = read_body(&state, body).await?;
+    let request: ChatRequest = parse_body(&bytes)?;
+    let fields: ToolFields = parse_body(&bytes)?;
     let model = state.model(&request.model)?;
     unhonoured::chat(request.n, request.response_format.as_ref())?;
     let stream = request.stream.unwrap_or(false);
     let caller = caller.map(|Extension(c)| c).unwrap_or_default();
-    let turn = turn(&request.messages, "messages")?;
-    let claims = Claims {
-        prompt_cache_key: request.prompt_cache_key.as_deref(),
-        ..Claims::default()
+    let caller_tools = offered(model, chat_tools(fields.tools.as_ref())?)?;
+    let results = if model.tactic.takes_caller_tools() {
+        chat_results(&fields.messages)?
+    } else {
+        Vec::new()
     };
-    let identified = identify(
-        &headers,
-        claims,
-        &state.conversations,
-        (&caller.0, &model.id),
-        &turn,
-    );
-    let ask = Ask {
-        turn,
-        identified,
-        answer_ids: None,
-        stream,
-        source: "chat.completions",
+    let mut live = if results.is_empty() {
+        let turn = turn(&request.messages, "messages")?;
+        let claims = Claims {
+            prompt_cache_key: request.prompt_cache_key.as_deref(),
+            ..Claims::default()
+        };
+        let identified = identify(
+            &headers,
+            claims,
+            &state.conversations,
+            (&caller.0, &model.id),
+            &turn,
+        );
+        let ask = Ask {
+            turn,
+            identified,
+            answer_ids: None,
+            stream,
+            source: "chat.completions",
+            caller_tools,
+        };
+        LiveRun::start(&state, model, ask).await?
+    } else {
+        let named = Named {
+            conversation: named_conversation(&headers, request.prompt_cache_key.as_deref(), None),
+            previous: None,
+        };
+        let paused = state
+            .paused
+            .take((&caller.0, &model.id), &named, &results, "messages")?;
+        let asked = (stream, "chat.completions");
+        LiveRun::resume(&state, model, paused, &results, asked, None).await?
     };
-    let mut live = LiveRun::start(&state, model, ask).await?;
     let chunk = Chunk {
         id: format!("chatcmpl-{}", lllm_core::DialogId::new()),
         created: now(),
@@ -98,6 +131,9 @@ pub(crate) async fn complete(
             Json(chunk.completion(&output.answer, &output.usage)),
         )
             .into_response()),
+        Err(RunError::Paused { pending, .. }) if live.hands_calls() => {
+            Ok((live.headers(), Json(chunk.handed(pending))).into_response())
+        }
         Err(error) => Err(live.failure(error)),
     }
 }
@@ -126,6 +162,23 @@ impl Chunk {
         })
     }
 
+    /// The answer that hands the `pending` calls to the caller.
+    fn handed(&self, pending: &[PendingCall]) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": null, "tool_calls": tool_calls(pending)},
+                "logprobs": null,
+                "finish_reason": "tool_calls",
+            }],
+            "usage": usage_json(&Usage::default()),
+        })
+    }
+
     fn chunk(&self, delta: Value, finish: Option<&str>) -> Event {
         json_event(
             None,
@@ -139,9 +192,29 @@ impl Chunk {
         )
     }
 
+    /// The finish chunk, the usage chunk when asked for, `[DONE]`.
+    fn finish(&self, out: &mut Vec<Event>, reason: &str, usage: Option<&Usage>) {
+        out.push(self.chunk(json!({}), Some(reason)));
+        if let Some(usage) = usage {
+            out.push(json_event(
+                None,
+                &json!({
+                    "id": self.id,
+                    "object": "chat.completion.chunk",
+                    "created": self.created,
+                    "model": self.model,
+                    "choices": [],
+                    "usage": usage_json(usage),
+                }),
+            ));
+        }
+        out.push(Event::default().data("[DONE]"));
+    }
+
     /// The events of a streamed completion: the role first, each piece of text, the whole answer
-    /// at the end when the tactic streamed none (a tactic of steps answers at its end), the finish,
-    /// the usage when asked for, `[DONE]`; or an error event.
+    /// at the end when the tactic streamed none (a tactic of steps answers at its end), or the
+    /// calls handed to the caller (`tool_calls` deltas, finish `tool_calls`), the finish, the usage
+    /// when asked for, `[DONE]`; or an error event.
     fn renderer(self, with_usage: bool) -> impl FnMut(Step<'_>) -> Vec<Event> + Send + 'static {
         let mut started = false;
         let mut streamed = false;
@@ -161,21 +234,16 @@ impl Chunk {
                     if !streamed && !output.answer.is_empty() {
                         out.push(self.chunk(json!({ "content": output.answer }), None));
                     }
-                    out.push(self.chunk(json!({}), Some("stop")));
-                    if with_usage {
-                        out.push(json_event(
-                            None,
-                            &json!({
-                                "id": self.id,
-                                "object": "chat.completion.chunk",
-                                "created": self.created,
-                                "model": self.model,
-                                "choices": [],
-                                "usage": usage_json(&output.usage),
-                            }),
-                        ));
+                    self.finish(&mut out, "stop", with_usage.then_some(&output.usage));
+                }
+                Step::Handed(pending) => {
+                    // One chunk per call, its arguments whole: a client's accumulator joins the
+                    // pieces of each index, and there is one.
+                    for call in tool_calls(pending) {
+                        out.push(self.chunk(json!({ "tool_calls": [call] }), None));
                     }
-                    out.push(Event::default().data("[DONE]"));
+                    let usage = Usage::default();
+                    self.finish(&mut out, "tool_calls", with_usage.then_some(&usage));
                 }
                 Step::Failed(failure) => {
                     out.push(json_event(None, &json!({ "error": failure.body() })));
@@ -184,6 +252,22 @@ impl Chunk {
             out
         }
     }
+}
+
+/// The `pending` calls as Chat's `tool_calls` (each with its `index`, as a stream's delta has it).
+fn tool_calls(pending: &[PendingCall]) -> Vec<Value> {
+    pending
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            json!({
+                "index": i,
+                "id": call.call,
+                "type": "function",
+                "function": {"name": call.tool, "arguments": call.arguments.to_string()},
+            })
+        })
+        .collect()
 }
 
 /// Usage in Chat Completions' shape.

@@ -40,6 +40,21 @@ pub(crate) enum Source {
 }
 
 impl Source {
+    /// The source `name` names (as [`name`](Self::name) gives it).
+    pub(crate) fn from_name(name: &str) -> Option<Source> {
+        [
+            Source::Header,
+            Source::PromptCacheKey,
+            Source::Conversation,
+            Source::PreviousResponse,
+            Source::ItemReference,
+            Source::History,
+            Source::Minted,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+
     /// How `x-lllm-session-source` names it.
     pub(crate) fn name(self) -> &'static str {
         match self {

@@ -28,6 +28,7 @@
 mod admission;
 mod auth;
 mod body;
+mod caller_tools;
 mod chat;
 mod console;
 mod conversations;
@@ -41,9 +42,11 @@ mod input;
 mod listener;
 mod listing;
 mod log;
+mod memo;
 mod models;
 mod named_locks;
 mod origin;
+mod paused;
 mod references;
 mod responses;
 mod run_stream;
@@ -53,6 +56,8 @@ mod sse;
 mod store;
 mod unhonoured;
 mod watch;
+
+pub use paused::{DEFAULT_MAX_PAUSED_RUNS, DEFAULT_PAUSE_KEPT};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -137,6 +142,8 @@ pub(crate) struct ServeState {
     pub(crate) admission: Arc<Admission>,
     /// The conversations answered, for their next turns.
     pub(crate) conversations: Arc<Conversations>,
+    /// The runs paused on calls of the caller's tools, until the caller's results come.
+    pub(crate) paused: Arc<paused::PausedRuns>,
     pub(crate) runs: RunStore,
     /// One creation at a time per `Idempotency-Key`.
     pub(crate) keys: Arc<NamedLocks>,
@@ -248,6 +255,7 @@ pub struct ServedBuilder {
     keys: Vec<String>,
     state_dir: Option<PathBuf>,
     conversations: Bounds,
+    paused: paused::PauseBounds,
     max_runs: usize,
     max_body: usize,
     max_connections: usize,
@@ -266,6 +274,10 @@ impl Served {
             conversations: Bounds {
                 count: DEFAULT_KEPT_CONVERSATIONS,
                 bytes: DEFAULT_KEPT_CONVERSATION_BYTES,
+            },
+            paused: paused::PauseBounds {
+                max: DEFAULT_MAX_PAUSED_RUNS,
+                kept: DEFAULT_PAUSE_KEPT,
             },
             max_runs: DEFAULT_MAX_RUNS,
             max_body: DEFAULT_MAX_BODY_BYTES,
@@ -428,12 +440,22 @@ impl ServedBuilder {
         self
     }
 
+    /// Runs paused on calls of the caller's tools (an agent with `client_tools`) are held for the
+    /// caller's results: at most `max` (default [`DEFAULT_MAX_PAUSED_RUNS`], the oldest forgotten
+    /// first), each at most `kept` (default [`DEFAULT_PAUSE_KEPT`]). A forgotten run's journal is
+    /// removed, and a result for its calls is a 400.
+    pub fn paused_runs(mut self, max: usize, kept: Duration) -> Self {
+        self.paused = paused::PauseBounds { max, kept };
+        self
+    }
+
     /// Checks the models and opens the state directory, reading the runs an earlier server left.
     pub fn build(self) -> Result<Served, ServeError> {
         if self.tactics.is_empty() {
             return Err(ServeError::NoTactics);
         }
         at_least_one("max_runs", self.max_runs)?;
+        at_least_one("paused_runs", self.paused.max)?;
         at_least_one("max_connections", self.max_connections)?;
         at_least_one("keep_conversations", self.conversations.count)?;
         at_least_one("keep_conversation_bytes", self.conversations.bytes)?;
@@ -450,14 +472,20 @@ impl ServedBuilder {
                 created,
             });
         }
-        let conversations = Conversations::open(self.state_dir.as_deref(), self.conversations)?;
+        let conversations = Arc::new(Conversations::open(
+            self.state_dir.as_deref(),
+            self.conversations,
+        )?);
+        let paused =
+            paused::PausedRuns::open(self.state_dir.as_deref(), &conversations, self.paused)?;
         let runs = RunStore::open(self.state_dir)?;
         Ok(Served {
             state: Arc::new(ServeState {
                 engine: self.engine,
                 models,
                 admission: Admission::new(self.max_runs),
-                conversations: Arc::new(conversations),
+                conversations,
+                paused: Arc::new(paused),
                 runs,
                 keys: Arc::default(),
                 decisions: Arc::default(),

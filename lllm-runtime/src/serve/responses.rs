@@ -16,17 +16,22 @@ use serde_json::{json, Value};
 
 use super::auth::Caller;
 use super::body::read_body;
+use super::caller_tools::{offered, responses_results, responses_tools};
 use super::conversations::Found;
 use super::error::ApiError;
 use super::failure::Failure;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, push_paragraph, response_input, turn, Turn};
+use super::memo::AnswerIds;
+use super::paused::{named_conversation, Named};
 use super::references;
-use super::run_stream::{AnswerIds, Ask, LiveRun, Step};
+use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
 use super::unhonoured;
 use super::ServeState;
+use crate::engine::RunError;
 use crate::engine::RunOutput;
+use crate::journal::PendingCall;
 
 /// The fields of a Responses request lllm reads; the others are accepted and not used.
 #[derive(Debug, Deserialize)]
@@ -49,6 +54,8 @@ struct ResponsesRequest {
     text: Option<Value>,
     #[serde(default)]
     background: Option<bool>,
+    #[serde(default)]
+    tools: Option<Value>,
 }
 
 /// Responses' `conversation`: its id, or an object with it.
@@ -78,6 +85,76 @@ pub(crate) async fn respond(
     let model = state.model(&request.model)?;
     unhonoured::responses(request.text.as_ref(), request.background)?;
     let caller = caller.map(|Extension(c)| c).unwrap_or_default();
+    let caller_tools = offered(model, responses_tools(request.tools.as_ref())?)?;
+    let stream = request.stream.unwrap_or(false);
+    let meta = Meta {
+        id: format!("resp_{}", DialogId::new().to_string().replace('-', "")),
+        message: format!("msg_{}", DialogId::new().to_string().replace('-', "")),
+        created: super::now(),
+        model: model.id.clone(),
+        previous: request.previous_response_id.clone(),
+        instructions: request.instructions.clone(),
+        store: request.store.unwrap_or(true),
+    };
+    let answer_ids = meta.store.then(|| AnswerIds {
+        response: meta.id.clone(),
+        item: meta.message.clone(),
+    });
+    let results = if model.tactic.takes_caller_tools() {
+        responses_results(&request.input)?
+    } else {
+        Vec::new()
+    };
+    let mut live = if results.is_empty() {
+        let ask = ask(&state, &headers, &mut request, &caller, model)?;
+        let ask = Ask {
+            answer_ids,
+            stream,
+            caller_tools,
+            ..ask
+        };
+        LiveRun::start(&state, model, ask).await?
+    } else {
+        let conversation = request.conversation.as_ref().map(ConversationRef::id);
+        let named = Named {
+            conversation: named_conversation(
+                &headers,
+                request.prompt_cache_key.as_deref(),
+                conversation,
+            ),
+            previous: request.previous_response_id.as_deref(),
+        };
+        let paused = state
+            .paused
+            .take((&caller.0, &model.id), &named, &results, "input")?;
+        let asked = (stream, "responses");
+        LiveRun::resume(&state, model, paused, &results, asked, answer_ids).await?
+    };
+    if stream {
+        return Ok(live.sse(meta.renderer()));
+    }
+    let outcome = live.wait().await;
+    match outcome.as_ref() {
+        Ok(output) => Ok((
+            live.headers(),
+            Json(meta.response("completed", Some(output), None)),
+        )
+            .into_response()),
+        Err(RunError::Paused { pending, .. }) if live.hands_calls() => {
+            Ok((live.headers(), Json(meta.handed(pending))).into_response())
+        }
+        Err(error) => Err(live.failure(error)),
+    }
+}
+
+/// What a request that brings no results asks: its turn in its conversation.
+fn ask(
+    state: &ServeState,
+    headers: &HeaderMap,
+    request: &mut ResponsesRequest,
+    caller: &Caller,
+    model: &super::Model,
+) -> Result<Ask, ApiError> {
     let referenced = references::resolve(&mut request.input, &state.conversations, &caller.0)?;
     let mut turn = turn(&response_input(&request.input)?, "input")?;
     if let Some(instructions) = &request.instructions {
@@ -85,7 +162,7 @@ pub(crate) async fn respond(
         push_paragraph(&mut system, &turn.client_system);
         turn.client_system = system;
     }
-    let previous = previous(&state, &request, &caller, &turn)?;
+    let previous = previous(state, request, caller, &turn)?;
     let claims = Claims {
         prompt_cache_key: request.prompt_cache_key.as_deref(),
         conversation: request.conversation.as_ref().map(ConversationRef::id),
@@ -98,45 +175,20 @@ pub(crate) async fn respond(
         ));
     }
     let identified = identify(
-        &headers,
+        headers,
         claims,
         &state.conversations,
         (&caller.0, &model.id),
         &turn,
     );
-    let stream = request.stream.unwrap_or(false);
-    let meta = Meta {
-        id: format!("resp_{}", DialogId::new().to_string().replace('-', "")),
-        message: format!("msg_{}", DialogId::new().to_string().replace('-', "")),
-        created: super::now(),
-        model: model.id.clone(),
-        previous: request.previous_response_id.clone(),
-        instructions: request.instructions.clone(),
-        store: request.store.unwrap_or(true),
-    };
-    let ask = Ask {
+    Ok(Ask {
         turn,
         identified,
-        answer_ids: meta.store.then(|| AnswerIds {
-            response: meta.id.clone(),
-            item: meta.message.clone(),
-        }),
-        stream,
+        answer_ids: None,
+        stream: false,
         source: "responses",
-    };
-    let mut live = LiveRun::start(&state, model, ask).await?;
-    if stream {
-        return Ok(live.sse(meta.renderer()));
-    }
-    let outcome = live.wait().await;
-    match outcome.as_ref() {
-        Ok(output) => Ok((
-            live.headers(),
-            Json(meta.response("completed", Some(output), None)),
-        )
-            .into_response()),
-        Err(error) => Err(live.failure(error)),
-    }
+        caller_tools: Vec::new(),
+    })
 }
 
 /// The response `previous_response_id` names, of this caller and model; with it, the input is the
@@ -207,6 +259,14 @@ impl Meta {
         })
     }
 
+    /// The response that hands the `pending` calls to the caller: a `function_call` item each.
+    fn handed(&self, pending: &[PendingCall]) -> Value {
+        let mut response = self.response("completed", None, None);
+        response["output"] = function_calls(pending).into();
+        response["usage"] = usage_json(&Usage::default());
+        response
+    }
+
     /// The response object.
     fn response(&self, status: &str, output: Option<&RunOutput>, error: Option<Value>) -> Value {
         let items: Vec<Value> = output
@@ -234,6 +294,22 @@ impl Meta {
             "truncation": "disabled",
             "store": self.store,
         })
+    }
+
+    /// Ends the message item of the stream, its text `text`.
+    fn close_message(&self, emit: &mut impl FnMut(&str, Value), text: &str) {
+        emit(
+            "response.output_text.done",
+            json!({"item_id": self.message, "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),
+        );
+        emit(
+            "response.content_part.done",
+            json!({"item_id": self.message, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": text, "annotations": []}}),
+        );
+        emit(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": self.message_item("completed", Some(text))}),
+        );
     }
 
     /// The standard event sequence: created, in progress, the message item and its text part
@@ -275,23 +351,22 @@ impl Meta {
                     if text.is_empty() && !output.answer.is_empty() {
                         emit("response.output_text.delta", delta(&output.answer));
                     }
-                    let answer = output.answer.as_str();
-                    emit(
-                        "response.output_text.done",
-                        json!({"item_id": self.message, "output_index": 0, "content_index": 0, "text": answer, "logprobs": []}),
-                    );
-                    emit(
-                        "response.content_part.done",
-                        json!({"item_id": self.message, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": answer, "annotations": []}}),
-                    );
-                    emit(
-                        "response.output_item.done",
-                        json!({"output_index": 0, "item": self.message_item("completed", Some(answer))}),
-                    );
+                    self.close_message(&mut emit, &output.answer);
                     emit(
                         "response.completed",
                         json!({ "response": self.response("completed", Some(output), None) }),
                     );
+                }
+                Step::Handed(pending) => {
+                    self.close_message(&mut emit, &text);
+                    let calls = function_calls(pending);
+                    stream_calls(&mut emit, &calls);
+                    let mut response = self.response("completed", None, None);
+                    let mut output = vec![self.message_item("completed", Some(&text))];
+                    output.extend(calls);
+                    response["output"] = output.into();
+                    response["usage"] = usage_json(&Usage::default());
+                    emit("response.completed", json!({ "response": response }));
                 }
                 Step::Failed(failure) => failed(&self, failure, &mut emit),
             }
@@ -307,6 +382,51 @@ fn failed(meta: &Meta, failure: &Failure, emit: &mut impl FnMut(&str, Value)) {
         "response.failed",
         json!({ "response": meta.response("failed", None, Some(error)) }),
     );
+}
+
+/// The events of `calls` (`function_call` items) after the message item: each added, its
+/// arguments (one delta, then done), done.
+fn stream_calls(emit: &mut impl FnMut(&str, Value), calls: &[Value]) {
+    for (k, call) in calls.iter().enumerate() {
+        let index = k + 1;
+        let mut opened = call.clone();
+        opened["arguments"] = "".into();
+        opened["status"] = "in_progress".into();
+        emit(
+            "response.output_item.added",
+            json!({"output_index": index, "item": opened}),
+        );
+        let (id, arguments) = (&call["id"], &call["arguments"]);
+        emit(
+            "response.function_call_arguments.delta",
+            json!({"item_id": id, "output_index": index, "delta": arguments}),
+        );
+        emit(
+            "response.function_call_arguments.done",
+            json!({"item_id": id, "output_index": index, "arguments": arguments}),
+        );
+        emit(
+            "response.output_item.done",
+            json!({"output_index": index, "item": call}),
+        );
+    }
+}
+
+/// The `pending` calls as Responses' `function_call` items.
+fn function_calls(pending: &[PendingCall]) -> Vec<Value> {
+    pending
+        .iter()
+        .map(|call| {
+            json!({
+                "type": "function_call",
+                "id": format!("fc_{}", DialogId::new().to_string().replace('-', "")),
+                "call_id": call.call,
+                "name": call.tool,
+                "arguments": call.arguments.to_string(),
+                "status": "completed",
+            })
+        })
+        .collect()
 }
 
 /// Usage in the Responses API's shape.

@@ -2,6 +2,7 @@
 //! for or streamed, and cancelled when the client goes away before it ended.
 
 use std::convert::Infallible;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue};
@@ -13,17 +14,21 @@ use tokio::sync::mpsc;
 
 use super::admission::Ticket;
 use super::auth::Caller;
-use super::conversations::{ConversationKey, Conversations, Entry, Snapshot};
+use super::caller_tools::CallerResult;
+use super::conversations::Entry;
 use super::error::ApiError;
 use super::failure::{failure, Failure};
 use super::identity::{Identified, Source};
 use super::input::{Turn, CLIENT_SYSTEM_VAR};
+use super::memo::{AnswerIds, Memo};
+use super::paused::{forget, PausedRun, PausedRuns};
 use super::session::{CallerSession, ECHO_HEADER, SOURCE_HEADER};
 use super::store::{new_run_id, RunMeta, RunState};
 use super::{Model, ServeState};
 use crate::conversation::Conversation;
-use crate::engine::{RunError, RunHandle, RunOutput, RunPlan};
+use crate::engine::{plan_resume, JournalPlan, Resumable, RunError, RunHandle, RunOutput, RunPlan};
 use crate::events::RunEvent;
+use crate::journal::{Journal, JournalError, PendingCall};
 
 /// What a finished run left, as a renderer sees it.
 pub(crate) type Outcome = Arc<Result<RunOutput, RunError>>;
@@ -37,6 +42,8 @@ pub(crate) enum Step<'a> {
     Text(&'a str),
     /// The run answered.
     Answered(&'a RunOutput),
+    /// The run paused on calls of the caller's tools: they are handed to the caller.
+    Handed(&'a [PendingCall]),
     /// The run failed (or was cancelled).
     Failed(&'a Failure),
 }
@@ -52,6 +59,19 @@ pub(crate) struct LiveRun {
     secrets: lllm_core::secret::Secrets,
     memo: Option<Memo>,
     source: Source,
+    /// Where a run that may pause on the caller's tools is held (its journal), when it may.
+    held: Option<Held>,
+    /// Whether the run was offered the caller's tools (a pause hands their calls to the caller).
+    hands: bool,
+}
+
+/// A run offered the caller's tools: its journal, and where it is held when it pauses.
+#[derive(Debug)]
+struct Held {
+    runs: Arc<PausedRuns>,
+    journal: PathBuf,
+    /// The response that hands the calls (Responses), named by the caller's next request.
+    response: Option<String>,
 }
 
 /// What a request asks of a model: its turn, its conversation, and where its answer is kept.
@@ -64,54 +84,9 @@ pub(crate) struct Ask {
     pub(crate) stream: bool,
     /// The API asked (`chat.completions`, `responses`), as the console names it.
     pub(crate) source: &'static str,
-}
-
-/// The ids of a Responses answer: the response's and its message item's.
-#[derive(Debug, Clone)]
-pub(crate) struct AnswerIds {
-    pub(crate) response: String,
-    pub(crate) item: String,
-}
-
-/// What is kept of a run's conversation when it answers.
-#[derive(Debug)]
-struct Memo {
-    store: Arc<Conversations>,
-    key: ConversationKey,
-    session: String,
-    tactic: String,
-    client_system: String,
-    /// The transcript up to and including the run's input.
-    transcript: Vec<Entry>,
-    answer_ids: Option<AnswerIds>,
-}
-
-impl Memo {
-    fn keep(self, output: &RunOutput) {
-        let mut transcript = self.transcript;
-        if !output.answer.is_empty() {
-            // A client sends no assistant message without text back: neither is it kept.
-            transcript.push(Entry {
-                role: lllm_core::Role::Assistant,
-                text: output.answer.clone(),
-                response: self.answer_ids.as_ref().map(|ids| ids.response.clone()),
-                item: self.answer_ids.map(|ids| ids.item),
-            });
-        }
-        let dialogs = output
-            .agents
-            .iter()
-            .map(|agent| (agent.name.clone(), agent.dialogs.clone()))
-            .collect();
-        self.store.remember(Snapshot {
-            key: self.key,
-            session: self.session,
-            tactic: self.tactic,
-            client_system: self.client_system,
-            transcript,
-            dialogs,
-        });
-    }
+    /// The caller's function tools, for the agents with `client_tools` (checked; none when the
+    /// tactic has no such agent).
+    pub(crate) caller_tools: Vec<lllm_core::ToolSpec>,
 }
 
 impl LiveRun {
@@ -149,13 +124,26 @@ impl LiveRun {
             answer_ids: ask.answer_ids,
         };
         let log = state.runs.new_log();
-        let plan = RunPlan::new()
+        let mut plan = RunPlan::new()
             .input(ask.turn.input)
             .vars(vars)
             .conversation(conversation)
             .dialogs(continuation.dialogs)
             .stream(ask.stream)
             .observer(log.observer());
+        let mut held = None;
+        if !ask.caller_tools.is_empty() {
+            // A run that may hand calls to the caller is journaled: its journal holds it paused.
+            let journal = state.paused.new_journal();
+            plan = plan
+                .caller_tools(ask.caller_tools)
+                .journal(JournalPlan::Create(journal.clone()));
+            held = Some(Held {
+                runs: state.paused.clone(),
+                journal,
+                response: memo.answer_ids.as_ref().map(|ids| ids.response.clone()),
+            });
+        }
         let handle = state.engine.start(model.tactic.clone(), plan);
         shown(state, model, (&session, &caller), ask.source, &handle, log);
         Ok(LiveRun {
@@ -166,15 +154,100 @@ impl LiveRun {
             secrets: model.tactic.secrets().clone(),
             memo: Some(memo),
             source,
+            hands: held.is_some(),
+            held,
         })
     }
 
-    /// Keeps the conversation of a run that answered, before its turn is handed on.
+    /// Continues `paused` with the caller's `results` (a pending call without one is answered
+    /// "not run"), recorded in its journal where the calls were: the run is replayed from its
+    /// journal, so its next request extends the paused one. `answer_ids`: where a Responses
+    /// answer is kept.
+    pub(crate) async fn resume(
+        state: &ServeState,
+        model: &Model,
+        paused: PausedRun,
+        results: &[CallerResult],
+        (stream, source): (bool, &'static str),
+        answer_ids: Option<AnswerIds>,
+    ) -> Result<LiveRun, ApiError> {
+        let caller = Caller(paused.memo.key.caller.as_str().into());
+        let ticket = state
+            .admission
+            .admit(&caller.scoped(&paused.session.id))
+            .await?;
+        let plan = match plan_resume(&paused.journal, true, Vec::new()) {
+            Ok(Resumable::Unfinished { plan, .. }) => plan,
+            Ok(Resumable::Finished { .. }) => {
+                return Err(ApiError::conflict("the paused run already answered"))
+            }
+            Err(e) => return Err(ApiError::internal(lllm_core::full_message(&e))),
+        };
+        if let JournalPlan::Resume(journal) = plan.journal_plan() {
+            record_results(journal, &paused.pending, results)
+                .map_err(|e| ApiError::internal(lllm_core::full_message(&e)))?;
+        }
+        let log = state.runs.new_log();
+        let plan = plan.stream(stream).observer(log.observer());
+        let handle = state.engine.start(model.tactic.clone(), plan);
+        shown(
+            state,
+            model,
+            (&paused.session, &caller),
+            source,
+            &handle,
+            log,
+        );
+        let mut memo = paused.memo;
+        memo.answer_ids = answer_ids;
+        Ok(LiveRun {
+            handle,
+            ticket: Some(ticket),
+            session: paused.session,
+            model: model.id.clone(),
+            secrets: model.tactic.secrets().clone(),
+            held: Some(Held {
+                runs: state.paused.clone(),
+                journal: paused.journal,
+                response: memo.answer_ids.as_ref().map(|ids| ids.response.clone()),
+            }),
+            memo: Some(memo),
+            source: paused.source,
+            hands: true,
+        })
+    }
+
+    /// Keeps the conversation of a run that answered, or holds a run paused on the caller's calls
+    /// until its results come, before its turn is handed on.
     fn ended(&mut self, outcome: &Outcome) {
-        if let (Ok(output), Some(memo)) = (outcome.as_ref(), self.memo.take()) {
-            memo.keep(output);
+        let memo = self.memo.take();
+        match (outcome.as_ref(), memo, self.held.take()) {
+            (Err(RunError::Paused { pending, .. }), Some(memo), Some(held)) => {
+                held.runs.hold(PausedRun {
+                    memo,
+                    session: self.session.clone(),
+                    source: self.source,
+                    journal: held.journal,
+                    pending: pending.clone(),
+                    response: held.response,
+                    paused_at: super::now(),
+                });
+            }
+            (result, memo, held) => {
+                if let (Ok(output), Some(memo)) = (result, memo) {
+                    memo.keep(output);
+                }
+                if let Some(held) = held {
+                    forget(&held.journal);
+                }
+            }
         }
         self.ticket.take();
+    }
+
+    /// Whether the run may hand calls to the caller (it was offered the caller's tools).
+    pub(crate) fn hands_calls(&self) -> bool {
+        self.hands
     }
 
     /// Waits for the run's end.
@@ -233,6 +306,9 @@ impl LiveRun {
             live.ended(&outcome);
             let ended = match outcome.as_ref() {
                 Ok(output) => render(Step::Answered(output)),
+                Err(RunError::Paused { pending, .. }) if live.hands => {
+                    render(Step::Handed(pending))
+                }
                 Err(error) => render(Step::Failed(&Failure::of(&live.secrets, error))),
             };
             for out in ended {
@@ -247,6 +323,10 @@ impl LiveRun {
 
     async fn cancel(mut self) {
         self.handle.cancel().await;
+        // A run cancelled is continued by no request: its journal goes.
+        if let Some(held) = self.held.take() {
+            forget(&held.journal);
+        }
         self.ticket.take();
     }
 }
@@ -256,8 +336,12 @@ impl Drop for LiveRun {
         if let Some(ticket) = self.ticket.take() {
             // Dropped before it ended: the client went away. The turn is held until the run stopped.
             let handle = self.handle.clone();
+            let held = self.held.take();
             tokio::spawn(async move {
                 handle.cancel().await;
+                if let Some(held) = held {
+                    forget(&held.journal);
+                }
                 drop(ticket);
             });
         }
@@ -302,4 +386,24 @@ fn receiver_stream(
     futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|event| (Ok(event), receiver))
     })
+}
+
+/// Records the caller's results of the `pending` calls in `journal`; a call without a result is
+/// answered "not run".
+fn record_results(
+    journal: &Journal,
+    pending: &[PendingCall],
+    results: &[CallerResult],
+) -> Result<(), JournalError> {
+    for call in pending {
+        match results.iter().find(|r| r.call == call.call) {
+            Some(result) => journal.caller_result(call.dialog, &call.call, Ok(&result.output))?,
+            None => journal.caller_result(
+                call.dialog,
+                &call.call,
+                Err("not run: the caller sent no result for this call"),
+            )?,
+        }
+    }
+    Ok(())
 }

@@ -310,8 +310,16 @@ impl<'a> TeamBuilder<'a> {
                 let mcp_tools = servers.tools_for(agent).map_err(|e| {
                     AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e)))
                 })?;
+                let caller_tools = if agent.client_tools() {
+                    run.caller_tools.clone()
+                } else {
+                    Vec::new()
+                };
                 let mut builder = AgentBuilder::from_spec(agent)
                     .tools(mcp_tools)
+                    .tools(caller_tools.into_iter().map(|spec| {
+                        Arc::new(crate::tools::CallerTool::new(spec)) as Arc<dyn crate::tools::Tool>
+                    }))
                     .run_context(run.clone());
                 if let Some(hints) = item_hints(agent, run.item.as_deref())? {
                     builder = builder.inference_hints(hints);

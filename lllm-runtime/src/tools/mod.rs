@@ -1,6 +1,7 @@
 //! Tools an agent can call: the [`Tool`] trait, tools from Rust closures, and command tools.
 #![doc = include_str!("../../../docs/tools.md")]
 
+mod caller;
 pub(crate) mod calls;
 mod command;
 mod confirm;
@@ -12,6 +13,7 @@ mod toolbox;
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub use caller::CallerTool;
 pub use command::CommandTool;
 pub(crate) use confirm::DECLINED;
 pub use confirm::{ApproveAll, Confirm, ConfirmRequest, Decision, Decisions, DeclineAll};
@@ -104,6 +106,12 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     /// Whether running a call again has the same effect as running it once, so that a call a crash
     /// interrupted may run again on resume; `false` unless the tool says otherwise.
     fn idempotent(&self) -> bool {
+        false
+    }
+
+    /// Whether the tool is the caller's (a served request's function tool): its calls are handed
+    /// back to the caller instead of run; `false` unless the tool says otherwise.
+    fn is_caller_tool(&self) -> bool {
         false
     }
 

@@ -779,3 +779,35 @@ async fn tools_can_be_replaced_for_one_respond() {
     assert_eq!(agent.tools().len(), 1, "the agent keeps its own tools");
     assert_eq!(agent.tools()[0].name, "word_count");
 }
+
+#[tokio::test]
+async fn a_callers_tool_without_a_journal_is_answered_not_run_and_own_calls_still_run() {
+    let server = server().await;
+    server.push(StubReply::tool_calls(&[
+        ("c1", "shell", r#"{"cmd": "ls"}"#),
+        ("c2", "word_count", r#"{"text": "a b"}"#),
+    ]));
+    server.push(StubReply::text("done"));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let shell = lllm_runtime::tools::CallerTool::new(lllm_runtime::tools::ToolSpec {
+        name: "shell".into(),
+        description: "the caller's shell".into(),
+        parameters: serde_json::json!({"type": "object"}),
+    });
+    let agent = builder(&server)
+        .tool(word_count(calls.clone(), Duration::ZERO))
+        .tool(Arc::new(shell))
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    agent.receive("Go.").expect("receive");
+    let answer = agent.respond("main").await.expect("answered");
+    assert_eq!(answer.content.as_deref(), Some("done"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the own tool ran");
+    let results = tool_messages(&server.requests()[1]);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["tool_call_id"], "c1");
+    let shell_result = results[0]["content"].as_str().unwrap_or("");
+    assert!(shell_result.starts_with("error: not run"), "{shell_result}");
+    assert_eq!(results[1]["content"], "2");
+}

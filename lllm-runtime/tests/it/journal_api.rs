@@ -32,6 +32,8 @@ async fn a_resumed_team_answers_from_the_journal_with_the_same_dialogs() {
         session: None,
         parent_session: None,
         seed: Vec::new(),
+        dialogs: Vec::new(),
+        caller_tools: Vec::new(),
     };
 
     let invoker = Arc::new(

@@ -3,6 +3,7 @@
 //! restart, cancellation, admission, keys and bad requests.
 
 mod bodies;
+mod caller_tools;
 mod conversation;
 mod event_ids;
 mod races;

@@ -24,7 +24,7 @@ fn assert_turn(conversation: &Conversation, test: &str, turn: usize, output: &Ou
 
 /// OpenCode's configuration: `lllm serve` as an OpenAI-compatible provider, no title request (it
 /// would be a second conversation of its own through the tactic).
-fn opencode_config(api: &str) -> String {
+pub(super) fn opencode_config(api: &str) -> String {
     serde_json::json!({
         "autoupdate": false,
         "share": "disabled",
@@ -42,7 +42,7 @@ fn opencode_config(api: &str) -> String {
 
 /// `opencode run ARGS` with its home, config and data under `home`, from `work`, offline (no
 /// update check, no model list, no plugin install from npm).
-fn opencode(program: &str, home: &Path, work: &Path, args: &[&str]) -> Command {
+pub(super) fn opencode(program: &str, home: &Path, work: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(program);
     command
         .arg("run")

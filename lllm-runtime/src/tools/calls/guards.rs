@@ -10,7 +10,8 @@ use crate::pause::Pause;
 
 /// A halted process ([`crate::events::halt`]) starts no more tool calls: each is answered at once. A run
 /// that pauses starts no more either: the call ends the branch's respond as the pause does, and a
-/// resume makes it.
+/// resume makes it (a call of the caller's tool is let through, to be recorded as pending with
+/// the others: it runs nothing here).
 #[derive(Debug)]
 pub(crate) struct Halting<L> {
     inner: L,
@@ -30,7 +31,11 @@ impl<L: CallTool> CallTool for Halting<L> {
             return Ok(Err("not run: the run is stopping".to_owned()));
         }
         if let Some(tool) = self.pause.as_ref().and_then(|p| p.paused()) {
-            return Err(ToolCallError::Paused { tool });
+            // A caller's call still goes on to the journal, which records it as pending: the calls
+            // of one answer are handed to the caller together.
+            if !call.tool.is_caller_tool() {
+                return Err(ToolCallError::Paused { tool });
+            }
         }
         self.inner.call(call).await
     }

@@ -2,18 +2,21 @@
 //! `crate::layers` does for model calls): the halt, the run's budget, the journal, the user's
 //! confirmation. An agent composes them once, when it is built:
 //!
-//! `Halting<Budgeted<Journaled<Confirmed<Started<Execute>>>>>`
+//! `Halting<Budgeted<Journaled<Handed<Confirmed<Started<Execute>>>>>>`
 //!
 //! The order matters. A halted run starts nothing. The budget counts a call before the journal is
 //! asked, as it counts requests: a resumed run spends what it replays. The journal answers a call it
 //! already holds (so a finished call never runs again and is never asked about again), records every
 //! result the model reads (declines included) and the calls that wait for a confirmation. The
+//! caller's tools come next: their calls pause the run, to be handed to the caller (the journal
+//! records them as pending, and the caller's results answer them on resume). The
 //! confirmation comes next, and only an approved call is recorded as started, just before it runs:
 //! a call started and never finished is one that a crash interrupted.
 
 mod confirmed;
 mod execute;
 mod guards;
+mod handed;
 mod journaled;
 
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use serde_json::Value;
 pub(crate) use confirmed::Confirmed;
 pub(crate) use execute::Execute;
 pub(crate) use guards::{Budgeted, Halting};
+pub(crate) use handed::Handed;
 pub(crate) use journaled::{Journaled, Started};
 
 use super::Tool;
@@ -73,7 +77,7 @@ pub(crate) trait CallTool: Send + Sync + std::fmt::Debug {
 }
 
 /// The pipeline every tool call of an agent goes through.
-pub(crate) type ToolPipeline = Halting<Budgeted<Journaled<Confirmed<Started<Execute>>>>>;
+pub(crate) type ToolPipeline = Halting<Budgeted<Journaled<Handed<Confirmed<Started<Execute>>>>>>;
 
 /// Builds an agent's pipeline from what its run has: who confirms, the journal, the budget, the
 /// pause.
@@ -82,8 +86,9 @@ pub(crate) fn pipeline(run: &RunContext) -> ToolPipeline {
     // Without a journal nothing can hold a paused call until someone decides: a pause declines.
     let holds_pauses = journal.as_ref().map(|_| run.pause.clone());
     let started = Started::new(Execute, journal.clone());
-    let confirmed = Confirmed::new(started, run.confirm.clone(), holds_pauses);
-    let journaled = Journaled::new(confirmed, journal.clone());
+    let confirmed = Confirmed::new(started, run.confirm.clone(), holds_pauses.clone());
+    let handed = Handed::new(confirmed, holds_pauses);
+    let journaled = Journaled::new(handed, journal.clone());
     Halting::new(
         Budgeted::new(journaled, run.budget.clone()),
         Some(run.pause.clone()),
