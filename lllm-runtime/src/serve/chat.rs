@@ -147,23 +147,19 @@ struct Chunk {
 
 impl Chunk {
     fn completion(&self, answer: &str, usage: &Usage) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": answer},
-                "logprobs": null,
-                "finish_reason": "stop",
-            }],
-            "usage": usage_json(usage),
-        })
+        let message = json!({"role": "assistant", "content": answer});
+        self.whole(message, "stop", usage)
     }
 
     /// The answer that hands the `pending` calls to the caller.
     fn handed(&self, pending: &[PendingCall]) -> Value {
+        let message =
+            json!({"role": "assistant", "content": null, "tool_calls": tool_calls(pending)});
+        self.whole(message, "tool_calls", &Usage::default())
+    }
+
+    /// A non-streamed completion of one choice.
+    fn whole(&self, message: Value, finish: &str, usage: &Usage) -> Value {
         json!({
             "id": self.id,
             "object": "chat.completion",
@@ -171,11 +167,11 @@ impl Chunk {
             "model": self.model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": null, "tool_calls": tool_calls(pending)},
+                "message": message,
                 "logprobs": null,
-                "finish_reason": "tool_calls",
+                "finish_reason": finish,
             }],
-            "usage": usage_json(&Usage::default()),
+            "usage": usage_json(usage),
         })
     }
 
