@@ -36,17 +36,10 @@ async fn a_flood_of_one_turn_conversations_stays_within_the_bound_in_memory_and_
     let stub = StubServer::start().await.expect("stub");
     let tactic = chat_tactic(&dir, &stub);
     let state = dir.0.join("state");
-    let serving = Serving::start(
-        &[
-            arg(&tactic),
-            "--state",
-            arg(&state),
-            "--keep-conversations",
-            "50",
-        ],
-        &[],
-    );
-    for n in 0..300 {
+    // The default bound, as a user runs it: 10,000 conversations of one turn each.
+    let serving = Serving::start(&[arg(&tactic), "--state", arg(&state)], &[]);
+    let bound = lllm_runtime::serve::DEFAULT_KEPT_CONVERSATIONS;
+    for n in 0..10_000 {
         stub.push(StubReply::text(&format!("answer {n}")));
         let body = json!({"model": "helper", "messages": [{"role": "user", "content": format!("question {n}")}]});
         let (status, answer) = http(
@@ -62,9 +55,11 @@ async fn a_flood_of_one_turn_conversations_stays_within_the_bound_in_memory_and_
                 .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json"))
         })
         .count();
-    assert_eq!(files, 50, "the 50 most recent, no more");
+    assert_eq!(files, bound, "the most recent ones, no more");
+    let rss = serving.rss_mib();
+    assert!(rss < 256, "{rss} MiB holding {bound} conversations");
     // The newest is continued; the oldest was forgotten and starts over.
-    for (n, source) in [(299, "history"), (0, "minted")] {
+    for (n, source) in [(9_999, "history"), (0, "minted")] {
         stub.push(StubReply::text("next"));
         let body = json!({"model": "helper", "messages": [
             {"role": "user", "content": format!("question {n}")},
