@@ -113,3 +113,27 @@ impl Endpoints {
         made
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_finds_one_endpoint_each_time_it_is_asked() {
+        let endpoints = Endpoints::new();
+        let first = endpoints.endpoint(Some("http://127.0.0.1:8000/v1"));
+        // Asked twice per spelling: the second answer comes from the remembered key.
+        for _ in 0..2 {
+            for spelling in ["http://127.0.0.1:8000/v1", "HTTP://127.0.0.1:8000/v1/"] {
+                assert!(Arc::ptr_eq(&endpoints.endpoint(Some(spelling)), &first));
+            }
+            let other = endpoints.endpoint(Some("http://127.0.0.1:8001/v1"));
+            assert!(!Arc::ptr_eq(&other, &first));
+            assert!(!Arc::ptr_eq(&endpoints.endpoint(None), &first));
+        }
+        assert!(!Arc::ptr_eq(
+            &Endpoints::new().endpoint(Some("http://127.0.0.1:8000/v1")),
+            &first
+        ));
+    }
+}
