@@ -2,7 +2,8 @@
 # lllm against the floor of its stack: the release `lllm run` and a bare async-openai client
 # (bench/src/bin/bare_client.rs) send the same growing conversation to the same stand-in server, legs
 # alternating, in one run. Prints a markdown table: cold 1-turn run, marginal CPU per turn, peak RSS,
-# binary size, each against the floor (targets: cold ≤1.3×, CPU per turn ≤1.0×, peak RSS ≤2.0×).
+# binary size, each against the floor (targets: cold ≤1.3×, CPU per turn ≤1.0× from each leg's least
+# runs, peak RSS ≤2.0×).
 # Never fails on a figure.
 #   scripts/bench_floor.sh [--write] [--repeats N] [--turns N] [--lllm PATH]
 # --write puts the table into BENCHMARKS.md's floor section; LLLM_FLOOR_REPEATS sets the repeats

@@ -108,9 +108,11 @@ impl StepOrigins {
         self.0.insert("output".to_owned(), origin.clone());
     }
 
-    fn note<T>(&mut self, path: String, value: &Option<At<T>>) {
+    /// Records where field `name` of the step at `at` is written, when it is (the path is only
+    /// formatted then: most fields of most steps are absent).
+    fn note<T>(&mut self, at: &str, name: &str, value: &Option<At<T>>) {
         if let Some(value) = value {
-            self.0.insert(path, value.origin.clone());
+            self.0.insert(format!("{at}.{name}"), value.origin.clone());
         }
     }
 }
@@ -186,7 +188,7 @@ fn parse_turn(
         ("save", &step.save),
         ("fork_from", &step.fork_from),
     ] {
-        origins.note(format!("{at}.{name}"), value);
+        origins.note(at, name, value);
     }
     let agent = step
         .agent

@@ -51,7 +51,35 @@ const MAX_ENDPOINTS: usize = 4096;
 /// engine in the same process keeps its own. Agents built without an engine share
 /// [`Endpoints::shared`], the process's. Clones share the state.
 #[derive(Debug, Clone, Default)]
-pub struct Endpoints(Arc<Mutex<HashMap<EndpointKey, Arc<Endpoint>>>>);
+pub struct Endpoints(Arc<Mutex<Known>>);
+
+/// The endpoints known, and the key of each `api_base` text seen: every request looks its
+/// endpoint up, and normalizing the text (a URL parse) each time was a tenth of what `lllm run`
+/// spent per turn beyond the bare HTTP client (callgrind, BENCHMARKS.md's floor section).
+#[derive(Debug, Default)]
+struct Known {
+    endpoints: HashMap<EndpointKey, Arc<Endpoint>>,
+    keys: HashMap<String, EndpointKey>,
+}
+
+impl Known {
+    /// The key of `api_base`, normalized once per text.
+    fn key(&mut self, api_base: Option<&str>) -> EndpointKey {
+        let Some(text) = api_base else {
+            return EndpointKey::of(None);
+        };
+        if let Some(key) = self.keys.get(text) {
+            return key.clone();
+        }
+        let key = EndpointKey::of(Some(text));
+        // Bounded like the endpoints: a hostile tactic naming endless URLs forgets the spellings.
+        if self.keys.len() >= MAX_ENDPOINTS {
+            self.keys.clear();
+        }
+        self.keys.insert(text.to_owned(), key.clone());
+        key
+    }
+}
 
 impl Endpoints {
     /// State of its own: no breaker opened and no slot taken by anyone else.
@@ -69,8 +97,9 @@ impl Endpoints {
     /// The state of the endpoint at `api_base` (`None`: the default server), shared by every
     /// spelling of that URL ([`EndpointKey`]).
     pub(crate) fn endpoint(&self, api_base: Option<&str>) -> Arc<Endpoint> {
-        let key = EndpointKey::of(api_base);
-        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = known.key(api_base);
+        let all = &mut known.endpoints;
         if let Some(found) = all.get(&key) {
             return found.clone();
         }
@@ -82,5 +111,29 @@ impl Endpoints {
             all.insert(key, made.clone());
         }
         made
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_finds_one_endpoint_each_time_it_is_asked() {
+        let endpoints = Endpoints::new();
+        let first = endpoints.endpoint(Some("http://127.0.0.1:8000/v1"));
+        // Asked twice per spelling: the second answer comes from the remembered key.
+        for _ in 0..2 {
+            for spelling in ["http://127.0.0.1:8000/v1", "HTTP://127.0.0.1:8000/v1/"] {
+                assert!(Arc::ptr_eq(&endpoints.endpoint(Some(spelling)), &first));
+            }
+            let other = endpoints.endpoint(Some("http://127.0.0.1:8001/v1"));
+            assert!(!Arc::ptr_eq(&other, &first));
+            assert!(!Arc::ptr_eq(&endpoints.endpoint(None), &first));
+        }
+        assert!(!Arc::ptr_eq(
+            &Endpoints::new().endpoint(Some("http://127.0.0.1:8000/v1")),
+            &first
+        ));
     }
 }

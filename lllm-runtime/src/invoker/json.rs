@@ -28,6 +28,12 @@ pub(crate) fn parse_json<T: DeserializeOwned>(
             excerpt(bytes.trim_ascii(), EXCERPT_CHARS, secrets)
         ));
     }
+    // Parsed first without tracking the path of each field: the path is only of use in an error,
+    // and tracking it was most of what reading an answer cost (callgrind). A body that fails is
+    // parsed again, the same way but tracked, to say where.
+    if let Ok(value) = serde_json::from_slice::<T>(bytes) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let parsed = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|e| {
         let path = e.path().to_string();

@@ -9,6 +9,7 @@ mod openai;
 mod service;
 mod stream;
 mod wire;
+mod wire_message;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -2,14 +2,6 @@
 
 use std::fmt;
 
-use async_openai::types::chat::{
-    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
-    ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent,
-    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
-    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage,
-    ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
-    ChatCompletionRequestUserMessageContent, FunctionCall,
-};
 use lllm_core::internal::{find_header, merge_body, merge_headers, merged_value};
 use lllm_core::secret::{printable_header_value, redact_url};
 use lllm_core::{
@@ -20,6 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::{excerpt, printable, Secrets, EXCERPT_CHARS};
 use super::json::{parse_json, Arguments, Content, ErrorField, FirstOnly, ToolCallList};
+use super::wire_message::WireMessages;
 use super::{ChatRequest, ChatResponse, InvokeError};
 
 /// Where requests go when `model_args` does not say.
@@ -188,7 +181,7 @@ impl Outgoing {
     ) -> Result<Self, InvokeError> {
         #[derive(serde::Serialize)]
         struct Body<'a> {
-            messages: Vec<ChatCompletionRequestMessage>,
+            messages: WireMessages<'a>,
             #[serde(flatten)]
             rest: &'a Map<String, Value>,
         }
@@ -201,9 +194,8 @@ impl Outgoing {
         let body = if rest.contains_key("messages") {
             serde_json::to_vec(&rest).map_err(unwritable)?
         } else {
-            let messages = request.messages.iter().map(wire_message).collect();
             serde_json::to_vec(&Body {
-                messages,
+                messages: WireMessages(&request.messages),
                 rest: &rest,
             })
             .map_err(unwritable)?
@@ -219,9 +211,7 @@ impl Outgoing {
 
 /// The dialog's messages as the chat completions API takes them, as JSON.
 fn messages_json(request: &ChatRequest) -> Result<Value, InvokeError> {
-    let messages: Vec<ChatCompletionRequestMessage> =
-        request.messages.iter().map(wire_message).collect();
-    serde_json::to_value(messages).map_err(|e| InvokeError::Request {
+    serde_json::to_value(WireMessages(&request.messages)).map_err(|e| InvokeError::Request {
         problem: e.to_string(),
     })
 }
@@ -302,53 +292,6 @@ fn hint_header(request: &ChatRequest, name: fn(Profile) -> &'static str) -> Opti
         .iter()
         .find_map(|p| request.hint_fields.header(name(*p)))
         .map(str::to_owned)
-}
-
-/// A message as the chat completions API takes it: `system` (never `developer`), no `name`, reasoning
-/// text left out.
-fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
-    let text = message.text().to_owned();
-    match message.role {
-        Role::System => ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
-            content: ChatCompletionRequestSystemMessageContent::Text(text),
-            name: None,
-        }),
-        Role::User => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
-            content: ChatCompletionRequestUserMessageContent::Text(text),
-            name: None,
-        }),
-        Role::Assistant => {
-            let tool_calls = (!message.tool_calls.is_empty()).then(|| {
-                message
-                    .tool_calls
-                    .iter()
-                    .map(|call| {
-                        ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
-                            id: call.id.clone(),
-                            function: FunctionCall {
-                                name: call.name.clone(),
-                                arguments: call.arguments.clone(),
-                            },
-                        })
-                    })
-                    .collect()
-            });
-            // A null answer (no text, no tool call) is sent back as "", which every server accepts.
-            let content = match (&message.content, &tool_calls) {
-                (None, Some(_)) => None,
-                _ => Some(ChatCompletionRequestAssistantMessageContent::Text(text)),
-            };
-            ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
-                content,
-                tool_calls,
-                ..Default::default()
-            })
-        }
-        Role::Tool => ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
-            content: ChatCompletionRequestToolMessageContent::Text(text),
-            tool_call_id: message.tool_call_id.clone().unwrap_or_default(),
-        }),
-    }
 }
 
 // Lenient response types: every field optional, unknown fields ignored, any finish reason kept; but a

@@ -222,7 +222,7 @@ impl StepsTactic {
             .respond_to(&turn.dialog)
             .demand(self.demand(turn, run.team, groups));
         if let Some(template) = &turn.receive {
-            respond = respond.message(render(template, &receive_at(turn), &vars)?);
+            respond = respond.message(render(template, || receive_at(turn), &vars)?);
         }
         if let Some(parent) = &turn.fork_from {
             // A run that continues an earlier one's dialogs (a served conversation) forks again
@@ -301,7 +301,7 @@ impl StepsTactic {
             .answer;
         let vars = run.vars();
         let answer = match &self.output {
-            Some(template) => render(template, "output", &vars)?,
+            Some(template) => render(template, || "output".to_owned(), &vars)?,
             None => last,
         };
         Ok((answer, vars))

@@ -3,7 +3,8 @@
 //! stub, in this process), in one run, legs alternating. Prints, for both and as ratios, the cold
 //! one-turn run (wall and CPU of the whole process), the marginal CPU per turn (a TURNS-turn run
 //! minus a one-turn run, over TURNS − 1), the peak RSS of the TURNS-turn run and the size of the
-//! binaries, as a markdown table of medians with their spread. It never asserts timings.
+//! binaries, as a markdown table of medians with their spread, and the marginal CPU per turn from
+//! each leg's least runs (the criterion: interference only adds CPU time). It never asserts timings.
 //!
 //! `floor [--repeats N] [--turns N] [--lllm PATH] [--floor-runtime multi|current]`;
 //! `scripts/bench_floor.sh` builds the release binaries and runs it. The floor runs on Tokio's

@@ -34,6 +34,8 @@ pub(crate) struct Figures {
     cold_wall_ms: Vec<f64>,
     cold_cpu_ms: Vec<f64>,
     marginal_cpu_ms: Vec<f64>,
+    /// CPU of each run of `turns` turns.
+    many_cpu_ms: Vec<f64>,
     peak_rss_mib: Vec<f64>,
 }
 
@@ -44,7 +46,16 @@ impl Figures {
         self.cold_cpu_ms.push(one.cpu_s * 1e3);
         self.marginal_cpu_ms
             .push((many.cpu_s - one.cpu_s) * 1e3 / (turns - 1) as f64);
+        self.many_cpu_ms.push(many.cpu_s * 1e3);
         self.peak_rss_mib.push(many.max_rss_kib / 1024.0);
+    }
+
+    /// The marginal CPU per turn from the least CPU any run of each length took: interference
+    /// from other work on the machine only ever adds CPU time to a run, so the least of many
+    /// repeats is the closest to the run's own cost, for both legs alike.
+    fn least_marginal_cpu_ms(&self, turns: usize) -> f64 {
+        let least = |values: &[f64]| values.iter().copied().fold(f64::INFINITY, f64::min);
+        (least(&self.many_cpu_ms) - least(&self.cold_cpu_ms)) / (turns - 1) as f64
     }
 }
 
@@ -113,7 +124,8 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// The markdown table: the floor, lllm, their ratio (of medians) and the target.
+/// The markdown table: the floor, lllm, their ratio (of medians; of the least runs for the
+/// marginal CPU's criterion row) and the target.
 pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize) -> String {
     let rows = [
         (
@@ -122,7 +134,7 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
             &bare.cold_wall_ms,
             1,
             "ms",
-            1.3,
+            Some(1.3),
         ),
         (
             "cold 1-turn run, CPU (user+sys)".to_owned(),
@@ -130,18 +142,20 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
             &bare.cold_cpu_ms,
             1,
             "ms",
-            1.3,
+            Some(1.3),
         ),
         (
             format!(
-                "marginal CPU per turn (({turns}-turn − 1-turn) ÷ {})",
+                "marginal CPU per turn, each repeat's (({turns}-turn − 1-turn) ÷ {})",
                 turns - 1
             ),
             &lllm.marginal_cpu_ms,
             &bare.marginal_cpu_ms,
             3,
             "ms",
-            1.0,
+            // Noisy on a loaded machine (either leg's idle threads may or may not run during a
+            // repeat): shown, but the row from the least runs is the one held to the target.
+            None,
         ),
         (
             format!("peak RSS, {turns} turns"),
@@ -149,7 +163,7 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
             &bare.peak_rss_mib,
             1,
             "MiB",
-            2.0,
+            Some(2.0),
         ),
     ];
     let mut lines = vec![
@@ -159,12 +173,15 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
     for (label, ours, floor, decimals, unit, target) in rows {
         let (b, l) = (Spread::of(floor), Spread::of(ours));
         let ratio = l.median / b.median;
-        let met = if ratio <= target { "met" } else { "not met" };
         lines.push(format!(
-            "| {label} | {} | {} | **{ratio:.2}×** | ≤{target:.1}× ({met}) |",
+            "| {label} | {} | {} | **{ratio:.2}×** | {} |",
             b.show(decimals, unit),
-            l.show(decimals, unit)
+            l.show(decimals, unit),
+            target.map_or("see next row".to_owned(), |t| verdict(ratio, t))
         ));
+        if target.is_none() {
+            lines.push(least_marginal_row(lllm, bare, turns));
+        }
     }
     let stripped = |s: Option<u64>| s.map_or("unknown".to_owned(), mib);
     lines.push(format!(
@@ -176,4 +193,59 @@ pub(crate) fn table(lllm: &Figures, bare: &Figures, sizes: &Sizes, turns: usize)
         sizes.lllm.0 as f64 / sizes.bare.0 as f64
     ));
     lines.join("\n")
+}
+
+/// `≤T× (met)` or `≤T× (not met)`.
+fn verdict(ratio: f64, target: f64) -> String {
+    let met = if ratio <= target { "met" } else { "not met" };
+    format!("≤{target:.1}× ({met})")
+}
+
+/// The row of the marginal CPU per turn from each leg's least runs: the criterion.
+fn least_marginal_row(lllm: &Figures, bare: &Figures, turns: usize) -> String {
+    let (l, b) = (
+        lllm.least_marginal_cpu_ms(turns),
+        bare.least_marginal_cpu_ms(turns),
+    );
+    let ratio = l / b;
+    format!(
+        "| marginal CPU per turn from the least runs ((least {turns}-turn − least 1-turn) ÷ {}) | {b:.3} ms | {l:.3} ms | **{ratio:.2}×** | {} |",
+        turns - 1,
+        verdict(ratio, 1.0)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cpu_ms: f64) -> Run {
+        Run {
+            wall_s: cpu_ms / 1e3,
+            cpu_s: cpu_ms / 1e3,
+            max_rss_kib: 1024.0,
+            code: Some(0),
+        }
+    }
+
+    #[test]
+    fn the_criterion_takes_each_length_from_its_least_run() {
+        let mut figures = Figures::default();
+        // The second repeat's one-turn run was disturbed, the first's ten-turn run too: the
+        // least runs are 2 ms and 11 ms, 1 ms a turn, though neither repeat alone says so.
+        figures.add(run(2.0), run(20.0), 10);
+        figures.add(run(5.0), run(11.0), 10);
+        assert_eq!(figures.least_marginal_cpu_ms(10), 1.0);
+        let table = table(
+            &figures,
+            &figures,
+            &Sizes::of(Path::new("/"), Path::new("/")),
+            10,
+        );
+        assert!(
+            table.contains("| 1.000 ms | 1.000 ms | **1.00×** | ≤1.0× (met) |"),
+            "{table}"
+        );
+        assert!(table.contains("| see next row |"), "{table}");
+    }
 }
