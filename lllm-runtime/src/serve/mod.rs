@@ -36,6 +36,7 @@ mod cors;
 mod decisions;
 mod error;
 mod failure;
+mod files;
 mod host;
 mod identity;
 mod input;

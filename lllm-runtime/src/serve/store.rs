@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use super::files::{create_private_dir, private_file};
 use super::log::{Changes, RunLog};
 use super::ServeError;
 use crate::engine::{RunError, RunHandle};
@@ -528,6 +529,8 @@ pub(crate) fn is_run_id(id: &str) -> bool {
         .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// Writes a run's record through its fixed temporary name (`.ID.json.tmp`, opened as it is: the
+/// adversarial suite holds a record's write open by placing a pipe there), flushed, then renamed.
 fn write_meta(dir: &Path, meta: &RunMeta) -> std::io::Result<()> {
     let bytes = serde_json::to_vec_pretty(meta).map_err(std::io::Error::other)?;
     let temporary = dir.join(format!(".{}.json.tmp", meta.id));
@@ -538,28 +541,6 @@ fn write_meta(dir: &Path, meta: &RunMeta) -> std::io::Result<()> {
         file.sync_all()?;
     }
     std::fs::rename(&temporary, dir.join(format!("{}.json", meta.id)))
-}
-
-pub(crate) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
-pub(crate) fn create_private_dir(path: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(path)
 }
 
 /// The run's failure message, as the record keeps it (no secret: see the callers).

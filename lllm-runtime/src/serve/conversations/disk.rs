@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::snapshot::Snapshot;
 use super::Bounds;
-use crate::serve::store::create_private_dir;
+use crate::serve::files::{self, create_private_dir, write_whole};
 
 /// The folder of conversations under a state directory.
 pub(crate) fn folder(state: &Path) -> std::io::Result<PathBuf> {
@@ -14,36 +14,17 @@ pub(crate) fn folder(state: &Path) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Writes `bytes` (a snapshot) as the conversation's file: a new private file of a name nobody can
-/// have planted (never following a link), renamed over the old one.
+/// Writes `bytes` (a snapshot) as the conversation's file.
 pub(crate) fn write(dir: &Path, stem: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let temporary = dir.join(format!(".{stem}.{}.tmp", lllm_core::DialogId::new()));
-    let written = (|| {
-        use std::io::Write as _;
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        options.open(&temporary)?.write_all(bytes)?;
-        std::fs::rename(&temporary, dir.join(format!("{stem}.json")))
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
+    write_whole(&dir.join(format!("{stem}.json")), bytes)
 }
 
 /// Removes a forgotten conversation's file (one already gone is no error).
 pub(crate) fn remove(dir: &Path, stem: &str) {
-    let path = dir.join(format!("{stem}.json"));
-    if let Err(error) = std::fs::remove_file(&path) {
-        if error.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!("could not remove {}: {error}", path.display());
-        }
-    }
+    files::remove(
+        &dir.join(format!("{stem}.json")),
+        "a forgotten conversation's file",
+    );
 }
 
 /// The snapshots of `dir` within `bounds`, oldest first, each with its size: the newest files are

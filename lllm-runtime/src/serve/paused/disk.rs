@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use super::PausedRun;
 use crate::journal::Journal;
 use crate::serve::conversations::{ConversationKey, Conversations, Entry};
+use crate::serve::files::{self, write_whole};
 use crate::serve::identity::Source;
 use crate::serve::memo::{AnswerIds, Memo};
 use crate::serve::session::CallerSession;
-use crate::serve::store::private_file;
 
 /// The extension of a paused run's record.
 const RECORD: &str = "paused";
@@ -64,34 +64,19 @@ pub(super) fn write(run: &PausedRun) -> std::io::Result<()> {
         paused_at: run.paused_at,
     };
     let bytes = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
-    let path = record_path(&run.journal);
-    let temporary = path.with_extension("paused.tmp");
-    {
-        use std::io::Write as _;
-        let mut file = private_file(&temporary)?;
-        file.write_all(&bytes)?;
-    }
-    std::fs::rename(&temporary, path)
+    write_whole(&record_path(&run.journal), &bytes)
 }
 
 /// Removes the journal `journal` and its record (files already gone are no error).
 pub(crate) fn remove(journal: &Path) {
     for path in [journal.to_owned(), record_path(journal)] {
-        if let Err(e) = std::fs::remove_file(&path) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                tracing::warn!(file = %path.display(), error = %e, "a served run's file cannot be removed");
-            }
-        }
+        files::remove(&path, "a served run's file");
     }
 }
 
 /// Removes the record of a run taken out of the index (its continuation holds the journal).
 pub(super) fn unrecord(journal: &Path) {
-    if let Err(e) = std::fs::remove_file(record_path(journal)) {
-        if e.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!(journal = %journal.display(), error = %e, "a paused run's record cannot be removed");
-        }
-    }
+    files::remove(&record_path(journal), "a paused run's record");
 }
 
 /// The paused runs `dir` holds, oldest first. A record that cannot be read, or whose journal has

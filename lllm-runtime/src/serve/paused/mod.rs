@@ -14,10 +14,10 @@ use std::time::Duration;
 use super::caller_tools::CallerResult;
 use super::conversations::Conversations;
 use super::error::ApiError;
+use super::files::create_private_dir;
 use super::identity::Source;
 use super::memo::Memo;
 use super::session::CallerSession;
-use super::store::create_private_dir;
 use super::ServeError;
 use crate::journal::PendingCall;
 
