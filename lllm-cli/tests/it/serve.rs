@@ -62,29 +62,7 @@ async fn the_openai_python_sdk_is_served_chat_and_responses() {
     stub.push(StubReply::sse_text(&["sixth ", "answer"]));
     let state = dir.path("state");
     let serving = Serving::start(&[arg(&tactic), "--state", arg(&state)], &[]);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/openai_sdk.py");
-    let base = format!("{}/v1", serving.base);
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg(script)
-            .args([base.as_str(), "helper"])
-            .output()
-            .expect("python runs")
-    })
-    .await
-    .expect("joined");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        serving.stderr.lock().expect("log")
-    );
-    assert_eq!(
-        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
-        8,
-        "{stdout}"
-    );
+    sdk_script(&python, "openai_sdk.py", &["helper"], &serving, 8).await;
     let requests = stub.requests();
     assert_eq!(requests.len(), 6);
     // The three chat requests of one thread carried its id downstream.
@@ -109,6 +87,35 @@ async fn the_openai_python_sdk_is_served_chat_and_responses() {
 }
 
 /// Codex CLI's configuration for a provider at `base` (nothing reaches beyond loopback: no plugin
+/// Runs the Python driver `script` (under `tests/serve/`) with the server's API base and `args`:
+/// it must exit 0 having printed `ok: ...` `oks` times.
+pub(crate) async fn sdk_script(
+    python: &str,
+    script: &str,
+    args: &[&str],
+    serving: &Serving,
+    oks: usize,
+) {
+    let mut command = Command::new(python);
+    command
+        .arg(crate::serve_clients::driver(script))
+        .arg(format!("{}/v1", serving.base))
+        .args(args);
+    let output = crate::serve_clients::run_client(command).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        serving.stderr.lock().expect("log")
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
+        oks,
+        "{stdout}"
+    );
+}
+
 /// sync, analytics or web search).
 pub(crate) fn codex_config(base: &str) -> String {
     format!(

@@ -2,8 +2,7 @@
 //! HTTP request for a call to a tactic whose run failed after lllm's own retries, and keeps its
 //! retry when the serving side was overloaded.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use lllm_runtime::testing::{StubReply, StubServer};
 
@@ -46,29 +45,7 @@ async fn the_openai_sdk_does_not_rerun_a_failed_run_but_retries_an_overload() {
     }
     let state = dir.path("state");
     let serving = Serving::start(&[arg(&failing), arg(&busy), "--state", arg(&state)], &[]);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/no_rerun.py");
-    let base = format!("{}/v1", serving.base);
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg(script)
-            .arg(base)
-            .output()
-            .expect("python runs")
-    })
-    .await
-    .expect("joined");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        serving.stderr.lock().expect("log")
-    );
-    assert_eq!(
-        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
-        3,
-        "{stdout}"
-    );
+    super::serve::sdk_script(&python, "no_rerun.py", &[], &serving, 3).await;
     // 2 + 2 downstream requests for the failed runs (lllm's own retry), 2 for the overload (the SDK's).
     assert_eq!(stub.requests().len(), 6);
 }
