@@ -17,9 +17,10 @@ use super::auth::Caller;
 use super::body::read_body;
 use super::caller_tools::{chat_results, chat_tools, offered};
 use super::error::ApiError;
+use super::identity::named_id;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, turn, WireMessage};
-use super::paused::{named_conversation, Named};
+use super::paused::Named;
 use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
 use super::unhonoured;
@@ -103,7 +104,8 @@ pub(crate) async fn complete(
         LiveRun::start(&state, model, ask).await?
     } else {
         let named = Named {
-            conversation: named_conversation(&headers, request.prompt_cache_key.as_deref(), None),
+            conversation: named_id(&headers, request.prompt_cache_key.as_deref(), None)
+                .map(|(id, _)| id),
             previous: None,
         };
         let paused = state

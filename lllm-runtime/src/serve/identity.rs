@@ -105,6 +105,28 @@ pub(crate) struct Continuation {
     pub(crate) client_system: String,
 }
 
+/// The conversation id a request names itself, and where (rules 1 and 2): a session header, else
+/// `prompt_cache_key`, else Responses' `conversation`, made safe.
+pub(crate) fn named_id(
+    headers: &HeaderMap,
+    prompt_cache_key: Option<&str>,
+    conversation: Option<&str>,
+) -> Option<(String, Source)> {
+    let named = |raw: &str| safe_session_id(raw.trim());
+    header_id(headers)
+        .map(|id| (id, Source::Header))
+        .or_else(|| {
+            prompt_cache_key
+                .and_then(named)
+                .map(|id| (id, Source::PromptCacheKey))
+        })
+        .or_else(|| {
+            conversation
+                .and_then(named)
+                .map(|id| (id, Source::Conversation))
+        })
+}
+
 /// The conversation of a request of `caller` to `model` with `headers`, `claims` and `turn`.
 pub(crate) fn identify(
     headers: &HeaderMap,
@@ -119,25 +141,21 @@ pub(crate) fn identify(
         &turn.client_system,
         turn.seed.iter().map(|m| (m.role, m.text())),
     );
-    let named = |raw: &str| safe_session_id(raw.trim());
-    let (id, source) = if let Some(id) = header_id(headers) {
-        (id, Source::Header)
-    } else if let Some(id) = claims.prompt_cache_key.and_then(named) {
-        (id, Source::PromptCacheKey)
-    } else if let Some(id) = claims.conversation.and_then(named) {
-        (id, Source::Conversation)
-    } else if let Some(found) = &claims.previous {
-        (found.snapshot.session.clone(), Source::PreviousResponse)
-    } else if let Some(found) = &claims.referenced {
-        (found.snapshot.session.clone(), Source::ItemReference)
-    } else if let Some(key) = (!turn.seed.is_empty())
-        .then(|| store.by_history(&digest))
-        .flatten()
-    {
-        (key.id, Source::History)
-    } else {
-        (mint(), Source::Minted)
-    };
+    let (id, source) =
+        if let Some(named) = named_id(headers, claims.prompt_cache_key, claims.conversation) {
+            named
+        } else if let Some(found) = &claims.previous {
+            (found.snapshot.session.clone(), Source::PreviousResponse)
+        } else if let Some(found) = &claims.referenced {
+            (found.snapshot.session.clone(), Source::ItemReference)
+        } else if let Some(key) = (!turn.seed.is_empty())
+            .then(|| store.by_history(&digest))
+            .flatten()
+        {
+            (key.id, Source::History)
+        } else {
+            (mint(), Source::Minted)
+        };
     let follow = match claims.previous {
         Some(found) => Follow::Response(found),
         None if claims.conversation.is_some() && source == Source::Conversation => Follow::Latest,

@@ -20,10 +20,11 @@ use super::caller_tools::{offered, responses_results, responses_tools};
 use super::conversations::Found;
 use super::error::ApiError;
 use super::failure::Failure;
+use super::identity::named_id;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, push_paragraph, response_input, turn, Turn};
 use super::memo::AnswerIds;
-use super::paused::{named_conversation, Named};
+use super::paused::Named;
 use super::references;
 use super::run_stream::{Ask, LiveRun, Step};
 use super::sse::json_event;
@@ -117,11 +118,8 @@ pub(crate) async fn respond(
     } else {
         let conversation = request.conversation.as_ref().map(ConversationRef::id);
         let named = Named {
-            conversation: named_conversation(
-                &headers,
-                request.prompt_cache_key.as_deref(),
-                conversation,
-            ),
+            conversation: named_id(&headers, request.prompt_cache_key.as_deref(), conversation)
+                .map(|(id, _)| id),
             previous: request.previous_response_id.as_deref(),
         };
         let paused = state

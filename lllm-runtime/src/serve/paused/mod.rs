@@ -62,19 +62,6 @@ pub(crate) struct Named<'a> {
     pub(crate) previous: Option<&'a str>,
 }
 
-/// The conversation a continuation request names: a session header, else `prompt_cache_key`,
-/// else Responses' `conversation` (as the identity rule reads them).
-pub(crate) fn named_conversation(
-    headers: &axum::http::HeaderMap,
-    prompt_cache_key: Option<&str>,
-    conversation: Option<&str>,
-) -> Option<String> {
-    let named = |raw: &str| lllm_core::safe_session_id(raw.trim());
-    super::session::header_id(headers)
-        .or_else(|| prompt_cache_key.and_then(named))
-        .or_else(|| conversation.and_then(named))
-}
-
 /// The paused runs, oldest first.
 #[derive(Debug)]
 pub(crate) struct PausedRuns {
