@@ -357,6 +357,15 @@ impl Turn<'_, '_> {
             });
             work.push(Message::tool(call.id.clone(), result.content));
         }
+        if let Some(journal) = &self.agent.run.journal {
+            // The caller answered this round's calls with a new message instead of results.
+            let turns = calls
+                .iter()
+                .filter_map(|c| journal.caller_turn_after(work.id(), &c.id));
+            for text in turns.collect::<Vec<_>>() {
+                work.push(Message::user(text));
+            }
+        }
         self.rounds += 1;
         Ok(())
     }

@@ -7,6 +7,16 @@ use crate::journal::{Journal, JournalError, PendingCall};
 use crate::mcp::McpError;
 use crate::tactic::TacticError;
 
+/// What a paused run had spent and written by its pause (what a hand-back to the caller reports).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct AtPause {
+    /// Tokens of the run's model calls up to the pause.
+    pub usage: lllm_core::Usage,
+    /// The text the model wrote beside the call that paused the run (empty when none).
+    pub text: String,
+}
+
 /// A run ended without an answer, or could not start.
 ///
 /// [`is_usage`](Self::is_usage) tells the caller's mistakes (a tactic or a setting that cannot work)
@@ -57,6 +67,8 @@ pub enum RunError {
         journal: PathBuf,
         /// Every call that waits.
         pending: Vec<PendingCall>,
+        /// What the run had spent and written by the pause.
+        at_pause: Box<AtPause>,
     },
     /// The run was cancelled before it answered.
     #[error("the run was cancelled")]
@@ -97,18 +109,25 @@ impl RunError {
     }
 
     /// A tactic's error that says the run paused, as [`RunError::Paused`] with what `journal` holds.
-    pub(crate) fn paused_in(self, journal: Option<&Journal>) -> RunError {
+    pub(crate) fn paused_in(self, journal: Option<&Journal>, usage: lllm_core::Usage) -> RunError {
         let (RunError::Tactic(TacticError::Agent(e)), Some(journal)) = (&self, journal) else {
             return self;
         };
         let AgentErrorKind::Paused { tool } = e.kind() else {
             return self;
         };
+        let pending = journal.pending_calls();
+        let text = pending
+            .first()
+            .and_then(|call| journal.last_answer(call.dialog))
+            .map(|answer| answer.text().to_owned())
+            .unwrap_or_default();
         RunError::Paused {
             agent: e.agent().to_owned(),
             tool: tool.clone(),
             journal: journal.path().to_owned(),
-            pending: journal.pending_calls(),
+            pending,
+            at_pause: Box::new(AtPause { usage, text }),
         }
     }
 

@@ -43,7 +43,7 @@ use std::sync::Arc;
 pub(crate) use batch::item_id;
 pub use caller_tools::CallerToolsError;
 pub use chat::ChatSession;
-pub use error::RunError;
+pub use error::{AtPause, RunError};
 pub use files::{FileError, RunFiles};
 pub use handle::{BeforeEnd, RunHandle, StreamedEvent};
 pub use host::Host;

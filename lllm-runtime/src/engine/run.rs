@@ -60,11 +60,9 @@ impl Engine {
                 conversation.mark_claimed();
             }
         }
-        let answer = tactic
-            .tactic()
-            .run(&team, &vars)
-            .await
-            .map_err(|e| RunError::from(e).paused_in(team.journal().map(|j| j.as_ref())))?;
+        let answer = tactic.tactic().run(&team, &vars).await.map_err(|e| {
+            RunError::from(e).paused_in(team.journal().map(|j| j.as_ref()), team.usage())
+        })?;
         if let Some(journal) = team.journal() {
             journal.finish(&answer).map_err(RunError::Journal)?;
         }

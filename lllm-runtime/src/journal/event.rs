@@ -55,6 +55,13 @@ pub(super) enum Event {
         tool: String,
         arguments: Value,
     },
+    /// The caller moved on without the results of the calls it was handed: its new user message,
+    /// given to `dialog` after the results of the round that made call `after`.
+    CallerTurn {
+        dialog: DialogId,
+        after: String,
+        text: String,
+    },
     /// A step saved an answer as a variable.
     Saved { name: String, value: String },
     /// The run ended with this output.

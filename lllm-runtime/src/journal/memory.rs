@@ -32,6 +32,8 @@ pub(super) struct Memory {
     pub(super) dialogs: HashMap<(String, String, u32), DialogId>,
     pub(super) answers: HashMap<(DialogId, u32), Message>,
     pub(super) finished: HashMap<(DialogId, String), (String, bool)>,
+    /// The caller's user messages, by the dialog and call of the round they follow.
+    pub(super) caller_turns: HashMap<(DialogId, String), String>,
     pub(super) started: HashSet<(DialogId, String)>,
     pub(super) end: Option<String>,
     /// Dialogs of each (agent, alias) opened by this process so far.
@@ -87,6 +89,13 @@ impl Memory {
             } => {
                 self.settle(dialog, &call);
                 self.finished.insert((dialog, call), (content, is_error));
+            }
+            Event::CallerTurn {
+                dialog,
+                after,
+                text,
+            } => {
+                self.caller_turns.insert((dialog, after), text);
             }
             Event::End { output } => self.end = Some(output),
         }

@@ -350,7 +350,10 @@ impl Journal {
             dialog,
             n,
             message: message.clone(),
-        })
+        })?;
+        // Remembered as a read journal would: a pause reports the text beside its calls.
+        self.memory().answers.insert((dialog, n), message.clone());
+        Ok(())
     }
 
     /// What the journal knows of tool call `call` of `dialog`.
@@ -435,6 +438,44 @@ impl Journal {
             .finished
             .insert((dialog, call.to_owned()), (content, is_error));
         Ok(())
+    }
+
+    /// Records the caller's new user message, given instead of results: a resume gives it to
+    /// `dialog` right after the results of the round that made call `after` (answered "not run").
+    pub fn caller_turn(
+        &self,
+        dialog: DialogId,
+        after: &str,
+        text: &str,
+    ) -> Result<(), JournalError> {
+        self.append(&Event::CallerTurn {
+            dialog,
+            after: after.to_owned(),
+            text: text.to_owned(),
+        })?;
+        self.memory()
+            .caller_turns
+            .insert((dialog, after.to_owned()), text.to_owned());
+        Ok(())
+    }
+
+    /// The caller's user message that follows the round of call `call` of `dialog`, if it sent one.
+    pub(crate) fn caller_turn_after(&self, dialog: DialogId, call: &str) -> Option<String> {
+        self.memory()
+            .caller_turns
+            .get(&(dialog, call.to_owned()))
+            .cloned()
+    }
+
+    /// The latest journaled answer of `dialog`.
+    pub(crate) fn last_answer(&self, dialog: DialogId) -> Option<Message> {
+        let memory = self.memory();
+        memory
+            .answers
+            .iter()
+            .filter(|((d, _), _)| *d == dialog)
+            .max_by_key(|((_, n), _)| *n)
+            .map(|(_, message)| message.clone())
     }
 
     /// The calls that wait for a confirmation: those the run paused on that have not run or been

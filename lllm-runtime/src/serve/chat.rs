@@ -21,11 +21,10 @@ use super::identity::named_id;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, turn, WireMessage};
 use super::paused::Named;
-use super::run_stream::{Ask, LiveRun, Step};
+use super::run_stream::{paused_for_turn, Ask, Given, Handback, LiveRun, Step};
 use super::sse::json_event;
 use super::unhonoured;
 use super::{now, ServeState};
-use crate::engine::RunError;
 use crate::journal::PendingCall;
 
 /// The fields of a Chat Completions request lllm reads; the others are accepted and not used (the
@@ -80,39 +79,37 @@ pub(crate) async fn complete(
     } else {
         Vec::new()
     };
+    let asked = (stream, "chat.completions");
+    let named = Named {
+        conversation: named_id(&headers, request.prompt_cache_key.as_deref(), None).map(|n| n.0),
+        previous: None,
+    };
     let mut live = if results.is_empty() {
         let turn = turn(&request.messages, "messages")?;
-        let claims = Claims {
-            prompt_cache_key: request.prompt_cache_key.as_deref(),
-            ..Claims::default()
-        };
-        let identified = identify(
-            &headers,
-            claims,
-            &state.conversations,
-            (&caller.0, &model.id),
-            &turn,
-        );
-        let ask = Ask {
-            turn,
-            identified,
-            answer_ids: None,
-            stream,
-            source: "chat.completions",
-            caller_tools,
-        };
-        LiveRun::start(&state, model, ask).await?
+        match paused_for_turn(&state, model, (&caller, &named), &turn) {
+            // A new user message while calls wait: the paused run goes on with it.
+            Some(paused) => {
+                let given = Given::Turn(&turn.input);
+                LiveRun::resume(&state, model, paused, given, asked, None).await?
+            }
+            None => {
+                let identified = chat_identity(&state, &headers, &request, (&caller, model), &turn);
+                let ask = Ask {
+                    turn,
+                    identified,
+                    answer_ids: None,
+                    stream,
+                    source: "chat.completions",
+                    caller_tools,
+                };
+                LiveRun::start(&state, model, ask).await?
+            }
+        }
     } else {
-        let named = Named {
-            conversation: named_id(&headers, request.prompt_cache_key.as_deref(), None)
-                .map(|(id, _)| id),
-            previous: None,
-        };
         let paused = state
             .paused
             .take((&caller.0, &model.id), &named, &results, "messages")?;
-        let asked = (stream, "chat.completions");
-        LiveRun::resume(&state, model, paused, &results, asked, None).await?
+        LiveRun::resume(&state, model, paused, Given::Results(&results), asked, None).await?
     };
     let chunk = Chunk {
         id: format!("chatcmpl-{}", lllm_core::DialogId::new()),
@@ -133,11 +130,27 @@ pub(crate) async fn complete(
             Json(chunk.completion(&output.answer, &output.usage)),
         )
             .into_response()),
-        Err(RunError::Paused { pending, .. }) if live.hands_calls() => {
-            Ok((live.headers(), Json(chunk.handed(pending))).into_response())
-        }
-        Err(error) => Err(live.failure(error)),
+        Err(error) => match Handback::of(error).filter(|_| live.hands_calls()) {
+            Some(handback) => Ok((live.headers(), Json(chunk.handed(handback))).into_response()),
+            None => Err(live.failure(error)),
+        },
     }
+}
+
+/// The conversation of a Chat request that starts a turn.
+fn chat_identity(
+    state: &ServeState,
+    headers: &HeaderMap,
+    request: &ChatRequest,
+    (caller, model): (&Caller, &super::Model),
+    turn: &super::input::Turn,
+) -> super::identity::Identified {
+    let claims = Claims {
+        prompt_cache_key: request.prompt_cache_key.as_deref(),
+        ..Claims::default()
+    };
+    let key = (&*caller.0, model.id.as_str());
+    identify(headers, claims, &state.conversations, key, turn)
 }
 
 /// What every chunk of one completion repeats.
@@ -153,11 +166,13 @@ impl Chunk {
         self.whole(message, "stop", usage)
     }
 
-    /// The answer that hands the `pending` calls to the caller.
-    fn handed(&self, pending: &[PendingCall]) -> Value {
-        let message =
-            json!({"role": "assistant", "content": null, "tool_calls": tool_calls(pending)});
-        self.whole(message, "tool_calls", &Usage::default())
+    /// The answer that hands the calls to the caller, the model's text beside them as its content
+    /// (null when none).
+    fn handed(&self, handback: Handback<'_>) -> Value {
+        let content = Some(handback.text).filter(|t| !t.is_empty());
+        let calls = tool_calls(handback.pending);
+        let message = json!({"role": "assistant", "content": content, "tool_calls": calls});
+        self.whole(message, "tool_calls", handback.usage)
     }
 
     /// A non-streamed completion of one choice.
@@ -234,14 +249,16 @@ impl Chunk {
                     }
                     self.finish(&mut out, "stop", with_usage.then_some(&output.usage));
                 }
-                Step::Handed(pending) => {
+                Step::Handed(handback) => {
+                    if !streamed && !handback.text.is_empty() {
+                        out.push(self.chunk(json!({ "content": handback.text }), None));
+                    }
                     // One chunk per call, its arguments whole: a client's accumulator joins the
                     // pieces of each index, and there is one.
-                    for call in tool_calls(pending) {
+                    for call in tool_calls(handback.pending) {
                         out.push(self.chunk(json!({ "tool_calls": [call] }), None));
                     }
-                    let usage = Usage::default();
-                    self.finish(&mut out, "tool_calls", with_usage.then_some(&usage));
+                    self.finish(&mut out, "tool_calls", with_usage.then_some(handback.usage));
                 }
                 Step::Failed(failure) => {
                     out.push(json_event(None, &json!({ "error": failure.body() })));

@@ -29,6 +29,16 @@ pub(crate) struct Memo {
 }
 
 impl Memo {
+    /// The digest of the transcript, as a client's history continuing it would have.
+    pub(crate) fn history_digest(&self) -> String {
+        super::conversations::history_digest(
+            &self.key.caller,
+            &self.key.model,
+            &self.client_system,
+            self.transcript.iter().map(|e| (e.role, e.text.as_str())),
+        )
+    }
+
     pub(crate) fn keep(self, output: &RunOutput) {
         let mut transcript = self.transcript;
         if !output.answer.is_empty() {

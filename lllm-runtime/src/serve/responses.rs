@@ -24,13 +24,12 @@ use super::identity::named_id;
 use super::identity::{identify, Claims};
 use super::input::{parse_body, push_paragraph, response_input, turn, Turn};
 use super::memo::AnswerIds;
-use super::paused::Named;
+use super::paused::{Named, PausedRun};
 use super::references;
-use super::run_stream::{Ask, LiveRun, Step};
+use super::run_stream::{paused_for_turn, Ask, Given, Handback, LiveRun, Step};
 use super::sse::json_event;
 use super::unhonoured;
 use super::ServeState;
-use crate::engine::RunError;
 use crate::engine::RunOutput;
 use crate::journal::PendingCall;
 
@@ -106,7 +105,24 @@ pub(crate) async fn respond(
     } else {
         Vec::new()
     };
-    let mut live = if results.is_empty() {
+    let conversation = request.conversation.as_ref().map(ConversationRef::id);
+    let named = Named {
+        conversation: named_id(&headers, request.prompt_cache_key.as_deref(), conversation)
+            .map(|(id, _)| id),
+        previous: request.previous_response_id.as_deref(),
+    };
+    let asked = (stream, "responses");
+    let mut live = if !results.is_empty() {
+        let paused = state
+            .paused
+            .take((&caller.0, &model.id), &named, &results, "input")?;
+        let given = Given::Results(&results);
+        LiveRun::resume(&state, model, paused, given, asked, answer_ids).await?
+    } else if let Some((paused, turn)) = paused_turn(&state, model, (&caller, &named), &request) {
+        // A new user message while calls wait: the paused run goes on with it.
+        let given = Given::Turn(&turn.input);
+        LiveRun::resume(&state, model, paused, given, asked, answer_ids).await?
+    } else {
         let ask = ask(&state, &headers, &mut request, &caller, model)?;
         let ask = Ask {
             answer_ids,
@@ -115,18 +131,6 @@ pub(crate) async fn respond(
             ..ask
         };
         LiveRun::start(&state, model, ask).await?
-    } else {
-        let conversation = request.conversation.as_ref().map(ConversationRef::id);
-        let named = Named {
-            conversation: named_id(&headers, request.prompt_cache_key.as_deref(), conversation)
-                .map(|(id, _)| id),
-            previous: request.previous_response_id.as_deref(),
-        };
-        let paused = state
-            .paused
-            .take((&caller.0, &model.id), &named, &results, "input")?;
-        let asked = (stream, "responses");
-        LiveRun::resume(&state, model, paused, &results, asked, answer_ids).await?
     };
     if stream {
         return Ok(live.sse(meta.renderer()));
@@ -138,11 +142,28 @@ pub(crate) async fn respond(
             Json(meta.response("completed", Some(output), None)),
         )
             .into_response()),
-        Err(RunError::Paused { pending, .. }) if live.hands_calls() => {
-            Ok((live.headers(), Json(meta.handed(pending))).into_response())
-        }
-        Err(error) => Err(live.failure(error)),
+        Err(error) => match Handback::of(error).filter(|_| live.hands_calls()) {
+            Some(handback) => Ok((live.headers(), Json(meta.handed(handback))).into_response()),
+            None => Err(live.failure(error)),
+        },
     }
+}
+
+/// The paused run a request with a new user message and no results continues, and its turn (a
+/// request whose input a paused run cannot read is not its continuation).
+fn paused_turn(
+    state: &ServeState,
+    model: &super::Model,
+    (caller, named): (&Caller, &Named<'_>),
+    request: &ResponsesRequest,
+) -> Option<(PausedRun, Turn)> {
+    let turn = turn(&response_input(&request.input).ok()?, "input").ok()?;
+    let mut history = turn.clone();
+    if let Some(instructions) = &request.instructions {
+        history.client_system = instructions.clone();
+        push_paragraph(&mut history.client_system, &turn.client_system);
+    }
+    paused_for_turn(state, model, (caller, named), &history).map(|paused| (paused, turn))
 }
 
 /// What a request that brings no results asks: its turn in its conversation.
@@ -257,11 +278,17 @@ impl Meta {
         })
     }
 
-    /// The response that hands the `pending` calls to the caller: a `function_call` item each.
-    fn handed(&self, pending: &[PendingCall]) -> Value {
+    /// The response that hands the calls to the caller: the model's text beside them as a message
+    /// item (when it wrote any), then a `function_call` item each, and the run's usage so far.
+    fn handed(&self, handback: Handback<'_>) -> Value {
         let mut response = self.response("completed", None, None);
-        response["output"] = function_calls(pending).into();
-        response["usage"] = usage_json(&Usage::default());
+        let mut output = Vec::new();
+        if !handback.text.is_empty() {
+            output.push(self.message_item("completed", Some(handback.text)));
+        }
+        output.extend(function_calls(handback.pending));
+        response["output"] = output.into();
+        response["usage"] = usage_json(handback.usage);
         response
     }
 
@@ -355,15 +382,19 @@ impl Meta {
                         json!({ "response": self.response("completed", Some(output), None) }),
                     );
                 }
-                Step::Handed(pending) => {
+                Step::Handed(handback) => {
+                    if text.is_empty() && !handback.text.is_empty() {
+                        text.push_str(handback.text);
+                        emit("response.output_text.delta", delta(handback.text));
+                    }
                     self.close_message(&mut emit, &text);
-                    let calls = function_calls(pending);
+                    let calls = function_calls(handback.pending);
                     stream_calls(&mut emit, &calls);
                     let mut response = self.response("completed", None, None);
                     let mut output = vec![self.message_item("completed", Some(&text))];
                     output.extend(calls);
                     response["output"] = output.into();
-                    response["usage"] = usage_json(&Usage::default());
+                    response["usage"] = usage_json(handback.usage);
                     emit("response.completed", json!({ "response": response }));
                 }
                 Step::Failed(failure) => failed(&self, failure, &mut emit),

@@ -15,13 +15,13 @@ use tokio::sync::mpsc;
 use super::admission::Ticket;
 use super::auth::Caller;
 use super::caller_tools::CallerResult;
-use super::conversations::Entry;
+use super::conversations::{history_digest, Entry};
 use super::error::ApiError;
 use super::failure::{failure, Failure};
 use super::identity::{Identified, Source};
 use super::input::{Turn, CLIENT_SYSTEM_VAR};
 use super::memo::{AnswerIds, Memo};
-use super::paused::{forget, PausedRun, PausedRuns};
+use super::paused::{forget, Named, PausedRun, PausedRuns};
 use super::session::{CallerSession, ECHO_HEADER, SOURCE_HEADER};
 use super::store::{new_run_id, RunMeta, RunState};
 use super::{Model, ServeState};
@@ -43,9 +43,34 @@ pub(crate) enum Step<'a> {
     /// The run answered.
     Answered(&'a RunOutput),
     /// The run paused on calls of the caller's tools: they are handed to the caller.
-    Handed(&'a [PendingCall]),
+    Handed(Handback<'a>),
     /// The run failed (or was cancelled).
     Failed(&'a Failure),
+}
+
+/// What a run paused on the caller's calls hands back: the calls, the tokens of the downstream
+/// requests up to the pause (as an answer reports its run's), the model's text beside the calls.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Handback<'a> {
+    pub(crate) pending: &'a [PendingCall],
+    pub(crate) usage: &'a lllm_core::Usage,
+    pub(crate) text: &'a str,
+}
+
+impl<'a> Handback<'a> {
+    /// The hand-back of a run that paused (none for another end).
+    pub(crate) fn of(error: &'a RunError) -> Option<Handback<'a>> {
+        match error {
+            RunError::Paused {
+                pending, at_pause, ..
+            } => Some(Handback {
+                pending,
+                usage: &at_pause.usage,
+                text: &at_pause.text,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// A started run, its conversation's turn held until it ends. Dropped before it ended (the client
@@ -159,15 +184,16 @@ impl LiveRun {
         })
     }
 
-    /// Continues `paused` with the caller's `results` (a pending call without one is answered
-    /// "not run"), recorded in its journal where the calls were: the run is replayed from its
-    /// journal, so its next request extends the paused one. `answer_ids`: where a Responses
-    /// answer is kept.
+    /// Continues `paused` with what the caller gave (its results, a pending call without one
+    /// answered "not run"; or a new user message, every pending call answered "not run" and the
+    /// message given after them), recorded in its journal where the calls were: the run is
+    /// replayed from its journal, so its next request extends the paused one. `answer_ids`: where
+    /// a Responses answer is kept.
     pub(crate) async fn resume(
         state: &ServeState,
         model: &Model,
         paused: PausedRun,
-        results: &[CallerResult],
+        given: Given<'_>,
         (stream, source): (bool, &'static str),
         answer_ids: Option<AnswerIds>,
     ) -> Result<LiveRun, ApiError> {
@@ -183,9 +209,13 @@ impl LiveRun {
             }
             Err(e) => return Err(ApiError::internal(lllm_core::full_message(&e))),
         };
+        let mut memo = paused.memo;
         if let JournalPlan::Resume(journal) = plan.journal_plan() {
-            record_results(journal, &paused.pending, results)
+            record_given(journal, &paused.pending, &given)
                 .map_err(|e| ApiError::internal(lllm_core::full_message(&e)))?;
+        }
+        if let Given::Turn(text) = given {
+            memo.transcript.push(Entry::user(text));
         }
         let log = state.runs.new_log();
         let plan = plan.stream(stream).observer(log.observer());
@@ -198,7 +228,6 @@ impl LiveRun {
             &handle,
             log,
         );
-        let mut memo = paused.memo;
         memo.answer_ids = answer_ids;
         Ok(LiveRun {
             handle,
@@ -306,10 +335,10 @@ impl LiveRun {
             live.ended(&outcome);
             let ended = match outcome.as_ref() {
                 Ok(output) => render(Step::Answered(output)),
-                Err(RunError::Paused { pending, .. }) if live.hands => {
-                    render(Step::Handed(pending))
-                }
-                Err(error) => render(Step::Failed(&Failure::of(&live.secrets, error))),
+                Err(error) => match Handback::of(error).filter(|_| live.hands) {
+                    Some(handback) => render(Step::Handed(handback)),
+                    None => render(Step::Failed(&Failure::of(&live.secrets, error))),
+                },
             };
             for out in ended {
                 if sender.send(out).await.is_err() {
@@ -346,6 +375,29 @@ impl Drop for LiveRun {
             });
         }
     }
+}
+
+/// The run paused on the caller's calls that a request with a new user message (`turn`) and no
+/// results continues, when `model` takes the caller's tools: the one of the conversation `named`,
+/// else the one whose transcript is the request's history.
+pub(crate) fn paused_for_turn(
+    state: &ServeState,
+    model: &Model,
+    (caller, named): (&Caller, &Named<'_>),
+    turn: &Turn,
+) -> Option<PausedRun> {
+    if !model.tactic.takes_caller_tools() {
+        return None;
+    }
+    let history = history_digest(
+        &caller.0,
+        &model.id,
+        &turn.client_system,
+        turn.seed.iter().map(|m| (m.role, m.text())),
+    );
+    state
+        .paused
+        .take_for_turn((&caller.0, &model.id), named, &history)
 }
 
 /// Shows a run answering one request in the console, in memory, until it is forgotten.
@@ -388,22 +440,39 @@ fn receiver_stream(
     })
 }
 
-/// Records the caller's results of the `pending` calls in `journal`; a call without a result is
-/// answered "not run".
-fn record_results(
+/// What the caller's next request gives a paused run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Given<'a> {
+    /// Results of the calls it was handed.
+    Results(&'a [CallerResult]),
+    /// A new user message and no results: the caller moved on.
+    Turn(&'a str),
+}
+
+/// Records in `journal` what the caller gave for the `pending` calls: each call's result, or "not
+/// run" for a call without one; a new user message follows the round of the first pending call,
+/// in its dialog (the run's, or the fork's, that paused first).
+fn record_given(
     journal: &Journal,
     pending: &[PendingCall],
-    results: &[CallerResult],
+    given: &Given<'_>,
 ) -> Result<(), JournalError> {
+    let results = match given {
+        Given::Results(results) => *results,
+        Given::Turn(_) => &[],
+    };
+    let missing = match given {
+        Given::Results(_) => "not run: the caller sent no result for this call",
+        Given::Turn(_) => "not run: the caller sent a new message instead of this call's result",
+    };
     for call in pending {
         match results.iter().find(|r| r.call == call.call) {
             Some(result) => journal.caller_result(call.dialog, &call.call, Ok(&result.output))?,
-            None => journal.caller_result(
-                call.dialog,
-                &call.call,
-                Err("not run: the caller sent no result for this call"),
-            )?,
+            None => journal.caller_result(call.dialog, &call.call, Err(missing))?,
         }
+    }
+    if let (Given::Turn(text), Some(first)) = (given, pending.first()) {
+        journal.caller_turn(first.dialog, &first.call, text)?;
     }
     Ok(())
 }

@@ -170,6 +170,39 @@ impl PausedRuns {
         )))
     }
 
+    /// The paused run of `caller` and `model` that a request bringing a new user message and no
+    /// results continues, taken out of the index: the one of the conversation `named` names (a
+    /// header, `prompt_cache_key`, `conversation`, `previous_response_id`), else the one whose
+    /// transcript is the request's history (`history`, its digest, as a stateless client sends
+    /// it: the hand-back has no text, so it is not in the history).
+    pub(crate) fn take_for_turn(
+        &self,
+        (caller, model): (&str, &str),
+        named: &Named<'_>,
+        history: &str,
+    ) -> Option<PausedRun> {
+        let mut runs = self.lock();
+        self.sweep(&mut runs);
+        let ours = |run: &PausedRun| run.memo.key.caller == caller && run.memo.key.model == model;
+        let by_name = |run: &PausedRun| {
+            named
+                .conversation
+                .as_ref()
+                .is_some_and(|id| *id == run.memo.key.id)
+                || named
+                    .previous
+                    .is_some_and(|p| run.response.as_deref() == Some(p))
+        };
+        let by_history = |run: &PausedRun| run.memo.history_digest() == history;
+        let i = match named.conversation.is_some() || named.previous.is_some() {
+            true => runs.iter().position(|run| ours(run) && by_name(run)),
+            false => runs.iter().position(|run| ours(run) && by_history(run)),
+        }?;
+        let run = runs.remove(i);
+        disk::unrecord(&run.journal);
+        Some(run)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PausedRun>> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }

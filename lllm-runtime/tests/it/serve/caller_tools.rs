@@ -717,3 +717,189 @@ async fn a_turn_that_calls_the_callers_tools_twice_pauses_twice_and_each_request
     assert_continues(&requests[0], &requests[1], &[("call_t1", "a.txt")]);
     assert_continues(&requests[1], &requests[2], &[("call_t2", "/home")]);
 }
+
+/// `next` starts with every message of `paused`, byte for byte, then the answer that made the
+/// call, a tool message answering it "not run", and the caller's new user message `text`.
+fn assert_moved_on(paused: &RecordedRequest, next: &RecordedRequest, call: &str, text: &str) {
+    let (paused, next) = (messages(paused), messages(next));
+    assert_eq!(next.len(), paused.len() + 3, "{next:#?}");
+    assert_eq!(
+        next[..paused.len()],
+        paused[..],
+        "the paused prefix is kept"
+    );
+    let called = &next[paused.len()];
+    assert_eq!(called["role"], "assistant");
+    assert_eq!(called["tool_calls"][0]["id"], call);
+    let answered = &next[paused.len() + 1];
+    assert_eq!(
+        (&answered["role"], &answered["tool_call_id"]),
+        (&json!("tool"), &json!(call))
+    );
+    let content = answered["content"].as_str().expect("tool content");
+    assert!(content.contains("not run"), "{content}");
+    assert_eq!(
+        next[paused.len() + 2],
+        json!({"role": "user", "content": text})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_user_message_instead_of_results_answers_the_calls_not_run_and_goes_on_in_the_paused_run(
+) {
+    let dir = TempDir::new("caller-tools-moved-on");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let url = format!("{}/v1/chat/completions", running.base);
+    stub.push(StubReply::tool_calls(&[(
+        "m1",
+        "shell",
+        r#"{"cmd": "ls"}"#,
+    )]));
+    stub.push(StubReply::text("Hello."));
+    let question = json!({"role": "user", "content": "What files are there?"});
+    let reply = post(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let session = reply
+        .header("x-lllm-session-id")
+        .expect("session")
+        .to_owned();
+    // A stateless client sends its history with the hand-back, and a new message: no results.
+    let assistant = reply.json()["choices"][0]["message"].clone();
+    let moved = json!({"role": "user", "content": "Never mind: say hello."});
+    let body = chat(json!([question, assistant, moved]), json!([shell_tool()]));
+    let reply = post(&url, &[], &body).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["choices"][0]["message"]["content"], "Hello.");
+    assert_eq!(reply.header("x-lllm-session-id"), Some(session.as_str()));
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_moved_on(&requests[0], &requests[1], "m1", "Never mind: say hello.");
+    for request in &requests {
+        assert_eq!(
+            request.header("x-dynamo-session-id"),
+            Some(session.as_str())
+        );
+    }
+    // The same dialog: the continued request carries the paused one's dialog id.
+    assert_eq!(
+        requests[0].header("x-dynamo-dialog-id"),
+        requests[1].header("x-dynamo-dialog-id")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_and_streamed_chat_with_a_new_message_instead_of_outputs_go_on_in_the_paused_run()
+{
+    let dir = TempDir::new("caller-tools-moved-on-responses");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    // Responses, continued by `previous_response_id`.
+    let url = format!("{}/v1/responses", running.base);
+    let tool = json!({"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}});
+    stub.push(StubReply::tool_calls(&[(
+        "r1",
+        "shell",
+        r#"{"cmd": "ls"}"#,
+    )]));
+    stub.push(StubReply::text("Hi."));
+    let body = json!({"model": "coder", "input": "List.", "tools": [tool]});
+    let reply = post(&url, &[], &body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let paused = reply.json();
+    let session = reply
+        .header("x-lllm-session-id")
+        .expect("session")
+        .to_owned();
+    let body = json!({"model": "coder", "input": "Say hi instead.", "previous_response_id": paused["id"], "tools": [tool]});
+    let reply = post(&url, &[], &body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["output"][0]["content"][0]["text"], "Hi.");
+    assert_eq!(reply.header("x-lllm-session-id"), Some(session.as_str()));
+    let requests = stub.requests();
+    assert_moved_on(&requests[0], &requests[1], "r1", "Say hi instead.");
+    // Chat, streamed, its conversation named by a header.
+    let url = format!("{}/v1/chat/completions", running.base);
+    stub.push(StubReply::tool_calls(&[(
+        "s1",
+        "shell",
+        r#"{"cmd": "ls"}"#,
+    )]));
+    stub.push(StubReply::text("Streamed hi."));
+    let headers = [("session-id", "moved-on-stream")];
+    let first = json!({"model": "coder", "stream": true, "tools": [shell_tool()],
+        "messages": [{"role": "user", "content": "Go."}]});
+    let reply = post(&url, &headers, &first.to_string()).await;
+    assert!(reply.text.contains("tool_calls"), "{}", reply.text);
+    let next = json!({"model": "coder", "stream": true, "tools": [shell_tool()],
+        "messages": [{"role": "user", "content": "Stop; say hi."}]});
+    let reply = post(&url, &headers, &next.to_string()).await;
+    let text: String = event_data(&reply)
+        .iter()
+        .filter_map(|(_, c)| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "Streamed hi.");
+    let requests = stub.requests();
+    assert_moved_on(&requests[2], &requests[3], "s1", "Stop; say hi.");
+    assert_eq!(
+        requests[3].header("x-dynamo-session-id"),
+        Some("moved-on-stream")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hand_back_reports_the_runs_usage_so_far_and_the_text_beside_the_calls() {
+    let dir = TempDir::new("caller-tools-usage");
+    let stub = StubServer::start().await.expect("stub");
+    let coder = coder_tactic(&dir, &stub, true);
+    let running = serve(&[("coder", &coder)]).await;
+    let call = json!({"id": "u1", "type": "function", "function": {"name": "shell", "arguments": "{\"cmd\": \"ls\"}"}});
+    // The tactic's own tool first (one request), then the caller's with text beside it.
+    stub.push(StubReply::tool_calls(&[("own", "act", r#"{"line": "x"}"#)]));
+    stub.push(StubReply::completion(
+        json!({"role": "assistant", "content": "Let me look.", "tool_calls": [call]}),
+    ));
+    let url = format!("{}/v1/chat/completions", running.base);
+    let question = json!({"role": "user", "content": "Look."});
+    let reply = post(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["choices"][0]["message"]["content"], "Let me look.");
+    // The stub reports 11 prompt and 3 completion tokens per request: two requests made.
+    let usage = &body["usage"];
+    assert_eq!(
+        (
+            &usage["prompt_tokens"],
+            &usage["completion_tokens"],
+            &usage["total_tokens"]
+        ),
+        (&json!(22), &json!(6), &json!(28)),
+        "{body}"
+    );
+    // Responses: the text as a message item before the call, the usage in its shape.
+    stub.push(StubReply::completion(
+        json!({"role": "assistant", "content": "Checking.", "tool_calls": [call]}),
+    ));
+    let url = format!("{}/v1/responses", running.base);
+    let tool = json!({"type": "function", "name": "shell", "parameters": {"type": "object"}});
+    let body = json!({"model": "coder", "input": "Check.", "tools": [tool]});
+    let reply = post(&url, &[], &body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["output"][0]["type"], "message", "{body}");
+    assert_eq!(body["output"][0]["content"][0]["text"], "Checking.");
+    assert_eq!(body["output"][1]["type"], "function_call");
+    assert_eq!(
+        (
+            &body["usage"]["input_tokens"],
+            &body["usage"]["output_tokens"]
+        ),
+        (&json!(11), &json!(3))
+    );
+}
