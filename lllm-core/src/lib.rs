@@ -49,6 +49,7 @@ mod prompt;
 mod report;
 mod schema;
 pub mod secret;
+pub mod skills;
 mod suggest;
 mod tool;
 mod trace;
