@@ -50,6 +50,7 @@ mod report;
 mod schema;
 pub mod secret;
 pub mod skills;
+mod subagents;
 mod suggest;
 mod tool;
 mod trace;
@@ -99,6 +100,10 @@ pub use prompt::{
 pub use report::full_message;
 pub use schema::{Schema, SchemaError, SchemaViolations};
 pub use secret::Secret;
+pub use subagents::{
+    SubagentMode, SubagentSpec, DEFAULT_MAX_BACKGROUND_TASKS, MAX_BACKGROUND_TASKS, MAX_SUBAGENTS,
+    TASK_TOOL_NAMES,
+};
 pub use tool::{CommandToolConfig, ToolConfigError, ToolSpec};
 pub use trace::{TraceHeader, TraceRow, TRACE_FORMAT};
 pub use values::{check_header, check_http_url, SecondsRange, ValueError, Written};

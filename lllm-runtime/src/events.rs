@@ -22,7 +22,8 @@ pub use crate::halt::halt;
 /// One thing that happened in a run.
 ///
 /// It serializes as `{"event": NAME, "data": {...}}`, NAME one of `status`, `step.started`,
-/// `step.ended`, `text`, `tool_call`, `compacted`, `model_call`, `tool_result`: `lllm serve`'s
+/// `step.ended`, `text`, `tool_call`, `compacted`, `model_call`, `tool_result`, `task.started`,
+/// `task.ended`: `lllm serve`'s
 /// `/v1/runs/{id}/events` sends NAME as the server-sent event's name and `data` as its data.
 /// Durations are whole milliseconds (`took_ms`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -81,6 +82,38 @@ pub enum RunEvent {
         dialog: String,
         /// The prompt tokens of the request that made it due.
         tokens_before: u64,
+    },
+    /// A task (a background subagent) started: its id in the run, the subagent, the agent that
+    /// answers it, who started it, its dialog, `fork` or `isolated`, and whether it runs in the
+    /// background.
+    #[serde(rename = "task.started")]
+    TaskStarted {
+        /// The task's id in the run (`t1`).
+        task: String,
+        /// The subagent's name.
+        subagent: String,
+        /// The agent that answers it.
+        agent: String,
+        /// The agent that started it.
+        parent_agent: String,
+        /// The dialog that started it.
+        parent_dialog: DialogId,
+        /// The task's own dialog.
+        dialog: DialogId,
+        /// How its dialog began.
+        mode: lllm_core::SubagentMode,
+        /// Whether `task_start` returned at once.
+        background: bool,
+    },
+    /// A task ended: answered (`finished`), `failed`, or `cancelled`.
+    #[serde(rename = "task.ended")]
+    TaskEnded {
+        /// The task's id in the run.
+        task: String,
+        /// The agent that answered it.
+        agent: String,
+        /// How it ended.
+        outcome: StepOutcome,
     },
     /// A model call was answered: one per answered attempt, as the serving side saw it.
     ModelCall(Box<ModelCall>),

@@ -47,6 +47,8 @@ pub struct RunContext {
     pub(crate) endpoints: Endpoints,
     /// The caller's function tools (a served request's), offered to agents with `client_tools`.
     pub(crate) caller_tools: Vec<lllm_core::ToolSpec>,
+    /// The run's tasks (background subagents): their ids are the run's own.
+    pub(crate) tasks: Arc<crate::tasks::TaskRegistry>,
 }
 
 impl Default for RunContext {
@@ -64,6 +66,7 @@ impl Default for RunContext {
             pause: Arc::default(),
             endpoints: Endpoints::shared(),
             caller_tools: Vec::new(),
+            tasks: Arc::default(),
         }
     }
 }

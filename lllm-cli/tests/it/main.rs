@@ -15,6 +15,7 @@ mod serve;
 mod serve_clients;
 mod serve_retry;
 mod serve_startup;
+mod subagents;
 mod tls;
 
 /// The adversarial suite's bounded runner and fixtures, which `batch`, `journal` and `mcp` use too.

@@ -11,6 +11,7 @@ use super::keyed::Keyed;
 use super::origin::Origin;
 use super::raw::{RawAgent, RawContext, RawHints, RawModelArgs, RawTool};
 use super::span::At;
+use super::subagents::SubagentCheck;
 use super::Shared;
 use crate::context::{self, ContextError, ContextPolicy, SessionOnCompaction};
 use crate::hints::{HintsError, InferenceHints, InferenceHintsBuilder};
@@ -18,6 +19,7 @@ use crate::mcp::{McpServerConfig, McpUse};
 use crate::model_args::ModelArgs;
 use crate::prompt::{read_prompt, Prompt, PromptError};
 use crate::schema::Schema;
+use crate::subagents::SubagentSpec;
 use crate::tool::{output_schema_problem, CommandToolConfig, ToolConfigError};
 use crate::Written;
 
@@ -49,6 +51,8 @@ pub struct AgentSpec {
     max_parallel_tools: u32,
     context: Option<ContextPolicy>,
     client_tools: bool,
+    subagents: Vec<SubagentSpec>,
+    max_background_tasks: u32,
 }
 
 impl AgentSpec {
@@ -110,6 +114,16 @@ impl AgentSpec {
     pub fn client_tools(&self) -> bool {
         self.client_tools
     }
+
+    /// The subagents the model may start as tasks (`subagents:`), in file order.
+    pub fn subagents(&self) -> &[SubagentSpec] {
+        &self.subagents
+    }
+
+    /// Background tasks of this agent running at once (`max_background_tasks`).
+    pub fn max_background_tasks(&self) -> u32 {
+        self.max_background_tasks
+    }
 }
 
 /// What an agent's checks need besides its settings.
@@ -124,6 +138,8 @@ pub(crate) struct AgentContext<'a> {
     pub(crate) origin: Origin,
     /// The tactic's MCP servers, which `mcp:` may name.
     pub(crate) servers: &'a [McpServerConfig],
+    /// Every agent name of the tactic, which `subagents:` may name.
+    pub(crate) agents: &'a [String],
 }
 
 impl AgentContext<'_> {
@@ -161,7 +177,16 @@ impl AgentContext<'_> {
         });
         let hints = raw.inference_hints;
         self.check_one_meaning(&model_args.value, hints.as_ref().map(|h| &h.value))?;
+        let tasks = SubagentCheck {
+            agent: &name,
+            agents: self.agents,
+            label: &self.label,
+        };
+        let subagents = tasks.subagents(raw.subagents, raw.tools.as_ref())?;
+        let max_background_tasks = tasks.max_background_tasks(raw.max_background_tasks)?;
         Ok(AgentSpec {
+            subagents,
+            max_background_tasks,
             system_prompt: self.prompt(&name, raw.system_prompt, raw.system_prompt_path)?,
             model_args: self.model_args(model_args)?,
             inference_hints: hints.map(|h| self.hints(h)).transpose()?,

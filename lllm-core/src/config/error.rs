@@ -209,6 +209,10 @@ pub enum ConfigErrorKind {
     /// `context:` settings that cannot work.
     #[error(transparent)]
     Context(#[from] crate::ContextError),
+    /// An agent's `subagents:` or `max_background_tasks` are invalid (the error's field names
+    /// which).
+    #[error("{0}")]
+    Subagents(String),
     /// Any other invalid value.
     #[error("{0}")]
     Invalid(&'static str),

@@ -101,6 +101,10 @@ impl RawAgent {
             context: layer(mine.context, global.context.clone(), |mine, base| {
                 Keyed::layered(mine, base, |m, base| m.over(base))
             }),
+            subagents: mine.subagents.or_else(|| global.subagents.clone()),
+            max_background_tasks: mine
+                .max_background_tasks
+                .or(global.max_background_tasks.clone()),
         }
     }
 }

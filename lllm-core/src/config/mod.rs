@@ -21,6 +21,7 @@ mod source;
 mod span;
 mod steps;
 mod steps_error;
+mod subagents;
 mod waiting;
 
 #[cfg(test)]
@@ -39,6 +40,8 @@ mod tests_limits;
 mod tests_mcp;
 #[cfg(test)]
 mod tests_steps;
+#[cfg(test)]
+mod tests_subagents;
 #[cfg(test)]
 mod tests_waiting;
 
@@ -511,6 +514,7 @@ impl Loader<'_> {
                 origin: args.origin.clone(),
                 shared: self.shared,
                 servers,
+                agents: &[],
             };
             context.model_args(args.clone())?;
         }
@@ -535,6 +539,12 @@ impl Loader<'_> {
             };
             return Err(ConfigError::new(list.origin, kind).in_field("agent_configs"));
         }
+        // Every name first: a subagent may name an agent written after its own.
+        let names: Vec<String> = list
+            .value
+            .iter()
+            .filter_map(|a| a.value.name.as_ref().map(|n| n.value.clone()))
+            .collect();
         let mut agents: Vec<AgentSpec> = Vec::with_capacity(list.value.len());
         let mut seen: HashMap<String, Origin> = HashMap::with_capacity(list.value.len());
         for (
@@ -562,6 +572,7 @@ impl Loader<'_> {
                 origin,
                 shared: self.shared,
                 servers,
+                agents: &names,
             };
             let spec = context.agent(name.value.clone(), agent.over(global))?;
             seen.insert(name.value, name.origin);

@@ -106,6 +106,29 @@ pub(crate) struct RawAgent {
     /// Context compaction: when a dialog nears the model's window, it is summarised into a new
     /// window that rides the cached prefix.
     pub(crate) context: Option<At<Keyed<RawContext>>>,
+    /// Subagents the model may start as tasks (`task_start`), in the background or as a tool.
+    pub(crate) subagents: Option<At<Vec<At<RawSubagent>>>>,
+    /// Background tasks of this agent running at once (default 4, at most 64).
+    pub(crate) max_background_tasks: Option<At<u32>>,
+}
+
+/// One subagent as written.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Subagent")]
+pub(crate) struct RawSubagent {
+    /// The name the model starts it by, `[A-Za-z0-9_-]`, at most 64 characters.
+    pub(crate) name: At<String>,
+    /// The agent (of `agent_configs`) that answers its tasks (default: the agent itself).
+    pub(crate) agent: Option<At<String>>,
+    /// `fork`: the task's dialog is an O(1) fork of the calling dialog (it shares the cached
+    /// prefix and names the parent's session); `isolated`: a new dialog with the instructions only.
+    pub(crate) mode: At<crate::SubagentMode>,
+    /// `true`: `task_start` returns a task id at once and the task runs beside the caller;
+    /// `false`: `task_start` returns the task's answer (an agent as a tool).
+    pub(crate) background: At<bool>,
+    /// What the model reads about the subagent.
+    pub(crate) description: Option<At<String>>,
 }
 
 /// `context:` as written.

@@ -51,6 +51,11 @@ pub struct AgentBuilder {
     /// What the tactic loader already checked and has not been replaced since: checked once, not
     /// again here.
     checked: Checked,
+    /// The subagents (`subagents:`) and how many run in the background at once.
+    subagents: Vec<lllm_core::SubagentSpec>,
+    max_background_tasks: u32,
+    /// What builds the agents that answer the tasks (the team's).
+    roster: Option<Arc<super::Roster>>,
 }
 
 /// Settings that came from an [`AgentSpec`] unchanged (the loader validated them).
@@ -258,6 +263,12 @@ impl AgentBuilder {
         self
     }
 
+    /// The agents of the run that answer this agent's tasks (the team hands its roster down).
+    pub(crate) fn roster(mut self, roster: Arc<super::Roster>) -> Self {
+        self.roster = Some(roster);
+        self
+    }
+
     /// Validates and builds the agent.
     pub fn build(self) -> Result<Agent, AgentError> {
         let name = self.name.clone().filter(|n| !n.trim().is_empty());
@@ -276,7 +287,16 @@ impl AgentBuilder {
         let invoker = self.invoker.ok_or(missing("an invoker"))?;
         self.checked.check(&self.model_args, &system_prompt)?;
         let max_parallel_tools = parallel_tools(self.max_parallel_tools)?;
-        let toolbox = toolbox(self.tools, &self.mcp)?;
+        let mut tools = self.tools;
+        let subagents = (!self.subagents.is_empty()).then(|| {
+            tools.extend(crate::tasks::tools::task_tools(&self.subagents));
+            super::roster::Subagents::new(
+                self.subagents,
+                self.max_background_tasks.max(1),
+                self.roster.unwrap_or_default(),
+            )
+        });
+        let toolbox = toolbox(tools, &self.mcp)?;
         let output_schema = output_schema(&name, self.compiled_output_schema, self.output_schema)?;
         let retry = retry_with(self.retry, self.max_call_retries);
         // Under `context: {window: auto}`, what asks the server for the window.
@@ -314,6 +334,7 @@ impl AgentBuilder {
             max_parallel_tools,
             usage: Mutex::new(Usage::default()),
             table: Mutex::new(DialogTable::default()),
+            subagents,
         })
     }
 
@@ -339,6 +360,8 @@ impl AgentBuilder {
         builder.compiled_output_schema = spec.output_schema().cloned();
         builder.inference_hints = spec.inference_hints().cloned();
         builder.context = spec.context().copied();
+        builder.subagents = spec.subagents().to_vec();
+        builder.max_background_tasks = spec.max_background_tasks();
         builder.checked = Checked {
             system_prompt: true,
             model_args: true,

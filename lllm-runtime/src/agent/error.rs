@@ -123,6 +123,9 @@ pub enum AgentErrorKind {
         "the request would break the pairing of tool calls and results ({0}); nothing was sent"
     )]
     Unpaired(lllm_core::PairingProblem),
+    /// A task (a subagent) cannot be started.
+    #[error("task: {0}")]
+    Task(String),
     /// The dialog's window could not be compacted (`context:`). The dialog is as it was.
     #[error("context compaction: {problem}")]
     Compaction {
@@ -176,6 +179,7 @@ impl AgentErrorKind {
             AgentErrorKind::Deadline { .. } => "deadline",
             AgentErrorKind::Invoke { .. } => "invoke",
             AgentErrorKind::Unpaired(_) => "unpaired",
+            AgentErrorKind::Task(_) => "task",
             AgentErrorKind::Compaction { .. } | AgentErrorKind::Summarizer(_) => "compaction",
         }
     }

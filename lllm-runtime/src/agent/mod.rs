@@ -8,6 +8,9 @@ mod demand;
 mod error;
 mod request;
 mod respond;
+mod roster;
+mod spawn;
+mod task_calls;
 mod tool_round;
 mod turn;
 
@@ -27,6 +30,7 @@ pub use compact::{ContextStats, Summarizer, SUMMARY_HEADING, SUMMARY_INSTRUCTION
 pub use demand::DemandSource;
 pub use error::{AgentError, AgentErrorKind};
 pub use respond::{EventSink, Respond, RespondStructured, StreamEvent};
+pub(crate) use roster::{Recipe, Roster};
 
 // The namespace's names defined elsewhere.
 pub use crate::retry::RetryPolicy;
@@ -82,6 +86,8 @@ pub struct Agent {
     calls: Arc<CallCounter>,
     usage: Mutex<Usage>,
     table: Mutex<DialogTable>,
+    /// The subagents its model may start as tasks (`subagents:`), with the agents that answer them.
+    subagents: Option<roster::Subagents>,
 }
 
 /// The agent's dialogs in the order they were opened, and which one is active.

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::AgentErrorKind;
+use crate::tasks::tools::is_task_tool;
 use crate::telemetry;
 use crate::tools::calls::{reply_text, CallTool, PreparedCall, ToolPipeline};
 use crate::tools::{Tool, Toolbox};
@@ -48,6 +49,8 @@ pub(crate) struct Round<'a> {
     pub(crate) dialog: DialogId,
     /// Calls running at the same time (`max_parallel_tools`).
     pub(crate) parallel: usize,
+    /// Who answers the task tools' calls, when the agent has subagents.
+    pub(crate) tasks: Option<&'a super::task_calls::TaskCalls<'a>>,
 }
 
 /// Runs one turn's tool calls concurrently (up to `round.parallel` at a time); the results are
@@ -125,8 +128,13 @@ async fn answer_unspanned(
     if repeated {
         return Ok(result("note: this exact call was already made while answering this message; its result is above, so it was not run again", false));
     }
-    let reply = match checked(round, call) {
-        Ok((tool, arguments)) => {
+    let reply = match (checked(round, call), round.tasks) {
+        // The respond answers task calls itself: they need the calling dialog.
+        (Ok((_, arguments)), Some(tasks)) if is_task_tool(&call.name) => {
+            let (content, is_error) = tasks.answer(&call.name, &arguments, &call.id).await;
+            return Ok(result(content, is_error));
+        }
+        (Ok((tool, arguments)), _) => {
             let prepared = PreparedCall {
                 agent: round.agent,
                 dialog: round.dialog,
@@ -136,7 +144,7 @@ async fn answer_unspanned(
             };
             round.pipeline.call(prepared).await?
         }
-        Err(problem) => Err(problem),
+        (Err(problem), _) => Err(problem),
     };
     let (content, is_error) = reply_text(&reply);
     Ok(result(content, is_error))

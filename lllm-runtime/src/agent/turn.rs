@@ -10,10 +10,12 @@ use tracing::Instrument;
 
 use super::answer::{schema_feedback, AnswerCheck, OutputSchema};
 use super::respond::{EventSink, RespondOptions, StreamEvent};
+use super::task_calls::TaskCalls;
 use super::tool_round::{run_tools, unique_call_ids, CallLog, Round};
 use super::{Agent, AgentError, AgentErrorKind, DemandSource};
 use crate::invoker::{ChatRequest, ChatResponse, Delta};
 use crate::layers::Service as _;
+use crate::tasks::Children;
 use crate::telemetry::{self, AgentFacts};
 use crate::tools::Toolbox;
 
@@ -61,6 +63,8 @@ struct Turn<'a, 'e> {
     compacted: bool,
     /// Whether the next answer is the first of a new window, whose size is checked.
     first_of_window: bool,
+    /// The tasks this respond started (with subagents): stopped if the respond ends before them.
+    children: Option<Children>,
 }
 
 impl Agent {
@@ -131,6 +135,10 @@ impl Agent {
             alias,
             compacted: false,
             first_of_window: false,
+            children: self
+                .subagents
+                .as_ref()
+                .map(|_| Children::new(self.run.tasks.clone())),
         };
         let answer = match self.model_args.endpoint.deadline {
             Some(after) => tokio::time::timeout(after, turn.run(&mut work))
@@ -245,6 +253,19 @@ impl Turn<'_, '_> {
                 continue;
             }
             if self.accepts(&message)? {
+                // The answers of this respond's tasks still running when the model answered.
+                let children = self.children.as_ref();
+                let results = match children {
+                    Some(children) => super::task_calls::wait_for_children(children).await,
+                    None => None,
+                };
+                if let Some(results) = results {
+                    // One more turn with the answers of the tasks it did not wait for.
+                    work.push(message);
+                    work.push(Message::user(results));
+                    self.rounds += 1;
+                    continue;
+                }
                 work.push(message.clone());
                 return Ok(message);
             }
@@ -336,10 +357,21 @@ impl Turn<'_, '_> {
         unique_call_ids(&mut message.tool_calls, self.rounds, &mut self.used_ids);
         // An answer to the schema feedback that calls tools moves on: the feedback is dropped.
         self.feedback.clear();
+        // A task forks the dialog as the model last saw it: before the answer holding the call.
+        let from = self.children.as_ref().map(|_| work.snapshot());
         work.push(message.clone());
         for call in &message.tool_calls {
             self.emit(StreamEvent::ToolCall(call));
         }
+        let tasks = self
+            .children
+            .as_ref()
+            .zip(from)
+            .map(|(children, from)| TaskCalls {
+                agent: self.agent,
+                from: std::sync::Mutex::new(from),
+                children,
+            });
         let calls = &message.tool_calls;
         let round = Round {
             agent: &self.agent.name,
@@ -347,6 +379,7 @@ impl Turn<'_, '_> {
             pipeline: &self.agent.tool_calls,
             dialog: work.id(),
             parallel: self.agent.max_parallel_tools,
+            tasks: tasks.as_ref(),
         };
         let results = run_tools(&round, calls, &mut self.calls).await?;
         for (call, result) in calls.iter().zip(results) {

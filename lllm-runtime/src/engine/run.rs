@@ -104,6 +104,7 @@ fn run_context(
         pause: Arc::default(),
         endpoints: engine.endpoints.clone(),
         caller_tools: plan.caller_tools.clone(),
+        tasks: Arc::default(),
     })
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lllm_core::{AgentSpec, InferenceHints, RunClass, TacticSpec, Usage};
 
-use crate::agent::{AgentBuilder, AgentError, AgentErrorKind};
+use crate::agent::{AgentBuilder, AgentError, AgentErrorKind, Recipe, Roster};
 use crate::budget::RunBudget;
 use crate::conversation::Conversation;
 use crate::events::{RunEvent, RunObserver, StepOutcome};
@@ -296,38 +296,26 @@ impl<'a> TeamBuilder<'a> {
 
     /// Builds every agent, each with the run's context.
     pub fn build(self) -> Result<Team, AgentError> {
-        let mut run = self.run;
+        let mut run = self.run.clone();
         if run.budget.is_none() {
             run.budget = Some(Arc::new(RunBudget::new(*self.spec.limits())));
         }
         let no_servers = McpServers::new();
         let servers = self.mcp.unwrap_or(&no_servers);
+        let mut roster = Roster::default();
+        for agent in self.spec.agents() {
+            roster.add(agent.name(), self.recipe(agent, servers, &run)?);
+        }
+        let roster = Arc::new(roster);
         let agents = self
             .spec
             .agents()
             .iter()
             .map(|agent| {
-                let mcp_tools = servers.tools_for(agent).map_err(|e| {
-                    AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e)))
-                })?;
-                let caller_tools = if agent.client_tools() {
-                    run.caller_tools.clone()
-                } else {
-                    Vec::new()
-                };
-                let mut builder = AgentBuilder::from_spec(agent)
-                    .tools(mcp_tools)
-                    .tools(caller_tools.into_iter().map(|spec| {
-                        Arc::new(crate::tools::CallerTool::new(spec)) as Arc<dyn crate::tools::Tool>
-                    }))
-                    .run_context(run.clone());
-                if let Some(hints) = item_hints(agent, run.item.as_deref())? {
-                    builder = builder.inference_hints(hints);
-                }
-                if let Some(invoker) = &self.invoker {
-                    builder = builder.invoker(invoker.clone());
-                }
-                builder.build()
+                roster.make(agent.name(), run.clone())?.ok_or_else(|| {
+                    let kind = AgentErrorKind::Task("the agent has no recipe".into());
+                    AgentError::new(agent.name(), None, kind)
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Team {
@@ -336,6 +324,50 @@ impl<'a> TeamBuilder<'a> {
             progress: None,
             run,
         })
+    }
+}
+
+impl TeamBuilder<'_> {
+    /// What builds `agent` for a run: its spec, its MCP and caller tools and the invoker, taken
+    /// now; the run (the team's, or a task's) given when it is built. Tasks' agents are built by
+    /// the same recipes, so a subagent is the agent the tactic file describes.
+    fn recipe(
+        &self,
+        agent: &AgentSpec,
+        servers: &McpServers,
+        run: &RunContext,
+    ) -> Result<Recipe, AgentError> {
+        let mcp_tools = servers
+            .tools_for(agent)
+            .map_err(|e| AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e))))?;
+        let caller_tools: Vec<Arc<dyn crate::tools::Tool>> = if agent.client_tools() {
+            run.caller_tools
+                .iter()
+                .map(|spec| {
+                    Arc::new(crate::tools::CallerTool::new(spec.clone()))
+                        as Arc<dyn crate::tools::Tool>
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let hints = item_hints(agent, run.item.as_deref())?;
+        let invoker = self.invoker.clone();
+        let agent = agent.clone();
+        Ok(Arc::new(move |roster: &Arc<Roster>, run: RunContext| {
+            let mut builder = AgentBuilder::from_spec(&agent)
+                .tools(mcp_tools.iter().cloned())
+                .tools(caller_tools.iter().cloned())
+                .run_context(run)
+                .roster(roster.clone());
+            if let Some(hints) = &hints {
+                builder = builder.inference_hints(hints.clone());
+            }
+            if let Some(invoker) = &invoker {
+                builder = builder.invoker(invoker.clone());
+            }
+            builder.build()
+        }))
     }
 }
 
