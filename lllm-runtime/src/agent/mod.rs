@@ -8,6 +8,7 @@ mod demand;
 mod error;
 mod request;
 mod respond;
+mod sample;
 mod tool_round;
 mod turn;
 

@@ -11,7 +11,7 @@ use tracing::Instrument;
 use super::AgentErrorKind;
 use crate::telemetry;
 use crate::tools::calls::{reply_text, CallTool, PreparedCall, ToolPipeline};
-use crate::tools::{Tool, Toolbox};
+use crate::tools::{Sampler, Tool, ToolContext, Toolbox};
 
 /// Most calls of one turn that run: a server asking for thousands must not start thousands of
 /// programs. The rest are answered with an error that says so.
@@ -48,6 +48,8 @@ pub(crate) struct Round<'a> {
     pub(crate) dialog: DialogId,
     /// Calls running at the same time (`max_parallel_tools`).
     pub(crate) parallel: usize,
+    /// Answers what a tool's server asks the calling dialog's model during a call.
+    pub(crate) sampler: &'a dyn Sampler,
 }
 
 /// Runs one turn's tool calls concurrently (up to `round.parallel` at a time); the results are
@@ -133,6 +135,7 @@ async fn answer_unspanned(
                 call,
                 tool,
                 arguments: &arguments,
+                context: ToolContext::new(round.dialog, Some(round.sampler)),
             };
             round.pipeline.call(prepared).await?
         }

@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::answer::{schema_feedback, AnswerCheck, OutputSchema};
 use super::respond::{EventSink, RespondOptions, StreamEvent};
+use super::sample::DialogSampler;
 use super::tool_round::{run_tools, unique_call_ids, CallLog, Round};
 use super::{Agent, AgentError, AgentErrorKind, DemandSource};
 use crate::invoker::{ChatRequest, ChatResponse, Delta};
@@ -336,6 +337,13 @@ impl Turn<'_, '_> {
         unique_call_ids(&mut message.tool_calls, self.rounds, &mut self.used_ids);
         // An answer to the schema feedback that calls tools moves on: the feedback is dropped.
         self.feedback.clear();
+        // What a server asks during the calls is answered for the dialog as it was before this
+        // answer, whose calls have no results yet.
+        let sampler = DialogSampler {
+            agent: self.agent,
+            calling: work.snapshot(),
+            demand: self.demand(),
+        };
         work.push(message.clone());
         for call in &message.tool_calls {
             self.emit(StreamEvent::ToolCall(call));
@@ -347,6 +355,7 @@ impl Turn<'_, '_> {
             pipeline: &self.agent.tool_calls,
             dialog: work.id(),
             parallel: self.agent.max_parallel_tools,
+            sampler: &sampler,
         };
         let results = run_tools(&round, calls, &mut self.calls).await?;
         for (call, result) in calls.iter().zip(results) {
