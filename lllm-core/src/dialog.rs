@@ -420,6 +420,32 @@ impl Dialog {
         }
     }
 
+    /// A child dialog that starts with `messages` instead of this dialog's: its own id, naming this
+    /// dialog as its parent (and its root as root), as a fork does, without its messages. How a
+    /// request made on this dialog's behalf (an MCP server's sampling during one of its tool calls)
+    /// is sent as this dialog's child.
+    pub fn child(&self, messages: impl IntoIterator<Item = Message>) -> Dialog {
+        let mut log = MessageLog::new();
+        for message in messages {
+            log.push(message);
+        }
+        Dialog {
+            id: DialogId::new(),
+            parent_id: Some(self.id),
+            root_id: self.root_id,
+            forked_at: 0,
+            messages: log,
+            names: SessionNames {
+                own: None,
+                parent: Some(Arc::from(self.session())),
+                root: Some(Arc::from(self.root_session())),
+                no_parent: false,
+                conversation: self.names.conversation.clone(),
+            },
+            window: self.window,
+        }
+    }
+
     /// A new window of this dialog (context compaction): a child with its own id, naming this
     /// dialog as its parent, that starts with `messages` instead of this dialog's. With
     /// `keep_session` its requests carry this dialog's session and parent on the wire, so that the

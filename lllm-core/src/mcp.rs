@@ -49,6 +49,9 @@ pub struct McpServerConfig {
     pub confirm: ConfirmTools,
     /// Most bytes of a result kept; more is an error result, as for command tools.
     pub max_output_bytes: usize,
+    /// Whether the server may ask the calling agent's model for completions during a tool call
+    /// (`sampling/createMessage`), answered as a child dialog of the calling dialog.
+    pub sampling: bool,
     /// Where `confirm:` is written (`t.yaml:7:14: mcp_servers.files.confirm`), for errors found when
     /// the server lists its tools.
     pub confirm_at: Option<String>,

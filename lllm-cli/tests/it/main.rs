@@ -9,6 +9,7 @@ mod cli;
 mod console;
 mod journal;
 mod mcp;
+mod mcp_asks;
 mod observability;
 mod queue;
 mod serve;

@@ -18,14 +18,14 @@ use crate::support::{
 };
 
 /// The installed servers.
-struct Servers {
-    everything: String,
-    time: String,
-    python: String,
+pub(super) struct Servers {
+    pub(super) everything: String,
+    pub(super) time: String,
+    pub(super) python: String,
 }
 
 #[allow(clippy::print_stderr)]
-fn servers(test: &str) -> Option<Servers> {
+pub(super) fn servers(test: &str) -> Option<Servers> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     match (var("LLLM_MCP_EVERYTHING"), var("LLLM_MCP_TIME"), var("LLLM_MCP_PYTHON")) {
         (Some(everything), Some(time), Some(python)) => Some(Servers {
@@ -48,7 +48,7 @@ fn fault_server() -> PathBuf {
 }
 
 /// A YAML flow list of strings.
-fn list(items: &[&str]) -> String {
+pub(super) fn list(items: &[&str]) -> String {
     let quoted: Vec<String> = items
         .iter()
         .map(|s| serde_json::to_string(s).expect("string"))
@@ -72,13 +72,13 @@ impl Servers {
 }
 
 /// A tactic with these servers (YAML mapping entries, two spaces in) and one agent using `mcp`.
-fn tactic(api_base: &str, servers: &str, mcp: &str, extra_agent: &str) -> String {
+pub(super) fn tactic(api_base: &str, servers: &str, mcp: &str, extra_agent: &str) -> String {
     format!(
         "mcp_servers:\n{servers}\nagent_configs:\n  - name: a\n    model_name: m\n    system_prompt: You use tools.\n    model_args: {{api_base: \"{api_base}\", timeout: 60}}\n    inference_hints: {{profile: dynamo, session_prefix: mcp-test}}\n    max_tool_rounds: 4\n    mcp: {mcp}\n{extra_agent}"
     )
 }
 
-fn offered_tools(request: &RecordedRequest) -> Vec<String> {
+pub(super) fn offered_tools(request: &RecordedRequest) -> Vec<String> {
     request.body["tools"]
         .as_array()
         .map(|tools| {

@@ -88,6 +88,7 @@ impl ServerCheck<'_> {
             prefix: self.prefix(server.prefix.as_ref())?,
             confirm: self.confirm(server.confirm.as_ref())?,
             max_output_bytes: self.max_output_bytes(server.max_output_bytes.as_ref())?,
+            sampling: server.sampling.as_ref().is_some_and(|s| s.value),
             confirm_at: server
                 .confirm
                 .as_ref()

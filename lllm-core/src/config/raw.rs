@@ -364,6 +364,9 @@ pub(crate) struct RawMcpServer {
     pub(crate) confirm: Option<At<RawConfirm>>,
     /// Most bytes of a tool result kept (default 65536); more is an error result.
     pub(crate) max_output_bytes: Option<At<usize>>,
+    /// Whether the server may ask the calling agent's model for a completion during a tool call
+    /// (`sampling/createMessage`; default false).
+    pub(crate) sampling: Option<At<bool>>,
 }
 
 impl JsonSchema for Entries<At<String>> {

@@ -9,6 +9,7 @@ mod error;
 mod request;
 mod respond;
 mod roster;
+mod sample;
 mod spawn;
 mod task_calls;
 mod tool_round;

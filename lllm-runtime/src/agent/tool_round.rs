@@ -12,7 +12,7 @@ use super::AgentErrorKind;
 use crate::tasks::tools::is_task_tool;
 use crate::telemetry;
 use crate::tools::calls::{reply_text, CallTool, PreparedCall, ToolPipeline};
-use crate::tools::{Tool, Toolbox};
+use crate::tools::{Sampler, Tool, ToolContext, Toolbox};
 
 /// Most calls of one turn that run: a server asking for thousands must not start thousands of
 /// programs. The rest are answered with an error that says so.
@@ -51,6 +51,8 @@ pub(crate) struct Round<'a> {
     pub(crate) parallel: usize,
     /// Who answers the task tools' calls, when the agent has subagents.
     pub(crate) tasks: Option<&'a super::task_calls::TaskCalls<'a>>,
+    /// Answers what a tool's server asks the calling dialog's model during a call.
+    pub(crate) sampler: &'a dyn Sampler,
 }
 
 /// Runs one turn's tool calls concurrently (up to `round.parallel` at a time); the results are
@@ -141,6 +143,7 @@ async fn answer_unspanned(
                 call,
                 tool,
                 arguments: &arguments,
+                context: ToolContext::new(round.dialog, Some(round.sampler)),
             };
             round.pipeline.call(prepared).await?
         }

@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::answer::{schema_feedback, AnswerCheck, OutputSchema};
 use super::respond::{EventSink, RespondOptions, StreamEvent};
+use super::sample::DialogSampler;
 use super::task_calls::TaskCalls;
 use super::tool_round::{run_tools, unique_call_ids, CallLog, Round};
 use super::{Agent, AgentError, AgentErrorKind, DemandSource};
@@ -359,6 +360,13 @@ impl Turn<'_, '_> {
         self.feedback.clear();
         // A task forks the dialog as the model last saw it: before the answer holding the call.
         let from = self.children.as_ref().map(|_| work.snapshot());
+        // What a server asks during the calls is answered for the dialog as it was before this
+        // answer, whose calls have no results yet.
+        let sampler = DialogSampler {
+            agent: self.agent,
+            calling: work.snapshot(),
+            demand: self.demand(),
+        };
         work.push(message.clone());
         for call in &message.tool_calls {
             self.emit(StreamEvent::ToolCall(call));
@@ -380,6 +388,7 @@ impl Turn<'_, '_> {
             dialog: work.id(),
             parallel: self.agent.max_parallel_tools,
             tasks: tasks.as_ref(),
+            sampler: &sampler,
         };
         let results = run_tools(&round, calls, &mut self.calls).await?;
         for (call, result) in calls.iter().zip(results) {

@@ -2,9 +2,7 @@
 
 use std::time::Duration;
 
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, Tool as McpToolInfo,
-};
+use rmcp::model::{PaginatedRequestParams, Tool as McpToolInfo};
 use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -12,6 +10,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 
 use super::child::ServerProcess;
+use super::client::Client;
 use super::lines::{BoundedLines, MAX_MESSAGE_BYTES, OVERSIZED};
 use super::printable;
 use super::transport::Transport;
@@ -26,15 +25,7 @@ pub(crate) const MAX_TOOLS: usize = 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The running MCP session.
-pub(crate) type Session = RunningService<RoleClient, ClientConfig>;
-
-/// What lllm tells servers about itself.
-fn client_config() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("lllm", env!("CARGO_PKG_VERSION")),
-    )
-}
+pub(crate) type Session = RunningService<RoleClient, Client>;
 
 /// A connected server: the session, the process (stdio), and the tools it lists.
 pub(crate) struct Connected {
@@ -57,6 +48,7 @@ pub(crate) struct Failed {
 /// caller bounds the time; on a timeout the process is dropped, which kills its group.
 pub(crate) async fn connect(
     transport: &Transport,
+    client: Client,
     process_slot: &mut Option<ServerProcess>,
 ) -> Result<Connected, Failed> {
     let session = match transport {
@@ -71,14 +63,14 @@ pub(crate) async fn connect(
             let transport =
                 AsyncRwTransport::new_client(BoundedLines::new(pipes.stdout), pipes.stdin)
                     .with_max_line_length(MAX_MESSAGE_BYTES + 1);
-            client_config().serve(transport).await.map_err(|e| Failed {
+            client.serve(transport).await.map_err(|e| Failed {
                 problem: format!("the MCP handshake failed: {}", handshake_problem(&e)),
                 process: process_slot.take(),
                 answered: answered_handshake(&e),
             })?
         }
         Transport::Http { url, headers } => {
-            let client = crate::tls::http_client()
+            let http = crate::tls::http_client()
                 .connect_timeout(CONNECT_TIMEOUT)
                 .build()
                 .map_err(|e| Failed {
@@ -90,8 +82,8 @@ pub(crate) async fn connect(
             config.custom_headers = headers.clone();
             config.max_json_response_size = MAX_MESSAGE_BYTES;
             config.max_sse_event_size = MAX_MESSAGE_BYTES;
-            let transport = StreamableHttpClientTransport::with_client(client, config);
-            client_config().serve(transport).await.map_err(|e| Failed {
+            let transport = StreamableHttpClientTransport::with_client(http, config);
+            client.serve(transport).await.map_err(|e| Failed {
                 problem: format!("the MCP handshake failed: {}", handshake_problem(&e)),
                 process: None,
                 answered: false,

@@ -8,12 +8,16 @@
 //! without [`McpServer::shutdown`] kills the group too.
 #![doc = include_str!("../../../docs/mcp.md")]
 
+mod asks;
 mod child;
+mod client;
 mod connect;
 mod content;
 mod error;
 mod lines;
 mod listing;
+mod sampling;
+mod serve_asks;
 mod server;
 mod servers;
 mod state;

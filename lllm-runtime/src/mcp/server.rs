@@ -13,7 +13,9 @@ use lllm_core::{
     DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S,
 };
 
+use super::asks::OpenCalls;
 use super::child::ServerProcess;
+use super::client::Client;
 use super::connect::{connect, Connected, Failed};
 use super::listing::{check_tools, excerpt_chars, MAX_NAME_CHARS};
 use super::state::Inner;
@@ -105,6 +107,7 @@ impl McpServer {
         builder.confirm = config.confirm.clone();
         builder.max_output_bytes = config.max_output_bytes;
         builder.confirm_at = config.confirm_at.clone();
+        builder.sampling = config.sampling;
         builder
     }
 
@@ -202,6 +205,7 @@ pub struct McpServerBuilder {
     prefix: Option<String>,
     confirm: ConfirmTools,
     max_output_bytes: usize,
+    sampling: bool,
 }
 
 impl McpServerBuilder {
@@ -215,6 +219,7 @@ impl McpServerBuilder {
             prefix: None,
             confirm: ConfirmTools::None,
             max_output_bytes: lllm_core::internal::DEFAULT_MAX_OUTPUT_BYTES,
+            sampling: false,
         }
     }
 
@@ -275,11 +280,24 @@ impl McpServerBuilder {
         self
     }
 
+    /// Lets the server ask the calling agent's model for completions during a tool call
+    /// (`sampling/createMessage`), each answered as a child dialog of the calling dialog through
+    /// the agent's layers; off by default, as `sampling:` in a tactic file.
+    pub fn sampling(mut self, on: bool) -> Self {
+        self.sampling = on;
+        self
+    }
+
     /// Starts the server (or opens the session), shakes hands and lists its tools, all within the
     /// startup timeout.
     pub async fn start(self) -> Result<McpServer, McpError> {
         let (transport, secrets) = self.checked()?;
-        let connected = self.connect_in_time(&transport, &secrets).await?;
+        let calls = Arc::new(OpenCalls::default());
+        let client = Client {
+            sampling: self.sampling,
+            calls: calls.clone(),
+        };
+        let connected = self.connect_in_time(&transport, client, &secrets).await?;
         let (tools, rejected) = check_tools(connected.tools, self.prefix.as_deref());
         let peer = connected.session.peer().clone();
         let inner = Inner {
@@ -295,6 +313,7 @@ impl McpServerBuilder {
             max_output_bytes: self.max_output_bytes,
             secrets,
             death_reported: AtomicBool::new(false),
+            calls,
         };
         inner.check_names(
             match &self.confirm {
@@ -343,11 +362,12 @@ impl McpServerBuilder {
     async fn connect_in_time(
         &self,
         transport: &Transport,
+        client: Client,
         secrets: &Secrets,
     ) -> Result<Connected, McpError> {
         let startup = Duration::from_secs_f64(self.startup_timeout_s);
         let mut process = None;
-        match tokio::time::timeout(startup, connect(transport, &mut process)).await {
+        match tokio::time::timeout(startup, connect(transport, client, &mut process)).await {
             Ok(Ok(connected)) => Ok(connected),
             Ok(Err(failed)) => Err(self.start_failed(failed, secrets).await),
             Err(_) => Err(McpError::StartTimeout {

@@ -2,12 +2,14 @@
 //! failed call says, and which names a filter may take.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lllm_core::secret::Secrets;
 use lllm_core::ConfirmTools;
 use rmcp::service::ServiceError;
 
+use super::asks::OpenCalls;
 use super::child::ServerProcess;
 use super::connect::{describe, is_oversized, Session};
 use super::listing::{Rejected, ServerTool};
@@ -34,6 +36,8 @@ pub(crate) struct Inner {
     pub(crate) secrets: Secrets,
     /// Whether its death was already reported on stderr.
     pub(crate) death_reported: AtomicBool,
+    /// Its running tool calls, which what the server asks is routed to.
+    pub(crate) calls: Arc<OpenCalls>,
 }
 
 impl Inner {

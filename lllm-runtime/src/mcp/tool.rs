@@ -8,8 +8,9 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use super::content::to_output;
+use super::serve_asks::answer_asks;
 use super::state::Inner;
-use crate::tools::{Tool, ToolError, ToolOutput};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// A server's tool under the name the model sees.
 #[derive(Debug)]
@@ -63,6 +64,14 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, arguments: Value) -> Result<ToolOutput, ToolError> {
+        self.call_with(arguments, ToolContext::none()).await
+    }
+
+    async fn call_with(
+        &self,
+        arguments: Value,
+        context: ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError> {
         let listed = self.server.tool(self.index);
         // The agent checked the arguments against this schema already; a Rust caller may not have.
         listed.compiled.check(&arguments).map_err(|problem| {
@@ -75,15 +84,19 @@ impl Tool for McpTool {
         };
         let params = CallToolRequestParams::new(listed.name.clone()).with_arguments(arguments);
         let timeout = self.server.timeout;
+        // What the server asks during the call reaches this call (and its dialog) while it runs.
+        let (_open, asks) = self.server.calls.open(context.dialog());
+        let call = answer_asks(self.server.peer.call_tool(params), asks, context);
         // Dropping the call on a timeout tells the server to stop working on it.
-        match tokio::time::timeout(timeout, self.server.peer.call_tool(params)).await {
+        match tokio::time::timeout(timeout, call).await {
             Err(_) => Err(ToolError::new(format!(
                 "the tool did not answer within {} s (timeout_s of MCP server `{}`); try a smaller request",
                 timeout.as_secs_f64(),
                 self.server.name
             ))),
-            Ok(Err(error)) => Err(self.server.failed_call(&self.spec.name, error).await),
-            Ok(Ok(result)) => to_output(&result, self.server.max_output_bytes),
+            Ok(Err(stopped)) => Err(stopped),
+            Ok(Ok(Err(error))) => Err(self.server.failed_call(&self.spec.name, error).await),
+            Ok(Ok(Ok(result))) => to_output(&result, self.server.max_output_bytes),
         }
     }
 }

@@ -5,6 +5,7 @@ mod caller;
 pub(crate) mod calls;
 mod command;
 mod confirm;
+mod context;
 mod error;
 mod function;
 pub(crate) mod process;
@@ -17,6 +18,8 @@ pub use caller::CallerTool;
 pub use command::CommandTool;
 pub(crate) use confirm::DECLINED;
 pub use confirm::{ApproveAll, Confirm, ConfirmRequest, Decision, Decisions, DeclineAll};
+pub(crate) use context::Sampler;
+pub use context::{SampleAnswer, SampleError, SampleRequest, ToolContext};
 pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
@@ -96,6 +99,18 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
 
     /// Runs the tool.
     async fn call(&self, arguments: Value) -> Result<ToolOutput, ToolError>;
+
+    /// Runs the tool for a caller: what an agent calls, with the calling dialog and its model
+    /// (for what a server asks during the call). Runs [`call`](Self::call) unless the tool says
+    /// otherwise.
+    async fn call_with(
+        &self,
+        arguments: Value,
+        context: ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let _ = context;
+        self.call(arguments).await
+    }
 
     /// Whether each call must be approved first (through the agent's [`Confirm`]); `false` unless
     /// the tool says otherwise.

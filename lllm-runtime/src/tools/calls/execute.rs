@@ -14,7 +14,7 @@ impl CallTool for Execute {
         tracing::debug!(agent = call.agent, tool = %call.call.name, "calling tool");
         Ok(call
             .tool
-            .call(call.arguments.clone())
+            .call_with(call.arguments.clone(), call.context)
             .await
             .map(|output| output.into_content())
             .map_err(|e| e.message().to_owned()))

@@ -50,6 +50,8 @@ pub(crate) struct PreparedCall<'a> {
     pub(crate) tool: &'a Arc<dyn Tool>,
     /// The arguments, parsed and checked.
     pub(crate) arguments: &'a Value,
+    /// The calling dialog and its model, handed to the tool.
+    pub(crate) context: super::ToolContext<'a>,
 }
 
 /// What the model reads of a call: its content, or a problem it reads as `error: ...`.

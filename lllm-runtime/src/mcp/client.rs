@@ -1,0 +1,48 @@
+//! lllm as an MCP client: what it tells a server it can do, and its answers to the server's
+//! requests (sampling, routed to the tool call it belongs to).
+
+#![allow(deprecated)] // Sampling is deprecated by SEP-2577 in rmcp, and still what servers send.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
+    CreateMessageResult, ErrorData, Implementation, SamplingCapability,
+};
+use rmcp::service::{RequestContext, RoleClient};
+use rmcp::ClientHandler;
+
+use super::asks::OpenCalls;
+
+/// The client side of one server's session.
+#[derive(Debug, Clone)]
+pub(crate) struct Client {
+    /// Whether the server may ask for completions (`sampling: true`).
+    pub(crate) sampling: bool,
+    /// The server's running calls, which its requests are for.
+    pub(crate) calls: Arc<OpenCalls>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.sampling {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("lllm", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if !self.sampling {
+            return Err(ErrorData::method_not_found::<CreateMessageRequestMethod>());
+        }
+        self.calls.sample(params).await
+    }
+}
