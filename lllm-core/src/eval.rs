@@ -324,26 +324,26 @@ mod tests {
         let exp = [want("a", Some(json!({"x": 1}))), want("b", None)];
         assert!(check_tools(&exp, ToolsOrder::Strict, &calls).is_ok());
         let reversed = [want("b", None), want("a", None)];
-        let e = check_tools(&reversed, ToolsOrder::Strict, &calls).unwrap_err();
+        let e = check_tools(&reversed, ToolsOrder::Strict, &calls).expect_err("fails");
         assert!(e.starts_with("tool call 1 was `a`"), "{e}");
         assert!(check_tools(&reversed, ToolsOrder::Any, &calls).is_ok());
-        let e = check_tools(&exp[..1], ToolsOrder::Strict, &calls).unwrap_err();
+        let e = check_tools(&exp[..1], ToolsOrder::Strict, &calls).expect_err("fails");
         assert!(e.contains("made 2 tool call(s), 1 expected"), "{e}");
         let twice = [want("a", None), want("a", None)];
-        let e = check_tools(&twice, ToolsOrder::Any, &calls).unwrap_err();
+        let e = check_tools(&twice, ToolsOrder::Any, &calls).expect_err("fails");
         assert!(e.starts_with("expected a call of `a`"), "{e}");
     }
 
     #[test]
     fn verdicts_are_read_strictly() {
         assert_eq!(
-            parse_verdict(" PASS: cites the source\n").unwrap(),
+            parse_verdict(" PASS: cites the source\n").expect("a verdict"),
             Verdict {
                 pass: true,
                 reason: "cites the source".into()
             }
         );
-        assert!(!parse_verdict("FAIL: wrong city").unwrap().pass);
+        assert!(!parse_verdict("FAIL: wrong city").expect("a verdict").pass);
         assert!(parse_verdict("pass: fine").is_err());
         assert!(parse_verdict("I think PASS: fine").is_err());
         assert!(parse_verdict("PASS").is_err());

@@ -316,7 +316,11 @@ async fn recorded_answers_replay_with_no_server_and_a_changed_prompt_is_drift() 
     .run()
     .await;
     recorded.assert_clean(0, &[]);
-    assert_eq!(server.requests().len(), 5);
+    assert_eq!(
+        server.requests().len(),
+        6,
+        "two trials of two requests, a run and its judge"
+    );
     assert!(
         tapes.join("weather/1.jsonl").is_file() && tapes.join("weather/2.journal.jsonl").is_file()
     );
