@@ -32,6 +32,10 @@ pub(crate) enum Command {
     Tools(ToolsArgs),
     /// Print the JSON Schema of the tactic format (for editors).
     Schema,
+    /// Run an eval file's cases against its tactic, each `trials` times, and check their tool
+    /// calls, answers, budgets and judges; exit 0 when every case reaches the pass rate, 1
+    /// otherwise, 2 for a bad file.
+    Eval(EvalArgs),
     /// Replay a trace written by `lllm run --trace` against a server, with synthetic prompts of the same
     /// structure, the recorded timing and forks, and the chosen profile's hints.
     Replay(ReplayArgs),
@@ -228,6 +232,31 @@ fn parse_speed(text: &str) -> Result<f64, String> {
                 lllm_runtime::replay::limits::MAX_SPEED
             )
         })
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct EvalArgs {
+    /// The eval file (`tactic:`, `pass_rate:`, `cases:`).
+    pub(crate) evals: PathBuf,
+    /// Trials of every case, over the cases' own `trials:`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) trials: Option<u32>,
+    /// Keep every trial's model answers (and its journal) in DIR/<case>/<trial>.jsonl.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    pub(crate) record: Option<PathBuf>,
+    /// Answer from the recordings in DIR with no server; a request they do not hold is drift.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) replay: Option<PathBuf>,
+    /// Write the report as JUnit XML.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+    /// Write the report as JSON (the shape `--baseline` reads).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json: Option<PathBuf>,
+    /// An earlier `--json` report: print per case the changes in pass rate, tokens, requests and
+    /// cached share.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,7 @@ mod chat;
 mod check;
 mod cli;
 mod confirm;
+mod eval;
 mod execute;
 mod exit;
 mod otel;
@@ -69,6 +70,7 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         // MCP servers started to list their tools: their orphans are adopted and killed too.
         Command::Tools(args) => contained(|| tools::tools(&args, &registry)),
         Command::Schema => check::schema(),
+        Command::Eval(args) => contained(|| eval::eval(&args, &registry)),
         Command::Replay(args) => replay::replay(&args),
         Command::Serve(args) => contained(|| serve::serve(args, &registry)),
     };

@@ -34,6 +34,7 @@ mod config;
 mod context;
 mod dialog;
 mod endpoint;
+pub mod eval;
 mod fallback;
 mod files;
 mod hints;
@@ -61,6 +62,7 @@ pub use agentic::{
     AGENTIC_VERSION,
 };
 pub use config::waiting_turns;
+pub use config::{evals_schema, load_evals, EvalCase, EvalSuite, MAX_CASES, MAX_TRIALS};
 pub use config::{
     is_variable_name, load_tactic, parse_tactic, tactic_schema, AgentSpec, Branch, ConfigError,
     ConfigErrorKind, EnvError, Origin, Position, Step, StepsError, TacticLoader, TacticSpec, Turn,

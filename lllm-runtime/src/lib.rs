@@ -57,6 +57,7 @@
 //!   [`engine`] has the rest of a run's parts (resuming, files, chat sessions). [`events`] has what a run reports, [`journal`] durable runs and resuming, [`batch`] batches
 //!   and shards, [`queue`] a batch on NATS JetStream (feature `queue`), [`serve`] tactics as models
 //!   over HTTP (feature `serve`).
+//! - **Evals**: [`eval`] runs a tactic's cases as trials and checks them (`lllm eval`).
 //! - **Traces**: [`trace`] writes content-free traces of runs; [`replay`] sends one again.
 //! - **Observability**: [`telemetry`] makes OpenTelemetry GenAI spans as `tracing` spans.
 //! - **Testing** (feature `testing`): a scripted invoker and a recording stub server in [`testing`].
@@ -68,6 +69,7 @@ pub mod config;
 mod conversation;
 mod endpoints;
 pub mod engine;
+pub mod eval;
 pub mod events;
 mod halt;
 pub mod hints;

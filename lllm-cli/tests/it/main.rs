@@ -7,6 +7,7 @@ mod batch;
 mod browser;
 mod cli;
 mod console;
+mod eval;
 mod journal;
 mod mcp;
 mod mcp_asks;

@@ -216,6 +216,13 @@ pub enum ConfigErrorKind {
     /// Any other invalid value.
     #[error("{0}")]
     Invalid(&'static str),
+    /// An eval file's value its rule refuses (a pattern that does not compile, an agent the tactic
+    /// does not have); the error's field names the value.
+    #[error("{0}")]
+    Eval(String),
+    /// An eval file holds nothing.
+    #[error("the file is empty; an eval file needs `tactic:` and `cases:`")]
+    EmptyEvals,
 }
 
 /// Text written in the file, cut to a length a message can show.

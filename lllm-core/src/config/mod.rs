@@ -9,6 +9,8 @@ mod agent;
 mod check;
 mod env;
 mod error;
+mod evals;
+mod evals_raw;
 mod json;
 mod keyed;
 mod mcp;
@@ -56,6 +58,7 @@ pub use agent::{
 };
 pub use env::EnvError;
 pub use error::{ConfigError, ConfigErrorKind};
+pub use evals::{evals_schema, load_evals, EvalCase, EvalSuite, MAX_CASES, MAX_TRIALS};
 pub use origin::{Origin, Position};
 pub use schema::tactic_schema;
 pub use source::MAX_BASE_DEPTH;

@@ -41,6 +41,16 @@ pub(crate) fn read_tactic(path: &Path, limits: &Limits) -> Result<Vec<u8>, Confi
 
 /// Parses one file's bytes into its raw tactic; nothing of its `base:` is read.
 pub(crate) fn parse_one(bytes: &[u8], file: &Arc<Path>) -> Result<RawTactic, ConfigError> {
+    parse_yaml(bytes, file, ConfigErrorKind::Empty)
+}
+
+/// Parses one file's bytes into located raw types `T` with the loader's YAML settings (YAML 1.2
+/// booleans, bounded aliases, errors at their line and column); an empty file is `empty`.
+pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    file: &Arc<Path>,
+    empty: ConfigErrorKind,
+) -> Result<T, ConfigError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let position = position_of_offset(bytes, e.valid_up_to());
@@ -50,10 +60,7 @@ pub(crate) fn parse_one(bytes: &[u8], file: &Arc<Path>) -> Result<RawTactic, Con
         )
     })?;
     if text.trim().is_empty() {
-        return Err(ConfigError::new(
-            Origin::new(file.clone(), None),
-            ConfigErrorKind::Empty,
-        ));
+        return Err(ConfigError::new(Origin::new(file.clone(), None), empty));
     }
     // YAML 1.2 booleans only: under YAML 1.1 rules an unquoted `n` or `no` (a property or enum value
     // in a JSON Schema, say) would silently become `false`.
@@ -68,7 +75,7 @@ pub(crate) fn parse_one(bytes: &[u8], file: &Arc<Path>) -> Result<RawTactic, Con
     // written (`json.rs`), so none becomes a silent `null`.
     options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
     parsing_file(file, || {
-        serde_saphyr::from_str_with_options::<RawTactic>(text, options)
+        serde_saphyr::from_str_with_options::<T>(text, options)
     })
     .map_err(|e| yaml_error(file, e.without_snippet()))
 }

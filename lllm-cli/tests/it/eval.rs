@@ -1,0 +1,433 @@
+//! `lllm eval` end to end, against the real binary and the recording stub: each expectation
+//! reported with its reason, trials and pass rates, the JSON and JUnit reports read back, exit codes,
+//! record then replay with no server, drift, baselines, bad eval files.
+
+use std::path::{Path, PathBuf};
+
+use lllm_runtime::testing::{StubReply, StubServer};
+use serde_json::Value;
+
+use crate::support::{arg, lllm, TempDir};
+
+/// A chat tactic: `assistant` answers with a `lookup` tool; `judge` judges. One request at a time,
+/// so that the stub's replies go to trials in order.
+fn tactic(api_base: &str, system_prompt: &str) -> String {
+    format!(
+        r#"global:
+  model_name: m
+  model_args: {{api_base: "{api_base}", timeout: 30, max_in_flight: 1}}
+  max_call_retries: 0
+agent_configs:
+  - name: assistant
+    system_prompt: {system_prompt}
+    tools:
+      - name: lookup
+        description: Looks a city up
+        parameters: {{type: object, properties: {{city: {{type: string}}}}, required: [city]}}
+        command: [echo, "found {{{{ city }}}}"]
+  - name: judge
+    system_prompt: You judge answers.
+"#
+    )
+}
+
+fn setup(dir: &TempDir, api_base: &str, evals: &str) -> PathBuf {
+    dir.write("tactic.yaml", tactic(api_base, "You answer with tools."));
+    dir.write("evals.yaml", evals)
+}
+
+fn json_file(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("report")).expect("JSON report")
+}
+
+fn case<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no case {id} in {report}"))
+}
+
+fn lookup(city: &str) -> StubReply {
+    StubReply::tool_calls(&[(
+        "c1",
+        "lookup",
+        &format!(r#"{{"city": "{city}", "units": "C"}}"#),
+    )])
+}
+
+const EVERY_CHECK: &str = r#"tactic: tactic.yaml
+cases:
+  - id: holds
+    input: weather in Paris
+    expect:
+      tools: [{name: lookup, args: {city: Paris}}]
+      tools_order: strict
+      forbid_tools: [delete]
+      output: {contains: Sunny}
+  - id: wrong-city
+    input: weather in Lyon
+    expect:
+      tools: [{name: lookup, args: {city: Rome}}]
+  - id: forbidden
+    input: weather in Nice
+    expect:
+      forbid_tools: [lookup]
+  - id: equals
+    input: say ok
+    expect: {output: {equals: ok}}
+  - id: regex
+    input: say a number
+    expect: {output: {regex: '^\d+ apples$'}}
+  - id: schema
+    input: say json
+    expect: {output: {json_schema: {type: object, required: [n], properties: {n: {type: integer}}}}}
+  - id: judged
+    input: judge me
+    expect: {judge: {agent: judge, criteria: "polite JUDGE-A"}}
+  - id: judged-fail
+    input: judge me too
+    expect: {judge: {agent: judge, criteria: "polite JUDGE-B"}}
+  - id: budget
+    input: weather in Metz
+    expect: {max_requests: 1}
+"#;
+
+fn script_every_check(server: &StubServer) {
+    server.push(lookup("Paris").for_message("Paris"));
+    server.push(StubReply::text("Sunny in Paris").for_message("Paris"));
+    server.push(lookup("Lyon").for_message("Lyon"));
+    server.push(StubReply::text("Rain").for_message("Lyon"));
+    server.push(lookup("Nice").for_message("Nice"));
+    server.push(StubReply::text("Warm").for_message("Nice"));
+    server.push(StubReply::text(" ok\n").for_message("say ok"));
+    server.push(StubReply::text("many apples").for_message("a number"));
+    server.push(StubReply::text(r#"{"n": "x"}"#).for_message("say json"));
+    server.push(StubReply::text("Thank you kindly").for_message("judge me"));
+    server.push(StubReply::text("PASS: it is polite").for_message("JUDGE-A"));
+    server.push(StubReply::text("Go away").for_message("judge me too"));
+    server.push(StubReply::text("FAIL: it is rude").for_message("JUDGE-B"));
+    server.push(lookup("Metz").for_message("Metz"));
+    server.push(StubReply::text("Cold").for_message("Metz"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_expectation_is_reported_with_its_reason_in_json_and_junit() {
+    let dir = TempDir::new("eval-checks");
+    let server = StubServer::start().await.expect("stub");
+    script_every_check(&server);
+    let evals = setup(&dir, &server.base_url(), EVERY_CHECK);
+    let (json, junit) = (dir.path("r.json"), dir.path("r.xml"));
+    let outcome = lllm(&[
+        "eval",
+        arg(&evals),
+        "--json",
+        arg(&json),
+        "--junit",
+        arg(&junit),
+    ])
+    .run()
+    .await;
+    outcome.assert_clean(1, &["case(s) did not reach the pass rate 1"]);
+    let words = outcome.stdout_text();
+    assert!(
+        words.contains("PASS holds: 1/1 trials passed, 2 requests, 28 tokens"),
+        "{words}"
+    );
+    assert!(words.contains("FAIL wrong-city: 0/1"), "{words}");
+    let report = json_file(&json);
+    assert_eq!(report["format"], 1);
+    let passed = |id: &str| case(&report, id)["passed"].as_bool().expect("passed");
+    let failure = |id: &str| {
+        case(&report, id)["first_failure"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    for id in ["holds", "equals", "judged"] {
+        assert!(passed(id), "{id}: {}", failure(id));
+    }
+    let expected = [
+        (
+            "wrong-city",
+            r#"expected a call of `lookup` with arguments including {"city":"Rome"}, but the run called: `lookup` {"city":"Lyon","units":"C"}"#,
+        ),
+        (
+            "forbidden",
+            r#"called the forbidden tool `lookup` with {"city":"Nice","units":"C"}"#,
+        ),
+        (
+            "regex",
+            r#"the answer "many apples" does not match /^\d+ apples$/"#,
+        ),
+        ("schema", "the answer does not match the JSON Schema"),
+        ("judged-fail", "the judge `judge` failed it: it is rude"),
+        (
+            "budget",
+            "the run sent 2 requests, more than max_requests 1",
+        ),
+    ];
+    for (id, reason) in expected {
+        assert!(!passed(id), "{id} passed");
+        assert!(failure(id).starts_with(reason), "{id}: {}", failure(id));
+    }
+    let trial = &case(&report, "judged")["trial_reports"][0];
+    assert_eq!(trial["judge"], "it is polite");
+    assert_eq!(trial["requests"], 1, "the judge's request is not the run's");
+    assert_eq!(
+        case(&report, "holds")["trial_reports"][0]["tool_calls"][0]["args"]["city"],
+        "Paris"
+    );
+    // The judge saw the criteria and the answer.
+    let judged = server
+        .requests()
+        .into_iter()
+        .find(|r| r.body.to_string().contains("JUDGE-A"));
+    let judged = judged.expect("the judge was asked").body.to_string();
+    assert!(judged.contains("Thank you kindly") && judged.contains("You judge answers."));
+    check_junit(&junit);
+}
+
+/// Reads the JUnit file with Python's XML parser and returns `name failures tests` and each
+/// failed case's name.
+fn check_junit(path: &Path) {
+    let script = "import sys, xml.etree.ElementTree as E\n\
+        root = E.parse(sys.argv[1]).getroot()\n\
+        s = root.find('testsuite')\n\
+        print(s.get('tests'), s.get('failures'))\n\
+        for c in s.findall('testcase'):\n\
+        \x20   f = c.find('failure')\n\
+        \x20   print(c.get('name'), 'FAIL' if f is not None else 'ok', (f.text or '') if f is not None else '')\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, arg(path)])
+        .output()
+        .expect("python3 reads the JUnit file");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "9 6", "{text}");
+    assert!(lines.contains(&"holds ok "), "{text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("wrong-city FAIL expected a call of `lookup`")),
+        "{text}"
+    );
+}
+
+const TRIALS: &str = r#"tactic: tactic.yaml
+pass_rate: PASS_RATE
+cases:
+  - id: weather
+    input: weather in Paris
+    trials: 4
+    expect: {output: {contains: Sunny}}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trials_count_against_the_pass_rate_and_a_baseline_says_what_regressed() {
+    let dir = TempDir::new("eval-trials");
+    let server = StubServer::start().await.expect("stub");
+    let evals = |rate: &str| setup(&dir, &server.base_url(), &TRIALS.replace("PASS_RATE", rate));
+    // All four pass, one request each: the baseline.
+    for _ in 0..4 {
+        server.push(StubReply::text("Sunny"));
+    }
+    let base = dir.path("base.json");
+    let first = lllm(&["eval", arg(&evals("1.0")), "--json", arg(&base)])
+        .run()
+        .await;
+    first.assert_clean(0, &[]);
+    assert!(first
+        .stdout_text()
+        .contains("PASS weather: 4/4 trials passed, 4 requests, 56 tokens"));
+    // Two of four pass, with a tool round each (two requests).
+    let script = |server: &StubServer| {
+        for sunny in [true, false, true, false] {
+            server.push(lookup("Paris"));
+            server.push(StubReply::text(if sunny { "Sunny" } else { "Rain" }));
+        }
+    };
+    script(&server);
+    let half = lllm(&["eval", arg(&evals("0.5")), "--baseline", arg(&base)])
+        .run()
+        .await;
+    half.assert_clean(0, &[]);
+    let words = half.stdout_text();
+    assert!(
+        words.contains("PASS weather: 2/4 trials passed, 8 requests, 112 tokens"),
+        "{words}"
+    );
+    assert!(
+        words.contains(
+            "weather: REGRESSION: pass rate 100% → 50%; tokens per trial 14 → 28 (+100%); requests per trial 1 → 2 (+100%)"
+        ),
+        "{words}"
+    );
+    script(&server);
+    let strict = lllm(&["eval", arg(&evals("0.75")), "--trials", "4"])
+        .run()
+        .await;
+    strict.assert_clean(1, &["1 of 1 case(s) did not reach the pass rate 0.75"]);
+    assert!(strict
+        .stdout_text()
+        .contains("first failure: the answer \"Rain\" does not contain \"Sunny\""));
+}
+
+const RECORDED: &str = r#"tactic: tactic.yaml
+cases:
+  - id: weather
+    input: weather in Paris
+    trials: 2
+    expect:
+      tools: [{name: lookup, args: {city: Paris}}]
+      output: {contains: Sunny}
+  - id: judged
+    input: judge me
+    expect: {judge: {agent: judge, criteria: "polite JUDGE-A"}}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn recorded_answers_replay_with_no_server_and_a_changed_prompt_is_drift() {
+    let dir = TempDir::new("eval-replay");
+    let server = StubServer::start().await.expect("stub");
+    for _ in 0..2 {
+        server.push(lookup("Paris").for_message("Paris"));
+        server.push(StubReply::text("Sunny in Paris").for_message("Paris"));
+    }
+    server.push(StubReply::text("Thank you kindly").for_message("judge me"));
+    server.push(StubReply::text("PASS: polite").for_message("JUDGE-A"));
+    let evals = setup(&dir, &server.base_url(), RECORDED);
+    let tapes = dir.path("recorded");
+    let (live, replayed) = (dir.path("live.json"), dir.path("replayed.json"));
+    let recorded = lllm(&[
+        "eval",
+        arg(&evals),
+        "--record",
+        arg(&tapes),
+        "--json",
+        arg(&live),
+    ])
+    .run()
+    .await;
+    recorded.assert_clean(0, &[]);
+    assert_eq!(
+        server.requests().len(),
+        6,
+        "two trials of two requests, a run and its judge"
+    );
+    assert!(
+        tapes.join("weather/1.jsonl").is_file() && tapes.join("weather/2.journal.jsonl").is_file()
+    );
+    // No server at all: the tactic's api_base points at a closed port.
+    drop(server);
+    let again = lllm(&[
+        "eval",
+        arg(&evals),
+        "--replay",
+        arg(&tapes),
+        "--json",
+        arg(&replayed),
+    ])
+    .run()
+    .await;
+    again.assert_clean(0, &[]);
+    let strip = |path: &Path| {
+        let mut v = json_file(path);
+        for case in v["cases"].as_array_mut().expect("cases") {
+            case["seconds"] = Value::Null;
+            for trial in case["trial_reports"].as_array_mut().expect("trials") {
+                trial["seconds"] = Value::Null;
+            }
+        }
+        v
+    };
+    assert_eq!(strip(&live), strip(&replayed), "the same results on replay");
+    // One word of the system prompt changed: drift, both messages shown.
+    dir.write(
+        "tactic.yaml",
+        tactic("http://127.0.0.1:9/v1", "You answer with care."),
+    );
+    let drifted = lllm(&[
+        "eval",
+        arg(&evals),
+        "--replay",
+        arg(&tapes),
+        "--json",
+        arg(&replayed),
+    ])
+    .run()
+    .await;
+    drifted.assert_clean(1, &[]);
+    let words = drifted.stdout_text();
+    assert!(
+        words.contains(r#"drift: the request differs from the recording at message 0: recorded system {"role":"system","content":"You answer with tools."}; sent system {"role":"system","content":"You answer with care."}"#),
+        "{words}"
+    );
+    let report = json_file(&replayed);
+    assert_eq!(
+        case(&report, "weather")["trial_reports"][0]["drift"]["index"],
+        0
+    );
+    assert_eq!(
+        case(&report, "judged")["passed"],
+        false,
+        "the judged run drifts too"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_eval_file_exits_2_naming_file_line_and_column() {
+    let dir = TempDir::new("eval-bad");
+    dir.write(
+        "tactic.yaml",
+        tactic("http://127.0.0.1:9/v1", "You answer."),
+    );
+    let cases = [
+        (
+            "tactic: tactic.yaml\ncases:\n  - id: a\n    expect: {outptu: {equals: x}}\n",
+            "evals.yaml:4:14: unknown key `outptu`",
+            "did you mean `output`?",
+        ),
+        (
+            "tactic: tactic.yaml\npass_rate: 1.5\ncases: [{id: a, expect: {}}]\n",
+            "evals.yaml:2:12: pass_rate: expected a number from 0.0 to 1.0",
+            "",
+        ),
+        (
+            "tactic: tactic.yaml\ncases:\n  - id: a\n    expect: {output: {regex: '(unclosed'}}\n",
+            "evals.yaml:4:30: cases[0].expect.output.regex: is not a valid regular expression",
+            "",
+        ),
+        (
+            "tactic: tactic.yaml\ncases:\n  - id: a\n    expect: {judge: {agent: nobody, criteria: x}}\n",
+            "evals.yaml:4:29: cases[0].expect.judge.agent: the tactic has no agent `nobody`",
+            "",
+        ),
+        (
+            "tactic: tactic.yaml\ncases:\n  - {id: a, expect: {}}\n  - {id: a, expect: {}}\n",
+            "evals.yaml:4:10: cases[1].id: `a` is already used at",
+            "",
+        ),
+        (
+            "tactic: missing.yaml\ncases: [{id: a, expect: {}}]\n",
+            "evals.yaml:1:9: tactic: the tactic",
+            "is not a file",
+        ),
+        (
+            "tactic: tactic.yaml\ncases:\n  - {id: ../x, expect: {}}\n",
+            "evals.yaml:3:10: cases[0].id: a case id is 1 to 100 letters",
+            "",
+        ),
+    ];
+    for (yaml, place, more) in cases {
+        let evals = dir.write("evals.yaml", yaml);
+        let outcome = lllm(&["eval", arg(&evals)]).run().await;
+        outcome.assert_clean(2, &[place, more]);
+    }
+}
