@@ -86,7 +86,7 @@ mod run_context;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod tactic;
-pub mod tasks;
+mod tasks;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;

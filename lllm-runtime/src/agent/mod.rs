@@ -18,6 +18,13 @@ mod turn;
 #[cfg(test)]
 mod tests;
 
+pub mod tasks {
+    //! Background subagents: tasks an agent's model starts with `task_start` (or Rust code with
+    //! [`Agent::spawn`](crate::Agent::spawn)), each a dialog of its own answered beside its parent.
+    #![doc = include_str!("../../../docs/subagents.md")]
+    pub use crate::tasks::{SubagentMode, SubagentSpec, TaskHandle, TaskState};
+}
+
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lllm_core::{

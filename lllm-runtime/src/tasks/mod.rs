@@ -1,6 +1,5 @@
 //! Background subagents: tasks an agent's model starts with `task_start` (or Rust code with
 //! [`Agent::spawn`](crate::Agent::spawn)), each a dialog of its own answered beside its parent.
-#![doc = include_str!("../../../docs/subagents.md")]
 
 mod handle;
 mod registry;

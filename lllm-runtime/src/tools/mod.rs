@@ -9,6 +9,7 @@ mod context;
 mod error;
 mod function;
 pub(crate) mod process;
+pub mod skills;
 mod toolbox;
 
 use async_trait::async_trait;
