@@ -194,7 +194,7 @@ pub fn check_forbidden(forbidden: &[String], calls: &[MadeCall]) -> Result<(), S
 /// Most characters of an answer quoted in a failure.
 const QUOTED: usize = 200;
 
-/// The answer quoted for a message: at most [`QUOTED`] characters, control characters shown escaped.
+/// The answer quoted for a message: at most 200 characters (`QUOTED`), control characters shown escaped.
 pub fn quote(text: &str) -> String {
     let mut out: String = text
         .chars()
