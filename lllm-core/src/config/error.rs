@@ -213,6 +213,9 @@ pub enum ConfigErrorKind {
     /// which).
     #[error("{0}")]
     Subagents(String),
+    /// A skill of an agent's `skills:` folders does not load (the error names its `SKILL.md`).
+    #[error("{0}")]
+    Skill(#[from] crate::skills::SkillError),
     /// Any other invalid value.
     #[error("{0}")]
     Invalid(&'static str),
