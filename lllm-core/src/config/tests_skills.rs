@@ -65,7 +65,11 @@ fn skills_load_beside_the_tactic_and_an_agent_list_replaces_global() {
     assert_eq!(names(1), ["beta"]);
     assert!(names(2).is_empty());
     assert_eq!(
-        spec.agents()[0].skills().get("alpha").unwrap().body(),
+        spec.agents()[0]
+            .skills()
+            .get("alpha")
+            .expect("alpha")
+            .body(),
         "Body of alpha.\n"
     );
 }
