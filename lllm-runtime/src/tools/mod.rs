@@ -9,6 +9,7 @@ mod context;
 mod error;
 mod function;
 pub(crate) mod process;
+mod skill_tools;
 pub mod skills;
 mod toolbox;
 
@@ -25,6 +26,7 @@ pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
 pub use process::{contain_tool_processes, kill_tool_processes};
+pub(crate) use skill_tools::skill_tools;
 
 // The namespace's names defined elsewhere.
 pub use lllm_core::{CommandToolConfig, ConfirmTools, ToolCall, ToolFilter, ToolSpec};
