@@ -302,7 +302,7 @@ impl AgentBuilder {
         let mut tools = self.tools;
         let skills = (!self.skills.is_empty()).then(|| Arc::new(self.skills));
         if let Some(skills) = &skills {
-            tools.extend(crate::tools::skill_tools(skills));
+            tools.extend(crate::tools::skills::skill_tools(skills));
         }
         let subagents = (!self.subagents.is_empty()).then(|| {
             tools.extend(crate::tasks::tools::task_tools(&self.subagents));

@@ -26,7 +26,6 @@ pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
 pub use process::{contain_tool_processes, kill_tool_processes};
-pub(crate) use skill_tools::skill_tools;
 
 // The namespace's names defined elsewhere.
 pub use lllm_core::{CommandToolConfig, ConfirmTools, ToolCall, ToolFilter, ToolSpec};

@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 
 use super::{Tool, ToolError, ToolOutput};
 
-/// The two skill tools over `skills`.
-pub(crate) fn skill_tools(skills: &Arc<SkillSet>) -> Vec<Arc<dyn Tool>> {
+/// The two tools an agent with `skills` is offered, `load_skill` and `read_skill_file`, as its
+/// model sees them (the agent builder adds them itself; `lllm tools` lists them).
+pub fn skill_tools(skills: &Arc<SkillSet>) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(SkillTool {
             spec: load_spec(),
