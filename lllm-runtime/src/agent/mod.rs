@@ -10,6 +10,7 @@ mod request;
 mod respond;
 mod roster;
 mod sample;
+mod skill_reload;
 mod spawn;
 mod task_calls;
 mod tool_round;

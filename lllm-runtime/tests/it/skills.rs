@@ -269,3 +269,88 @@ async fn allowed_tools_refuse_a_call_outside_them_without_running_it() {
         );
     }
 }
+
+/// An answer (text or one call) whose prompt the server counted as `prompt_tokens`.
+fn counted_reply(message: Value, prompt_tokens: u64) -> StubReply {
+    StubReply::json(
+        200,
+        json!({"id": "c", "object": "chat.completion", "model": "m",
+               "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": prompt_tokens + 5}}),
+    )
+}
+
+#[tokio::test]
+async fn compaction_keeps_loaded_skills_loaded() {
+    use lllm_core::{ContextPolicy, SessionOnCompaction, Window};
+    let dir = TempDir::new("skills-compact");
+    skill(&dir, "alpha", "", "ALPHA-BODY.\n");
+    skill(&dir, "beta", "", "BETA-BODY.\n");
+    let skills = SkillSet::load(&[dir.0.join("skills")]).expect("skills");
+    let server = StubServer::start().await.expect("server");
+    let load = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "load_skill", "arguments": "{\"name\":\"alpha\"}"}}]});
+    let text = |t: &str| json!({"role": "assistant", "content": t});
+    server.push(counted_reply(load, 50));
+    server.push(counted_reply(text("first answer"), 100));
+    server.push(counted_reply(text("second answer"), 600));
+    server.push(counted_reply(text("the summary"), 650));
+    server.push(counted_reply(text("third answer"), 120));
+    let policy = ContextPolicy::with(Window::Tokens(1000), 0.5, 2, SessionOnCompaction::Keep)
+        .expect("policy");
+    let agent = Agent::builder()
+        .name("helper")
+        .system_prompt("You help.")
+        .model("m")
+        .invoker(Arc::new(OpenAiInvoker::with_defaults(
+            ServerDefaults::none(),
+        )))
+        .model_args(ModelArgs::new().api_base(server.base_url()))
+        .max_call_retries(0)
+        .skills(skills)
+        .context(policy)
+        .build()
+        .expect("agent");
+    agent.open("main").expect("open");
+    for question in ["q1", "q2", "q3"] {
+        agent.receive(question).expect("receive");
+        agent.respond("main").await.expect("answer");
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let summary = &requests[3].body["messages"];
+    let instruction = summary
+        .as_array()
+        .and_then(|m| m.last())
+        .expect("instruction");
+    assert!(
+        instruction["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("skills `alpha` stay loaded")),
+        "{instruction}"
+    );
+    let window = requests[4].body["messages"].as_array().expect("messages");
+    let contents: Vec<&str> = window
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    // The system message (with the index), the summary, the kept tail, alpha again, the question.
+    assert_eq!(contents.len(), 7, "{window:?}");
+    assert_eq!(contents[2..4], ["q2", "second answer"]);
+    assert_eq!(window[4]["tool_calls"][0]["function"]["name"], "load_skill");
+    assert_eq!(
+        window[4]["tool_calls"][0]["function"]["arguments"],
+        "{\"name\":\"alpha\"}"
+    );
+    assert_eq!(window[5]["tool_call_id"], window[4]["tool_calls"][0]["id"]);
+    assert_eq!(contents[5], "ALPHA-BODY.\n");
+    assert_eq!(contents[6], "q3");
+    assert!(!serde_json::to_string(window)
+        .expect("json")
+        .contains("BETA-BODY"));
+    let dialog = agent.dialog("main").expect("dialog");
+    assert_eq!(
+        lllm_runtime::tools::skills::loaded_skills(dialog.messages().iter()),
+        ["alpha"]
+    );
+}
