@@ -192,7 +192,7 @@ impl AgentContext<'_> {
         let subagents = tasks.subagents(raw.subagents, raw.tools.as_ref())?;
         let max_background_tasks = tasks.max_background_tasks(raw.max_background_tasks)?;
         Ok(AgentSpec {
-            skills: super::skills::load(raw.skills, &self.label)?,
+            skills: super::skills::load(raw.skills, raw.tools.as_ref(), &self.label)?,
             subagents,
             max_background_tasks,
             system_prompt: self.prompt(&name, raw.system_prompt, raw.system_prompt_path)?,

@@ -122,3 +122,24 @@ fn skills_must_be_a_list_of_folders() {
     let error = dir.load().expect_err("refused");
     assert!(error.position().is_some(), "{error}");
 }
+
+#[test]
+fn a_command_tool_may_not_take_a_skill_tools_name() {
+    let dir = Dir::new("clash");
+    dir.skill("skills", "alpha");
+    dir.write(
+        "t.yaml",
+        "agent_configs:\n  - name: a\n    model_name: m\n    system_prompt: hi\n    skills: [skills]\n    tools:\n      - {name: load_skill, description: x, command: [/bin/true]}\n",
+    );
+    let error = dir.load().expect_err("refused");
+    assert_eq!(
+        error.position(),
+        Some(Position {
+            line: 7,
+            column: 16
+        }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("tools[0].name"), "{error}");
+    assert!(error.to_string().contains("skill tool"), "{error}");
+}
