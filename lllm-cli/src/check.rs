@@ -23,7 +23,11 @@ pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), F
             let profile = a.inference_hints().map_or("hints off".to_owned(), |h| {
                 format!("profile {}", h.profile())
             });
-            format!("{} ({}, {profile})", a.name(), a.model())
+            let skills = match a.skills().skills().len() {
+                0 => String::new(),
+                n => format!(", {n} skill(s)"),
+            };
+            format!("{} ({}, {profile}{skills})", a.name(), a.model())
         })
         .collect();
     let turns = spec.steps().iter().flat_map(|s| s.turns()).count();

@@ -27,8 +27,8 @@ pub(crate) enum Command {
     /// result appended to the output as it finishes; running the same command again skips the items
     /// already answered and retries the failed ones.
     Batch(BatchArgs),
-    /// List every agent's tools (command tools and the tools of its MCP servers, which are started
-    /// for this) with their parameter schemas.
+    /// List every agent's tools (command tools, the tools of its MCP servers, which are started
+    /// for this, and the skill tools) with their parameter schemas, and its skills.
     Tools(ToolsArgs),
     /// Print the JSON Schema of the tactic format (for editors).
     Schema,
@@ -182,7 +182,7 @@ pub(crate) struct ToolsArgs {
     /// The tactic file.
     pub(crate) tactic: PathBuf,
     /// Print one JSON object: {"agents": [{"name", "tools": [{"name", "source", "description",
-    /// "confirm", "parameters"}]}]}.
+    /// "confirm", "parameters"}], "skills": [{"name", "description", "allowed_tools", "dir"}]}]}.
     #[arg(long)]
     pub(crate) json: bool,
 }

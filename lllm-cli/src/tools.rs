@@ -4,6 +4,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use lllm_runtime::mcp::McpServers;
+use lllm_runtime::tools::skills::skill_tools;
 use lllm_runtime::tools::CommandTool;
 use lllm_runtime::{load_tactic, Engine, TacticRegistry, TacticSpec, Tool};
 use serde_json::{json, Value};
@@ -49,6 +50,10 @@ fn listing(spec: &TacticSpec, servers: &McpServers) -> Result<Vec<Value>, Failur
                 .collect::<Result<_, _>>()
                 .map_err(usage)?;
             tools.extend(servers.tools_for(agent).map_err(usage)?);
+            let skills = agent.skills();
+            if !skills.is_empty() {
+                tools.extend(skill_tools(&Arc::new(skills.clone())));
+            }
             let tools: Vec<Value> = tools
                 .iter()
                 .map(|tool| {
@@ -62,7 +67,19 @@ fn listing(spec: &TacticSpec, servers: &McpServers) -> Result<Vec<Value>, Failur
                     })
                 })
                 .collect();
-            Ok(json!({"name": agent.name(), "tools": tools}))
+            let skills: Vec<Value> = skills
+                .skills()
+                .iter()
+                .map(|skill| {
+                    json!({
+                        "name": skill.name(),
+                        "description": skill.description(),
+                        "allowed_tools": skill.allowed_tools(),
+                        "dir": skill.dir(),
+                    })
+                })
+                .collect();
+            Ok(json!({"name": agent.name(), "tools": tools, "skills": skills}))
         })
         .collect()
 }
@@ -97,6 +114,35 @@ fn text(listing: &[Value]) -> String {
             out.push_str(&schema.replace('\n', "\n    "));
             out.push('\n');
         }
+        out.push_str(&skills_text(agent));
+    }
+    out
+}
+
+/// An agent's skills for a person: each name, its folder and what it is for.
+fn skills_text(agent: &Value) -> String {
+    let skills = agent["skills"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("  skills ({}):\n", skills.len());
+    for skill in skills {
+        let allowed = match skill["allowed_tools"].as_array() {
+            Some(tools) => {
+                let names: Vec<&str> = tools.iter().filter_map(Value::as_str).collect();
+                format!(" [allowed-tools: {}]", names.join(", "))
+            }
+            None => String::new(),
+        };
+        out.push_str(&format!(
+            "    {} ({}){allowed}\n      {}\n",
+            skill["name"].as_str().unwrap_or_default(),
+            skill["dir"].as_str().unwrap_or_default(),
+            skill["description"].as_str().unwrap_or_default()
+        ));
     }
     out
 }

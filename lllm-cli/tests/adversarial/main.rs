@@ -21,6 +21,7 @@ mod serve_cors;
 mod serve_records;
 mod serve_runs;
 mod signals;
+mod skills;
 mod support;
 mod terminal;
 mod tools;

@@ -17,6 +17,7 @@ mod serve;
 mod serve_clients;
 mod serve_retry;
 mod serve_startup;
+mod skills;
 mod subagents;
 mod tls;
 

@@ -19,6 +19,7 @@ use crate::mcp::{McpServerConfig, McpUse};
 use crate::model_args::ModelArgs;
 use crate::prompt::{read_prompt, Prompt, PromptError};
 use crate::schema::Schema;
+use crate::skills::SkillSet;
 use crate::subagents::SubagentSpec;
 use crate::tool::{output_schema_problem, CommandToolConfig, ToolConfigError};
 use crate::Written;
@@ -53,6 +54,7 @@ pub struct AgentSpec {
     client_tools: bool,
     subagents: Vec<SubagentSpec>,
     max_background_tasks: u32,
+    skills: SkillSet,
 }
 
 impl AgentSpec {
@@ -124,6 +126,11 @@ impl AgentSpec {
     pub fn max_background_tasks(&self) -> u32 {
         self.max_background_tasks
     }
+
+    /// The agent's skills (`skills:`), loaded and checked (empty without the key).
+    pub fn skills(&self) -> &SkillSet {
+        &self.skills
+    }
 }
 
 /// What an agent's checks need besides its settings.
@@ -185,6 +192,7 @@ impl AgentContext<'_> {
         let subagents = tasks.subagents(raw.subagents, raw.tools.as_ref())?;
         let max_background_tasks = tasks.max_background_tasks(raw.max_background_tasks)?;
         Ok(AgentSpec {
+            skills: super::skills::load(raw.skills, raw.tools.as_ref(), &self.label)?,
             subagents,
             max_background_tasks,
             system_prompt: self.prompt(&name, raw.system_prompt, raw.system_prompt_path)?,

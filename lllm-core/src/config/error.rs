@@ -34,9 +34,10 @@ impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.0.kind {
             // Their text is already the message; naming them as the cause would print it twice.
-            ConfigErrorKind::ModelArgs(_) | ConfigErrorKind::Tool(_) | ConfigErrorKind::Env(_) => {
-                None
-            }
+            ConfigErrorKind::ModelArgs(_)
+            | ConfigErrorKind::Tool(_)
+            | ConfigErrorKind::Env(_)
+            | ConfigErrorKind::Skill(_) => None,
             kind => std::error::Error::source(kind),
         }
     }
@@ -213,6 +214,9 @@ pub enum ConfigErrorKind {
     /// which).
     #[error("{0}")]
     Subagents(String),
+    /// A skill of an agent's `skills:` folders does not load (the error names its `SKILL.md`).
+    #[error("{0}")]
+    Skill(#[from] crate::skills::SkillError),
     /// Any other invalid value.
     #[error("{0}")]
     Invalid(&'static str),

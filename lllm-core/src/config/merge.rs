@@ -105,6 +105,7 @@ impl RawAgent {
             max_background_tasks: mine
                 .max_background_tasks
                 .or(global.max_background_tasks.clone()),
+            skills: mine.skills.or_else(|| global.skills.clone()),
         }
     }
 }

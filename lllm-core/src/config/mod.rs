@@ -19,6 +19,7 @@ mod origin;
 mod raw;
 mod schema;
 mod secrets;
+mod skills;
 mod source;
 mod span;
 mod steps;
@@ -40,6 +41,8 @@ mod tests_files;
 mod tests_limits;
 #[cfg(test)]
 mod tests_mcp;
+#[cfg(test)]
+mod tests_skills;
 #[cfg(test)]
 mod tests_steps;
 #[cfg(test)]

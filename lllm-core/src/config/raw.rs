@@ -110,6 +110,10 @@ pub(crate) struct RawAgent {
     pub(crate) subagents: Option<At<Vec<At<RawSubagent>>>>,
     /// Background tasks of this agent running at once (default 4, at most 64).
     pub(crate) max_background_tasks: Option<At<u32>>,
+    /// Folders of skill folders (each `NAME/SKILL.md`), relative to the file that names them: the
+    /// model sees their index in the system prompt and loads one with `load_skill`. An agent's
+    /// list replaces `global`'s.
+    pub(crate) skills: Option<At<Vec<At<String>>>>,
 }
 
 /// One subagent as written.

@@ -52,7 +52,13 @@ fn parse(yaml: &str) -> Result<Front, Located> {
             .filter(|l| l.line() > 0)
             .map(|l| (l.line() as usize + 1, l.column() as usize));
         let message = e.without_snippet().to_string();
-        let message = message.lines().next().unwrap_or("").to_owned();
+        let message = message.lines().next().unwrap_or("");
+        // The parser counts lines from the front matter's first; the error's own position is the
+        // file's, so its words keep only what is wrong.
+        let message = match message.rfind(" at line ") {
+            Some(i) if at.is_some() => message[..i].to_owned(),
+            _ => message.to_owned(),
+        };
         (SkillProblem::NotYaml(message), at)
     })?;
     let at_top = Some((2, 1));

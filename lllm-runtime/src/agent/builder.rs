@@ -21,6 +21,7 @@ use crate::mcp::McpServer;
 use crate::retry::RetryPolicy;
 use crate::run_context::RunContext;
 use crate::telemetry::AgentFacts;
+use crate::tools::skills::SkillSet;
 use crate::tools::{CommandTool, Confirm, Tool, Toolbox};
 use crate::trace::TraceRecorder;
 
@@ -56,6 +57,9 @@ pub struct AgentBuilder {
     max_background_tasks: u32,
     /// What builds the agents that answer the tasks (the team's).
     roster: Option<Arc<super::Roster>>,
+    /// The skills (`skills:`): their index ends the system prompt, and the model loads them with
+    /// `load_skill`.
+    skills: SkillSet,
 }
 
 /// Settings that came from an [`AgentSpec`] unchanged (the loader validated them).
@@ -263,6 +267,14 @@ impl AgentBuilder {
         self
     }
 
+    /// The agent's skills: their index is appended to the system prompt (fixed for the run), and
+    /// the model is offered `load_skill` and `read_skill_file` (see the [skills
+    /// guide](crate::tools::skills)). Replaces skills set before; an empty set offers nothing.
+    pub fn skills(mut self, skills: SkillSet) -> Self {
+        self.skills = skills;
+        self
+    }
+
     /// The agents of the run that answer this agent's tasks (the team hands its roster down).
     pub(crate) fn roster(mut self, roster: Arc<super::Roster>) -> Self {
         self.roster = Some(roster);
@@ -288,6 +300,10 @@ impl AgentBuilder {
         self.checked.check(&self.model_args, &system_prompt)?;
         let max_parallel_tools = parallel_tools(self.max_parallel_tools)?;
         let mut tools = self.tools;
+        let skills = (!self.skills.is_empty()).then(|| Arc::new(self.skills));
+        if let Some(skills) = &skills {
+            tools.extend(crate::tools::skills::skill_tools(skills));
+        }
         let subagents = (!self.subagents.is_empty()).then(|| {
             tools.extend(crate::tasks::tools::task_tools(&self.subagents));
             super::roster::Subagents::new(
@@ -311,7 +327,8 @@ impl AgentBuilder {
             invoker: layers::stack(invoker, facts, retry, calls.clone(), &self.run),
             calls,
             retry,
-            tool_calls: crate::tools::calls::pipeline(&self.run),
+            tool_calls: crate::tools::calls::pipeline(&self.run, skills.clone()),
+            skills,
             run: self.run,
             name,
             system_prompt,
@@ -362,6 +379,7 @@ impl AgentBuilder {
         builder.context = spec.context().copied();
         builder.subagents = spec.subagents().to_vec();
         builder.max_background_tasks = spec.max_background_tasks();
+        builder.skills = spec.skills().clone();
         builder.checked = Checked {
             system_prompt: true,
             model_args: true,

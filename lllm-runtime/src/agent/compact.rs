@@ -91,6 +91,11 @@ impl Compaction {
         }
     }
 
+    /// Compactions so far (the reloaded skills' call ids are unique per window).
+    fn rounds(&self) -> u64 {
+        self.stats().compactions
+    }
+
     pub(crate) fn stats(&self) -> ContextStats {
         *self.stats.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -200,13 +205,18 @@ impl Agent {
         let first = usize::from(messages.first().is_some_and(|m| m.role == Role::System));
         let keep = usize::try_from(compaction.policy.keep_last()).unwrap_or(usize::MAX);
         let tail = pair_safe_tail_start(&messages[..cut], first, keep);
+        // Loaded skills come back after the kept messages, before what waits to be answered.
+        let reloads =
+            self.skill_reloads(&messages[..cut], &messages[tail..cut], compaction.rounds());
         let window = messages[..first]
             .iter()
             .cloned()
             .chain(std::iter::once(Message::user(format!(
                 "{SUMMARY_HEADING}{summary}"
             ))))
-            .chain(messages[tail..].iter().cloned());
+            .chain(messages[tail..cut].iter().cloned())
+            .chain(reloads)
+            .chain(messages[cut..].iter().cloned());
         let keep_session = compaction.policy.session() == SessionOnCompaction::Keep;
         let mut window = work.compacted(window, keep_session);
         if let Some(journal) = &self.run.journal {
@@ -242,7 +252,7 @@ impl Agent {
         for message in messages {
             log.push(message.clone());
         }
-        log.push(Message::user(SUMMARY_INSTRUCTION));
+        log.push(Message::user(self.summary_instruction(messages)));
         request.messages = log;
         if !tools.is_empty() {
             request.tools = tools.to_vec();

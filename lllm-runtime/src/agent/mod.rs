@@ -10,6 +10,7 @@ mod request;
 mod respond;
 mod roster;
 mod sample;
+mod skill_reload;
 mod spawn;
 mod task_calls;
 mod tool_round;
@@ -96,6 +97,9 @@ pub struct Agent {
     table: Mutex<DialogTable>,
     /// The subagents its model may start as tasks (`subagents:`), with the agents that answer them.
     subagents: Option<roster::Subagents>,
+    /// Its skills, when it has any: their index ends every system prompt, and a loaded one's
+    /// `allowed-tools` holds its calls.
+    skills: Option<Arc<crate::tools::skills::SkillSet>>,
 }
 
 /// The agent's dialogs in the order they were opened, and which one is active.
@@ -184,8 +188,7 @@ impl Agent {
     /// Like [`open`](Self::open), rendering the system prompt with `vars`.
     pub fn open_with(&self, alias: &str, vars: &PromptVars) -> Result<DialogId, AgentError> {
         let system = self
-            .system_prompt
-            .render(vars)
+            .system_text(vars)
             .map_err(|e| self.error(Some(alias), AgentErrorKind::Prompt(e)))?;
         let mut dialog = Dialog::with_system(system);
         if let Some(conversation) = &self.run.conversation {
@@ -201,6 +204,16 @@ impl Agent {
             }
         }
         self.insert(alias, dialog)
+    }
+
+    /// The system prompt rendered with `vars`, followed by the skills' index (fixed for the run:
+    /// loading a skill never changes it).
+    fn system_text(&self, vars: &PromptVars) -> Result<String, lllm_core::PromptError> {
+        let mut system = self.system_prompt.render(vars)?;
+        if let Some(skills) = &self.skills {
+            system.push_str(&skills.index());
+        }
+        Ok(system)
     }
 
     fn insert(&self, alias: &str, dialog: Dialog) -> Result<DialogId, AgentError> {

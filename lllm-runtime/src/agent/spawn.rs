@@ -70,8 +70,7 @@ impl Agent {
             SubagentMode::Fork => start.from.fork(),
             SubagentMode::Isolated => {
                 let system = child
-                    .system_prompt
-                    .render(&PromptVars::new())
+                    .system_text(&PromptVars::new())
                     .map_err(|e| lllm_core::full_message(&e))?;
                 Dialog::with_system(system)
             }

@@ -53,6 +53,8 @@ pub(crate) struct Round<'a> {
     pub(crate) tasks: Option<&'a super::task_calls::TaskCalls<'a>>,
     /// Answers what a tool's server asks the calling dialog's model during a call.
     pub(crate) sampler: &'a dyn Sampler,
+    /// The skills loaded in the dialog, whose `allowed-tools` its calls respect.
+    pub(crate) loaded_skills: &'a [String],
 }
 
 /// Runs one turn's tool calls concurrently (up to `round.parallel` at a time); the results are
@@ -144,6 +146,7 @@ async fn answer_unspanned(
                 tool,
                 arguments: &arguments,
                 context: ToolContext::new(round.dialog, Some(round.sampler)),
+                loaded_skills: round.loaded_skills,
             };
             round.pipeline.call(prepared).await?
         }

@@ -367,6 +367,11 @@ impl Turn<'_, '_> {
             calling: work.snapshot(),
             demand: self.demand(),
         };
+        // Skills loaded before this answer: its own `load_skill` calls hold from the next round.
+        let loaded_skills = match &self.agent.skills {
+            Some(_) => lllm_core::skills::loaded_skills(work.messages().iter()),
+            None => Vec::new(),
+        };
         work.push(message.clone());
         for call in &message.tool_calls {
             self.emit(StreamEvent::ToolCall(call));
@@ -389,6 +394,7 @@ impl Turn<'_, '_> {
             parallel: self.agent.max_parallel_tools,
             tasks: tasks.as_ref(),
             sampler: &sampler,
+            loaded_skills: &loaded_skills,
         };
         let results = run_tools(&round, calls, &mut self.calls).await?;
         for (call, result) in calls.iter().zip(results) {

@@ -9,6 +9,7 @@ mod context;
 mod error;
 mod function;
 pub(crate) mod process;
+mod skill_tools;
 pub mod skills;
 mod toolbox;
 

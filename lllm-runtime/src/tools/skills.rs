@@ -2,3 +2,5 @@
 #![doc = include_str!("../../../docs/skills.md")]
 
 pub use lllm_core::skills::*;
+
+pub use super::skill_tools::skill_tools;

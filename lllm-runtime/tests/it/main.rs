@@ -21,6 +21,7 @@ mod queue;
 mod replay_agentic;
 mod run_context;
 mod serve;
+mod skills;
 mod subagents;
 mod support;
 mod tactics;

@@ -2,17 +2,20 @@
 //! `crate::layers` does for model calls): the halt, the run's budget, the journal, the user's
 //! confirmation. An agent composes them once, when it is built:
 //!
-//! `Halting<Budgeted<Journaled<Handed<Confirmed<Started<Execute>>>>>>`
+//! `Halting<Budgeted<Journaled<Allowed<Handed<Confirmed<Started<Execute>>>>>>>`
 //!
 //! The order matters. A halted run starts nothing. The budget counts a call before the journal is
 //! asked, as it counts requests: a resumed run spends what it replays. The journal answers a call it
 //! already holds (so a finished call never runs again and is never asked about again), records every
-//! result the model reads (declines included) and the calls that wait for a confirmation. The
-//! caller's tools come next: their calls pause the run, to be handed to the caller (the journal
+//! result the model reads (declines and refusals included) and the calls that wait for a
+//! confirmation. A loaded skill's `allowed-tools` comes next: a call it forbids runs nothing, is
+//! never handed or asked about, and its refusal is journaled like any result. The caller's tools
+//! come next: their calls pause the run, to be handed to the caller (the journal
 //! records them as pending, and the caller's results answer them on resume). The
 //! confirmation comes next, and only an approved call is recorded as started, just before it runs:
 //! a call started and never finished is one that a crash interrupted.
 
+mod allowed;
 mod confirmed;
 mod execute;
 mod guards;
@@ -25,6 +28,7 @@ use async_trait::async_trait;
 use lllm_core::{DialogId, ToolCall};
 use serde_json::Value;
 
+pub(crate) use allowed::Allowed;
 pub(crate) use confirmed::Confirmed;
 pub(crate) use execute::Execute;
 pub(crate) use guards::{Budgeted, Halting};
@@ -52,6 +56,9 @@ pub(crate) struct PreparedCall<'a> {
     pub(crate) arguments: &'a Value,
     /// The calling dialog and its model, handed to the tool.
     pub(crate) context: super::ToolContext<'a>,
+    /// The skills loaded in the calling dialog (its `load_skill` calls answered), whose
+    /// `allowed-tools` the call must respect.
+    pub(crate) loaded_skills: &'a [String],
 }
 
 /// What the model reads of a call: its content, or a problem it reads as `error: ...`.
@@ -79,18 +86,22 @@ pub(crate) trait CallTool: Send + Sync + std::fmt::Debug {
 }
 
 /// The pipeline every tool call of an agent goes through.
-pub(crate) type ToolPipeline = Halting<Budgeted<Journaled<Handed<Confirmed<Started<Execute>>>>>>;
+pub(crate) type ToolPipeline =
+    Halting<Budgeted<Journaled<Allowed<Handed<Confirmed<Started<Execute>>>>>>>;
 
-/// Builds an agent's pipeline from what its run has: who confirms, the journal, the budget, the
-/// pause.
-pub(crate) fn pipeline(run: &RunContext) -> ToolPipeline {
+/// Builds an agent's pipeline from what its run has (who confirms, the journal, the budget, the
+/// pause) and the agent's skills (whose `allowed-tools` a loaded one enforces).
+pub(crate) fn pipeline(
+    run: &RunContext,
+    skills: Option<Arc<lllm_core::skills::SkillSet>>,
+) -> ToolPipeline {
     let journal = &run.journal;
     // Without a journal nothing can hold a paused call until someone decides: a pause declines.
     let holds_pauses = journal.as_ref().map(|_| run.pause.clone());
     let started = Started::new(Execute, journal.clone());
     let confirmed = Confirmed::new(started, run.confirm.clone(), holds_pauses.clone());
     let handed = Handed::new(confirmed, holds_pauses);
-    let journaled = Journaled::new(handed, journal.clone());
+    let journaled = Journaled::new(Allowed::new(handed, skills), journal.clone());
     Halting::new(
         Budgeted::new(journaled, run.budget.clone()),
         Some(run.pause.clone()),
