@@ -10,6 +10,7 @@
 #![allow(clippy::print_stderr)]
 
 mod continuation;
+mod subagents;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
