@@ -6,7 +6,7 @@
 # between its markers, through the bench crate's `report` binary (the one splicer).
 #   scripts/bench.sh [--write] [--quick] [NAME...]
 # NAMEs (default: all, in this order): criterion concurrency journal otel mcp serve continuation queue
-# floor python payoff replay priority compaction admission. The whole run takes about 30 minutes on 2
+# floor python payoff replay priority compaction admission subagents. The whole run takes about 30 minutes on 2
 # cores after the first builds and installs; payoff, replay, priority, compaction and admission run on
 # Dynamo (about 3, 3, 7, 1 and 3 minutes).
 # --quick runs each benchmark in its shortest form (fewer runs, calls and waves; payoff, replay and
@@ -15,7 +15,7 @@
 # A failed benchmark does not stop the others; the exit status is non-zero if one failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all=(criterion concurrency journal otel mcp serve continuation queue floor python payoff replay priority compaction admission)
+all=(criterion concurrency journal otel mcp serve continuation queue floor python payoff replay priority compaction admission subagents)
 write=() quick=0 names=()
 for arg in "$@"; do
   case $arg in

@@ -1,7 +1,7 @@
 //! What a run may still spend: requests, tokens, tool calls and time, against its `limits:`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use lllm_core::{RunLimits, Usage};
 
@@ -79,6 +79,34 @@ impl RunBudget {
             self.limits.max_tool_calls,
             "max_tool_calls",
         )
+    }
+
+    /// How long the run may still take, when it has `max_seconds`: a request or tool call still
+    /// going at that moment is stopped (its process killed), not left to run past the limit.
+    pub(crate) fn time_left(&self) -> Option<Duration> {
+        let max = self.limits.max_seconds?;
+        let left = max - self.started.elapsed().as_secs_f64();
+        Some(Duration::try_from_secs_f64(left.max(0.0)).unwrap_or(Duration::MAX))
+    }
+
+    /// The `max_seconds` limit, reached: what a call stopped at the deadline fails with.
+    pub(crate) fn out_of_time(&self) -> LimitReached {
+        let max = self.limits.max_seconds.unwrap_or(0.0);
+        limit("max_seconds", max.to_string())
+    }
+
+    /// Runs `work` within the time the run has left: past `max_seconds` it is dropped (a command
+    /// tool's process with it) and the call fails with the limit.
+    pub(crate) async fn within<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, LimitReached> {
+        match self.time_left() {
+            Some(left) => tokio::time::timeout(left, work)
+                .await
+                .map_err(|_| self.out_of_time()),
+            None => Ok(work.await),
+        }
     }
 
     fn time(&self) -> Result<(), LimitReached> {

@@ -623,6 +623,66 @@ async fn the_examples_dry_run_with_forks_naming_their_parent() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn every_example_checks_and_the_subagents_lead_is_offered_the_task_tools() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(root.join("examples")).expect("examples") {
+        let folder = entry.expect("entry").path();
+        let tactic = folder.join("tactic.yaml");
+        // The debate's tactic type is registered by its Rust program (examples/debate.rs), not
+        // known to the binary.
+        if !tactic.is_file() || folder.ends_with("debate") {
+            continue;
+        }
+        // `check` looks the MCP server's program up without starting it: any program will do.
+        let out = lllm()
+            .current_dir(&root)
+            .env("LLLM_MCP_TIME", "sh")
+            .args(["check", path_str(&tactic)])
+            .output()
+            .await
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            tactic.display(),
+            text(&out.stderr)
+        );
+        checked.push(tactic);
+    }
+    assert!(checked.iter().any(|t| t.ends_with("subagents/tactic.yaml")));
+    let requests = dry_run_lines("subagents").await;
+    assert_eq!(
+        requests.len(),
+        1,
+        "a dry run answers without calling a tool"
+    );
+    let tools: Vec<&str> = requests[0]["body"]["tools"]
+        .as_array()
+        .expect("tools offered")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "task_start",
+            "task_check",
+            "task_message",
+            "task_cancel",
+            "task_list"
+        ]
+    );
+    let start = &requests[0]["body"]["tools"][0]["function"];
+    let described = start.to_string();
+    assert!(
+        described.contains("researcher") && described.contains("critic"),
+        "task_start names both subagents: {described}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn steps_print_the_output_template_and_report_json() {
     let server = StubServer::start().await.expect("server");
     let dir = TempDir::new("steps");

@@ -9,7 +9,8 @@ use crate::budget::RunBudget;
 use crate::invoker::ChatRequest;
 
 /// Counts every call against the run's [`RunBudget`] before it goes on, and the tokens of its answer
-/// after: a limit reached fails the call with [`CallError::Limit`] before anything is sent.
+/// after: a limit reached fails the call with [`CallError::Limit`] before anything is sent, and
+/// `max_seconds` stops a request still unanswered when the run's time is up.
 #[derive(Debug)]
 pub(crate) struct Budgeted<S> {
     inner: S,
@@ -33,7 +34,12 @@ impl<S: Service> Service for Budgeted<S> {
             return self.inner.send(request, sink).await;
         };
         budget.request().map_err(CallError::Limit)?;
-        let reply = self.inner.send(request, sink).await?;
+        // A request still unanswered when the run's time is up (a server that never answers a
+        // child) is dropped there, so `max_seconds` bounds the run and not just its next step.
+        let reply = budget
+            .within(self.inner.send(request, sink))
+            .await
+            .map_err(CallError::Limit)??;
         budget.answered(reply.response.message.usage.as_ref());
         Ok(reply)
     }

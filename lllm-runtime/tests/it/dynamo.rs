@@ -11,6 +11,7 @@
 
 mod continuation;
 mod skills;
+mod subagents;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

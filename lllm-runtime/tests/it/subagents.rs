@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lllm_runtime::agent::AgentErrorKind;
 use lllm_runtime::config::parse_tactic;
 use lllm_runtime::events::{RunEvent, RunObserver};
 use lllm_runtime::invoker::ServerDefaults;
@@ -18,6 +19,11 @@ use crate::support::{gone_within, TempDir};
 
 /// A tactic whose `lead` has the subagents and extra keys given (indented under the agent).
 fn tactic(server: &StubServer, lead: &str) -> lllm_runtime::TacticSpec {
+    tactic_with(server, lead, "")
+}
+
+/// [`tactic`], with `tail` (top-level keys such as `limits:`) appended.
+fn tactic_with(server: &StubServer, lead: &str, tail: &str) -> lllm_runtime::TacticSpec {
     let text = format!(
         "global:
   model_name: dynamo/m
@@ -29,7 +35,7 @@ agent_configs:
     system_prompt: You lead research.
 {lead}
   - {{name: scout, system_prompt: You scout.}}
-",
+{tail}",
         server.base_url()
     );
     parse_tactic(text.as_bytes(), Path::new("t.yaml"), &|_| None).expect("valid tactic")
@@ -473,4 +479,79 @@ async fn a_child_starts_children_of_its_own_that_name_it_as_parent() {
         grandchild.header("x-dynamo-parent-session-id"),
         Some(child_id)
     );
+}
+
+#[tokio::test]
+async fn children_that_never_end_are_stopped_by_the_runs_time_limit() {
+    let dir = TempDir::new("subagents-forever");
+    let pid_file = dir.0.join("pid");
+    let server = StubServer::start().await.expect("server");
+    let spec = tactic_with(&server, WITH_TOOLS, "limits: {max_seconds: 5}\n");
+    server.push(
+        StubReply::tool_calls(&[
+            ("c1", "task_start", &start("researcher", "Hold on.")),
+            ("c2", "task_start", &start("researcher", "Wait forever.")),
+        ])
+        .for_message("Research topics."),
+    );
+    // One child sits in a tool that would sleep a minute; the other's request is never answered
+    // within the run's time.
+    server.push(
+        StubReply::tool_calls(&[("h1", "hold", &file_arg(&pid_file))]).for_message("Hold on."),
+    );
+    server.push(
+        StubReply::text("too late")
+            .for_message("Wait forever.")
+            .delay(Duration::from_secs(120)),
+    );
+    // The parent waits until the first child's tool runs, then answers while both still run.
+    server.push(
+        StubReply::tool_calls(&[("w1", "wait_file", &file_arg(&pid_file))])
+            .for_message("Research topics."),
+    );
+    server.push(StubReply::text("Interim.").for_message("Research topics."));
+    let (observer, events, _) = task_events();
+    let team = team(&spec, Some(observer));
+    let lead = team.agent("lead").expect("lead");
+    lead.open("main").expect("open");
+    lead.receive("Research topics.").expect("receive");
+    let error = lead
+        .respond("main")
+        .await
+        .expect_err("the run's time ran out while its children ran");
+    assert!(
+        matches!(
+            error.kind(),
+            AgentErrorKind::Limit {
+                limit: "max_seconds",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .expect("the first child's tool ran")
+        .trim()
+        .parse()
+        .expect("a pid");
+    gone_within(
+        pid,
+        Duration::from_secs(2),
+        "the child's tool was killed at the run's time limit",
+    )
+    .await;
+    let events = events.lock().expect("events").clone();
+    let ended: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "task.ended")
+        .collect();
+    assert_eq!(ended.len(), 2, "both children ended: {events:?}");
+    assert!(
+        ended.iter().all(|e| e["data"]["outcome"] != "finished"),
+        "{ended:?}"
+    );
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| !tool_results(r).iter().any(|t| t == "too late")));
 }

@@ -41,7 +41,8 @@ impl<L: CallTool> CallTool for Halting<L> {
     }
 }
 
-/// Counts each call against the run's `max_tool_calls` and `max_seconds`.
+/// Counts each call against the run's `max_tool_calls` and `max_seconds`, and stops a call still
+/// running when the run's time is up.
 #[derive(Debug)]
 pub(crate) struct Budgeted<L> {
     inner: L,
@@ -57,9 +58,14 @@ impl<L> Budgeted<L> {
 #[async_trait]
 impl<L: CallTool> CallTool for Budgeted<L> {
     async fn call(&self, call: PreparedCall<'_>) -> Result<Reply, ToolCallError> {
-        if let Some(budget) = &self.budget {
-            budget.tool_call().map_err(ToolCallError::Limit)?;
-        }
-        self.inner.call(call).await
+        let Some(budget) = &self.budget else {
+            return self.inner.call(call).await;
+        };
+        budget.tool_call().map_err(ToolCallError::Limit)?;
+        // A tool still running when the run's time is up is dropped, which kills its process.
+        budget
+            .within(self.inner.call(call))
+            .await
+            .map_err(ToolCallError::Limit)?
     }
 }
