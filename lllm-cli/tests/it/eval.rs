@@ -545,3 +545,35 @@ async fn the_eval_example_passes_on_its_recordings_with_no_server() {
             .contains(r#""role":"tool","content":"4""#)
     );
 }
+
+/// `lllm schema --evals`: the eval file format's JSON Schema, derived from the types the loader
+/// reads (so an unknown key is refused there too).
+#[tokio::test(flavor = "multi_thread")]
+async fn schema_evals_prints_the_eval_formats_json_schema() {
+    let outcome = lllm(&["schema", "--evals"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let schema: Value = serde_json::from_str(&outcome.stdout_text()).expect("a JSON Schema");
+    assert_eq!(schema["title"], "lllm evals");
+    assert_eq!(schema["additionalProperties"], false);
+    for key in ["tactic", "pass_rate", "cases"] {
+        assert!(schema["properties"][key].is_object(), "{key} in {schema}");
+    }
+    let expect = &schema["$defs"]["Expect"]["properties"];
+    for key in [
+        "tools",
+        "tools_order",
+        "forbid_tools",
+        "output",
+        "judge",
+        "max_requests",
+        "max_tokens",
+    ] {
+        assert!(expect[key].is_object(), "{key} in {expect}");
+    }
+    let tactic = lllm(&["schema"]).run().await;
+    let tactic: Value = serde_json::from_str(&tactic.stdout_text()).expect("a JSON Schema");
+    assert!(
+        tactic["properties"]["agent_configs"].is_object(),
+        "without --evals: the tactic's"
+    );
+}
