@@ -577,3 +577,53 @@ async fn schema_evals_prints_the_eval_formats_json_schema() {
         "without --evals: the tactic's"
     );
 }
+
+/// Ctrl-C stops the eval at once, prints the report of the trials that ended and writes it as JSON,
+/// marked interrupted, and exits 130. One request at a time (the tactic's `max_in_flight: 1`): when
+/// the second case's request has arrived, the first case's trial has ended.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_prints_and_writes_the_partial_report_and_exits_130() {
+    let dir = TempDir::new("eval-interrupt");
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::text("Sunny").for_message("Paris"));
+    server.push(
+        StubReply::text("late")
+            .for_message("Lyon")
+            .delay(std::time::Duration::from_secs(120)),
+    );
+    let evals = setup(
+        &dir,
+        &server.base_url(),
+        "tactic: tactic.yaml\ncases:\n  - {id: quick, input: weather in Paris, expect: {output: {contains: Sunny}}}\n  - {id: slow, input: weather in Lyon, expect: {}}\n",
+    );
+    let json = dir.path("partial.json");
+    let running = lllm(&["eval", arg(&evals), "--json", arg(&json)]).spawn();
+    let started = std::time::Instant::now();
+    while server.requests().len() < 2 && started.elapsed() < std::time::Duration::from_secs(20) {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the slow case's request arrived"
+    );
+    running.signal(nix::sys::signal::Signal::SIGINT);
+    let outcome = tokio::task::spawn_blocking(move || running.wait())
+        .await
+        .expect("waiter");
+    outcome.assert_clean(130, &["stopped by SIGINT"]);
+    let words = outcome.stdout_text();
+    for line in [
+        "PASS quick: 1/1 trials passed, 1 requests, 14 tokens",
+        "FAIL slow: 0/0 trials passed, 0 requests, 0 tokens",
+        "     no trial ended",
+        "interrupted: a partial report",
+    ] {
+        assert!(words.contains(line), "{line} in {words}");
+    }
+    let report = json_file(&json);
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["passed"], false);
+    assert_eq!(case(&report, "quick")["passes"], 1);
+    assert_eq!(case(&report, "slow")["trials"], 0);
+}
