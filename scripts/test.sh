@@ -206,6 +206,18 @@ fi
 # No Dynamo yet: the Dynamo tests skip themselves here and run below, against a running one.
 run_tests "the tests (unit, wire, CLI, adversarial, MCP, Phoenix, benchmark smoke runs)" "${runner[@]}"
 
+# The eval example on its committed recordings, with no server (what a team's CI runs on its tactics):
+# the binary the tests were built with. Each case line (`PASS id: ...` / `FAIL id: ...`) counts as a
+# test in the summary; the step fails unless `lllm eval` exits 0.
+step "lllm eval examples/eval/evals.yaml --replay examples/eval/recorded (no server)"
+eval_status=0
+eval_out=$("${CARGO_TARGET_DIR:-target}/debug/lllm" eval examples/eval/evals.yaml \
+  --replay examples/eval/recorded) || eval_status=$?
+printf '%s\n' "$eval_out"
+printf 'test result: eval example. %d passed; %d failed\n' \
+  "$(grep -c '^PASS ' <<<"$eval_out" || true)" "$(grep -c '^FAIL ' <<<"$eval_out" || true)" | tee -a "$results"
+[ "$eval_status" -eq 0 ] || failed+=("lllm eval examples/eval/evals.yaml (exit $eval_status)")
+
 # nextest runs no doctests (cargo test ran them above).
 if [ "${runner[1]}" = nextest ]; then
   run_tests "the doctests" cargo test --workspace --all-features --locked --doc

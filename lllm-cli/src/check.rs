@@ -6,7 +6,7 @@ use anyhow::anyhow;
 use lllm_runtime::config::tactic_schema;
 use lllm_runtime::{load_tactic, TacticRegistry, TacticSpec};
 
-use crate::cli::CheckArgs;
+use crate::cli::{CheckArgs, SchemaArgs};
 use crate::exit::{failed, stdout_failed, usage, Failure};
 
 pub(crate) fn check(args: &CheckArgs, registry: &TacticRegistry) -> Result<(), Failure> {
@@ -86,8 +86,13 @@ fn fallback_drops(spec: &TacticSpec) -> Vec<String> {
     lines
 }
 
-pub(crate) fn schema() -> Result<(), Failure> {
+pub(crate) fn schema(args: &SchemaArgs) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    let text = serde_json::to_string_pretty(&tactic_schema()).map_err(failed)?;
+    let schema = if args.evals {
+        lllm_runtime::eval::evals_schema()
+    } else {
+        tactic_schema()
+    };
+    let text = serde_json::to_string_pretty(&schema).map_err(failed)?;
     writeln!(out, "{text}").map_err(stdout_failed)
 }

@@ -30,8 +30,8 @@ pub(crate) enum Command {
     /// List every agent's tools (command tools, the tools of its MCP servers, which are started
     /// for this, and the skill tools) with their parameter schemas, and its skills.
     Tools(ToolsArgs),
-    /// Print the JSON Schema of the tactic format (for editors).
-    Schema,
+    /// Print the JSON Schema of the tactic format (for editors); `--evals`: of the eval file format.
+    Schema(SchemaArgs),
     /// Run an eval file's cases against its tactic, each `trials` times, and check their tool
     /// calls, answers, budgets and judges; exit 0 when every case reaches the pass rate, 1
     /// otherwise, 2 for a bad file.
@@ -257,6 +257,13 @@ pub(crate) struct EvalArgs {
     /// cached share.
     #[arg(long, value_name = "FILE")]
     pub(crate) baseline: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// The eval file format's schema (`lllm eval`) instead of the tactic format's.
+    #[arg(long)]
+    pub(crate) evals: bool,
 }
 
 #[derive(Debug, Args)]

@@ -69,7 +69,7 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         Command::Check(args) => check::check(&args, &registry),
         // MCP servers started to list their tools: their orphans are adopted and killed too.
         Command::Tools(args) => contained(|| tools::tools(&args, &registry)),
-        Command::Schema => check::schema(),
+        Command::Schema(args) => check::schema(&args),
         Command::Eval(args) => contained(|| eval::eval(&args, &registry)),
         Command::Replay(args) => replay::replay(&args),
         Command::Serve(args) => contained(|| serve::serve(args, &registry)),

@@ -431,3 +431,199 @@ async fn a_bad_eval_file_exits_2_naming_file_line_and_column() {
         outcome.assert_clean(2, &[place, more]);
     }
 }
+
+/// The eval example (`examples/eval/`): its tactic, eval file and committed recordings.
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/eval")
+}
+
+/// The answers the example's recordings hold, as the stub gives them: one request at a time (the
+/// example's `max_in_flight: 1`), so in this order.
+fn script_example(server: &StubServer) {
+    let count = |id: &str, text: &str| {
+        StubReply::tool_calls(&[(id, "word_count", &format!(r#"{{"text": "{text}"}}"#))])
+    };
+    for _ in 0..2 {
+        server.push(count("c1", "the quick brown fox").for_message("quick brown fox"));
+        server.push(StubReply::text("The text has 4 words.").for_message("quick brown fox"));
+    }
+    server.push(StubReply::text("Hello! Ask me about a text.").for_message("Hello!"));
+    server.push(count("c2", "to be or not to be").for_message("to be or not"));
+    server.push(StubReply::text("The text has 6 words.").for_message("to be or not"));
+    server.push(StubReply::text("PASS: it says 6 words").for_message("has 6 words."));
+}
+
+/// The recordings of a folder (the tapes, not the journals), by their path inside it.
+fn tapes(dir: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for case in std::fs::read_dir(dir)
+        .expect("a folder of recordings")
+        .flatten()
+    {
+        for file in std::fs::read_dir(case.path())
+            .expect("a case's folder")
+            .flatten()
+        {
+            let name = file.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".jsonl") && !name.ends_with(".journal.jsonl") {
+                let key = format!("{}/{name}", case.file_name().to_string_lossy());
+                found.push((key, std::fs::read_to_string(file.path()).expect("a tape")));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The committed recordings are what recording the example against the stub writes: the example
+/// replays real answers of this lllm. `LLLM_WRITE_EXAMPLES=1` writes them anew first (after a change
+/// of the example or of the tape's format), and the comparison still runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_eval_examples_recordings_are_what_recording_it_against_the_stub_writes() {
+    let dir = TempDir::new("eval-example-record");
+    let server = StubServer::start().await.expect("stub");
+    script_example(&server);
+    let fresh = dir.path("recorded");
+    let evals = example().join("evals.yaml");
+    let recorded = lllm(&["eval", arg(&evals), "--record", arg(&fresh)])
+        .env("LLLM_API_BASE", &server.base_url())
+        .run()
+        .await;
+    recorded.assert_clean(0, &[]);
+    assert_eq!(server.requests().len(), 8, "2×2 + 1 + 2 + the judge's");
+    let committed = example().join("recorded");
+    if std::env::var_os("LLLM_WRITE_EXAMPLES").is_some() {
+        for (name, text) in tapes(&fresh) {
+            let path = committed.join(name);
+            std::fs::create_dir_all(path.parent().expect("a case folder")).expect("mkdir");
+            std::fs::write(path, text).expect("write a tape");
+        }
+    }
+    assert_eq!(tapes(&committed), tapes(&fresh));
+}
+
+/// What CI runs (scripts/test.sh): the example on its recordings, with no server at all.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_eval_example_passes_on_its_recordings_with_no_server() {
+    let dir = TempDir::new("eval-example-replay");
+    let report = dir.path("report.json");
+    let evals = example().join("evals.yaml");
+    let recordings = example().join("recorded");
+    let outcome = lllm(&[
+        "eval",
+        arg(&evals),
+        "--replay",
+        arg(&recordings),
+        "--json",
+        arg(&report),
+    ])
+    // Nothing listens there: an answer that is not recorded fails.
+    .env("LLLM_API_BASE", "http://127.0.0.1:9/v1")
+    .run()
+    .await;
+    outcome.assert_clean(0, &[]);
+    let words = outcome.stdout_text();
+    for line in [
+        "PASS counts-with-the-tool: 2/2 trials passed, 4 requests, 56 tokens",
+        "PASS no-tool-for-a-greeting: 1/1 trials passed, 1 requests, 14 tokens",
+        "PASS judged: 1/1 trials passed, 2 requests, 28 tokens",
+        "all 3 case(s) reached the pass rate 1",
+    ] {
+        assert!(words.contains(line), "{line} in {words}");
+    }
+    let report = json_file(&report);
+    let judged = &case(&report, "judged")["trial_reports"][0];
+    assert_eq!(judged["judge"], "it says 6 words");
+    assert_eq!(
+        judged["tool_calls"][0]["args"]["text"],
+        "to be or not to be"
+    );
+    // The recorded requests hold the tool's real result: the script ran again and counted 4.
+    assert!(
+        std::fs::read_to_string(recordings.join("counts-with-the-tool/2.jsonl"))
+            .expect("a tape")
+            .contains(r#""role":"tool","content":"4""#)
+    );
+}
+
+/// `lllm schema --evals`: the eval file format's JSON Schema, derived from the types the loader
+/// reads (so an unknown key is refused there too).
+#[tokio::test(flavor = "multi_thread")]
+async fn schema_evals_prints_the_eval_formats_json_schema() {
+    let outcome = lllm(&["schema", "--evals"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let schema: Value = serde_json::from_str(&outcome.stdout_text()).expect("a JSON Schema");
+    assert_eq!(schema["title"], "lllm evals");
+    assert_eq!(schema["additionalProperties"], false);
+    for key in ["tactic", "pass_rate", "cases"] {
+        assert!(schema["properties"][key].is_object(), "{key} in {schema}");
+    }
+    let expect = &schema["$defs"]["Expect"]["properties"];
+    for key in [
+        "tools",
+        "tools_order",
+        "forbid_tools",
+        "output",
+        "judge",
+        "max_requests",
+        "max_tokens",
+    ] {
+        assert!(expect[key].is_object(), "{key} in {expect}");
+    }
+    let tactic = lllm(&["schema"]).run().await;
+    let tactic: Value = serde_json::from_str(&tactic.stdout_text()).expect("a JSON Schema");
+    assert!(
+        tactic["properties"]["agent_configs"].is_object(),
+        "without --evals: the tactic's"
+    );
+}
+
+/// Ctrl-C stops the eval at once, prints the report of the trials that ended and writes it as JSON,
+/// marked interrupted, and exits 130. One request at a time (the tactic's `max_in_flight: 1`): when
+/// the second case's request has arrived, the first case's trial has ended.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_prints_and_writes_the_partial_report_and_exits_130() {
+    let dir = TempDir::new("eval-interrupt");
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::text("Sunny").for_message("Paris"));
+    server.push(
+        StubReply::text("late")
+            .for_message("Lyon")
+            .delay(std::time::Duration::from_secs(120)),
+    );
+    let evals = setup(
+        &dir,
+        &server.base_url(),
+        "tactic: tactic.yaml\ncases:\n  - {id: quick, input: weather in Paris, expect: {output: {contains: Sunny}}}\n  - {id: slow, input: weather in Lyon, expect: {}}\n",
+    );
+    let json = dir.path("partial.json");
+    let running = lllm(&["eval", arg(&evals), "--json", arg(&json)]).spawn();
+    let started = std::time::Instant::now();
+    while server.requests().len() < 2 && started.elapsed() < std::time::Duration::from_secs(20) {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the slow case's request arrived"
+    );
+    running.signal(nix::sys::signal::Signal::SIGINT);
+    let outcome = tokio::task::spawn_blocking(move || running.wait())
+        .await
+        .expect("waiter");
+    outcome.assert_clean(130, &["stopped by SIGINT"]);
+    let words = outcome.stdout_text();
+    for line in [
+        "PASS quick: 1/1 trials passed, 1 requests, 14 tokens",
+        "FAIL slow: 0/0 trials passed, 0 requests, 0 tokens",
+        "     no trial ended",
+        "interrupted: a partial report",
+    ] {
+        assert!(words.contains(line), "{line} in {words}");
+    }
+    let report = json_file(&json);
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["passed"], false);
+    assert_eq!(case(&report, "quick")["passes"], 1);
+    assert_eq!(case(&report, "slow")["trials"], 0);
+}

@@ -259,7 +259,7 @@ fn the_schema_accepts_the_examples_and_rejects_misspellings() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 11, "every example tactic is checked");
+    assert_eq!(checked, 12, "every example tactic is checked");
     assert!(schema
         .check(&yaml_to_json("agent_configs: [{name: a, modle_args: {}}]"))
         .is_err());

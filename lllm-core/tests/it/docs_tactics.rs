@@ -71,3 +71,38 @@ fn every_tactic_in_the_documentation_loads() {
         "the README and guides show tactics ({loaded} found)"
     );
 }
+
+/// Every eval file shown in the eval guide (a ```yaml block with `cases:`) loads, beside the eval
+/// example's tactic (the guide's `tactic: tactic.yaml`), and so does the example's own eval file.
+#[test]
+fn every_eval_file_in_the_eval_guide_loads() {
+    let root = repository();
+    let dir = std::env::temp_dir().join(format!("lllm-doc-evals-{}", std::process::id()));
+    let example = root.join("examples/eval");
+    // The tactic's tool runs `../word_count/count_words.py`: the folder keeps that layout.
+    std::fs::create_dir_all(dir.join("eval")).expect("a folder");
+    std::fs::copy(example.join("tactic.yaml"), dir.join("eval/tactic.yaml")).expect("copy");
+    let text = std::fs::read_to_string(root.join("docs/eval.md")).expect("the eval guide");
+    let mut loaded = 0;
+    let mut failures = Vec::new();
+    for (line, block) in yaml_blocks(&text) {
+        if !block.contains("cases:") {
+            continue;
+        }
+        let path = dir.join("eval/evals.yaml");
+        std::fs::write(&path, &block).expect("write");
+        match lllm_core::load_evals(&path) {
+            Ok(suite) => loaded += suite.cases.len(),
+            Err(e) => failures.push(format!("docs/eval.md:{line}: {e}")),
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    if let Err(e) = lllm_core::load_evals(&example.join("evals.yaml")) {
+        failures.push(format!("examples/eval/evals.yaml: {e}"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        loaded >= 3,
+        "the guide shows an eval file ({loaded} cases found)"
+    );
+}
