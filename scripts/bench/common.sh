@@ -4,7 +4,7 @@
 # prints it, and with --write puts it between the section's markers (the one splicer, in Rust).
 # A script calls `bench_write_flag "$1"` for its --write argument; LLLM_BENCHMARKS names the file that
 # --write writes (default BENCHMARKS.md), for a trial run that must not touch the real one.
-bin=${CARGO_TARGET_DIR:-target}/release
+bin=$(realpath -m "${CARGO_TARGET_DIR:-target}/release")  # absolute: benchmarks run the binaries from temporary directories
 write=()
 
 # bench_write_flag ARG: true if ARG is --write (then `report` writes), false otherwise.
