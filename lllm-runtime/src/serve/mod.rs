@@ -55,6 +55,7 @@ mod runs;
 mod session;
 mod sse;
 mod store;
+mod task_log;
 mod unhonoured;
 mod watch;
 
