@@ -16,6 +16,7 @@ mod content;
 mod error;
 mod lines;
 mod listing;
+mod resources;
 mod sampling;
 mod serve_asks;
 mod server;
