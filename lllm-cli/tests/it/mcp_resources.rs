@@ -166,3 +166,90 @@ async fn without_resources_no_resource_tool_is_offered_and_a_bad_uri_is_an_error
         "{results:?}"
     );
 }
+
+/// A tactic whose agent takes its system prompt from the reference server (`prompt` is the YAML of
+/// `system_prompt_mcp:`).
+fn prompt_tactic(everything: &str, api_base: &str, prompt: &str) -> String {
+    format!(
+        "mcp_servers:\n  every: {{command: {}}}\n  other: {{command: {}}}\nagent_configs:\n  - name: a\n    model_name: m\n    model_args: {{api_base: \"{api_base}\", timeout: 60}}\n    mcp: {{every: {{include: [echo]}}}}\n    system_prompt_mcp: {prompt}\n",
+        list(&[everything, "stdio"]),
+        list(&[everything, "stdio"]),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_prompt_with_arguments_is_the_agents_system_prompt() {
+    let Some(s) = servers("prompt as system prompt") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::text("sunny"));
+    let dir = TempDir::new("mcp-prompt");
+    let file = dir.write(
+        "t.yaml",
+        prompt_tactic(
+            &s.everything,
+            &server.base_url(),
+            "{server: every, prompt: args-prompt, arguments: {city: \"{{ Paris }}\", state: \"{% raw %}Texas\"}}",
+        ),
+    );
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].body["messages"][0],
+        serde_json::json!({"role": "system", "content": "What's weather in {{ Paris }}, {% raw %}Texas?"}),
+        "the server's text as written, not a template"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_of_another_server_or_one_that_does_not_exist_is_refused_saying_where() {
+    let Some(s) = servers("prompt refusals") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-prompt-refused");
+    let base = "http://127.0.0.1:9/v1";
+    let file = dir.write(
+        "t.yaml",
+        prompt_tactic(
+            &s.everything,
+            base,
+            "{server: other, prompt: simple-prompt}",
+        ),
+    );
+    let outcome = lllm(&["check", arg(&file)]).run().await;
+    let stderr = &outcome.stderr;
+    assert_eq!(outcome.code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("t.yaml:9:33: agent_configs[0] (a).system_prompt_mcp.server: `other` is not one of the agent's MCP servers (every); add it to the agent's `mcp:`"),
+        "{stderr}"
+    );
+    let file = dir.write(
+        "t.yaml",
+        prompt_tactic(
+            &s.everything,
+            base,
+            "{server: every, prompt: no-such-prompt}",
+        ),
+    );
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    let stderr = &outcome.stderr;
+    assert_eq!(outcome.code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("t.yaml:9:48: agent_configs[0] (a).system_prompt_mcp.prompt: MCP server `every` has no prompt `no-such-prompt`; its prompts are: simple-prompt, args-prompt"),
+        "{stderr}"
+    );
+    let file = dir.write(
+        "t.yaml",
+        prompt_tactic(&s.everything, base, "{server: every, prompt: args-prompt}"),
+    );
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    let stderr = &outcome.stderr;
+    assert_eq!(outcome.code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("system_prompt_mcp.prompt: MCP server `every` did not give prompt `args-prompt`: the server answered with error")
+            && stderr.contains("check its `arguments:`"),
+        "{stderr}"
+    );
+}

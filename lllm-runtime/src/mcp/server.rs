@@ -55,7 +55,7 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl McpServer {
