@@ -89,8 +89,8 @@ pub use hints::{
 pub use limit_setting::LimitSetting;
 pub use limits::{Limit, LimitError, RunLimits};
 pub use mcp::{
-    ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter, DEFAULT_MCP_STARTUP_TIMEOUT_S,
-    DEFAULT_MCP_TIMEOUT_S, MCP_INHERITED_ENV,
+    ConfirmTools, McpPrompt, McpServerConfig, McpTransport, McpUse, ToolFilter,
+    DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S, MCP_INHERITED_ENV,
 };
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;

@@ -89,6 +89,7 @@ impl ServerCheck<'_> {
             confirm: self.confirm(server.confirm.as_ref())?,
             max_output_bytes: self.max_output_bytes(server.max_output_bytes.as_ref())?,
             sampling: server.sampling.as_ref().is_some_and(|s| s.value),
+            resources: server.resources.as_ref().is_some_and(|r| r.value),
             confirm_at: server
                 .confirm
                 .as_ref()

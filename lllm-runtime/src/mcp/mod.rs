@@ -16,6 +16,8 @@ mod content;
 mod error;
 mod lines;
 mod listing;
+mod prompts;
+mod resources;
 mod sampling;
 mod serve_asks;
 mod server;
@@ -30,7 +32,7 @@ pub use server::{McpServer, McpServerBuilder};
 pub use servers::McpServers;
 
 // The namespace's names defined elsewhere.
-pub use lllm_core::{McpServerConfig, McpTransport, McpUse};
+pub use lllm_core::{McpPrompt, McpServerConfig, McpTransport, McpUse};
 
 /// Text from a server made safe to print: control characters (but newlines and tabs) and the
 /// Unicode marks that reorder text on screen are left out, so that no escape sequence reaches a

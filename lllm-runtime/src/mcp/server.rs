@@ -55,7 +55,7 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl McpServer {
@@ -108,6 +108,7 @@ impl McpServer {
         builder.max_output_bytes = config.max_output_bytes;
         builder.confirm_at = config.confirm_at.clone();
         builder.sampling = config.sampling;
+        builder.resources = config.resources;
         builder
     }
 
@@ -146,7 +147,7 @@ impl McpServer {
                 problem: bad.problem.clone(),
             });
         }
-        Ok(self
+        let mut tools: Vec<Arc<dyn Tool>> = self
             .inner
             .tools
             .iter()
@@ -161,7 +162,12 @@ impl McpServer {
                 );
                 Arc::new(tool) as Arc<dyn Tool>
             })
-            .collect())
+            .collect();
+        // Filters name the server's own tools; the resource tools come with `resources: true`.
+        if self.inner.resources {
+            tools.extend(super::resources::resource_tools(&self.inner));
+        }
+        Ok(tools)
     }
 
     /// Whether the server is still running (a stdio server's process has not exited, the session
@@ -206,6 +212,7 @@ pub struct McpServerBuilder {
     confirm: ConfirmTools,
     max_output_bytes: usize,
     sampling: bool,
+    resources: bool,
 }
 
 impl McpServerBuilder {
@@ -220,6 +227,7 @@ impl McpServerBuilder {
             confirm: ConfirmTools::None,
             max_output_bytes: lllm_core::internal::DEFAULT_MAX_OUTPUT_BYTES,
             sampling: false,
+            resources: false,
         }
     }
 
@@ -288,6 +296,14 @@ impl McpServerBuilder {
         self
     }
 
+    /// Offers the server's resources to the agents that take it, as two more tools:
+    /// `<prefix>list_resources` and `<prefix>read_resource {uri}`; off by default, as `resources:`
+    /// in a tactic file.
+    pub fn resources(mut self, on: bool) -> Self {
+        self.resources = on;
+        self
+    }
+
     /// Starts the server (or opens the session), shakes hands and lists its tools, all within the
     /// startup timeout.
     pub async fn start(self) -> Result<McpServer, McpError> {
@@ -314,6 +330,7 @@ impl McpServerBuilder {
             secrets,
             death_reported: AtomicBool::new(false),
             calls,
+            resources: self.resources,
         };
         inner.check_names(
             match &self.confirm {

@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) death_reported: AtomicBool,
     /// Its running tool calls, which what the server asks is routed to.
     pub(crate) calls: Arc<OpenCalls>,
+    /// Whether agents taking the server are offered its resources (`resources: true`).
+    pub(crate) resources: bool,
 }
 
 impl Inner {

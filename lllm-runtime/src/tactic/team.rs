@@ -337,9 +337,9 @@ impl TeamBuilder<'_> {
         servers: &McpServers,
         run: &RunContext,
     ) -> Result<Recipe, AgentError> {
-        let mcp_tools = servers
-            .tools_for(agent)
-            .map_err(|e| AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e))))?;
+        let mcp_failed = |e| AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e)));
+        let mcp_tools = servers.tools_for(agent).map_err(mcp_failed)?;
+        let mcp_prompt = servers.system_prompt_for(agent).map_err(mcp_failed)?;
         let caller_tools: Vec<Arc<dyn crate::tools::Tool>> = if agent.client_tools() {
             run.caller_tools
                 .iter()
@@ -362,6 +362,9 @@ impl TeamBuilder<'_> {
                 .roster(roster.clone());
             if let Some(hints) = &hints {
                 builder = builder.inference_hints(hints.clone());
+            }
+            if let Some(prompt) = &mcp_prompt {
+                builder = builder.system_prompt(prompt.clone());
             }
             if let Some(invoker) = &invoker {
                 builder = builder.invoker(invoker.clone());
