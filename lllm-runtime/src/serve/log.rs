@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::events::{cut, ModelCall, RunEvent, RunObserver, MAX_LABEL};
-use crate::tools::{Confirm, ConfirmRequest, Decision, Decisions};
+use crate::tools::{Confirm, ConfirmRequest, Decision, Decisions, ElicitRequest, Elicited};
 
 /// Dialogs kept per run; calls of later dialogs count in the totals only.
 const MAX_DIALOGS: usize = 1_000;
@@ -78,6 +78,8 @@ pub(crate) struct RunLog {
     folded: Mutex<Folded>,
     revision: AtomicU64,
     changes: Changes,
+    /// The question the run waits on (a tool's elicitation), answered by an approval.
+    pub(crate) questions: super::questions::Questions,
 }
 
 #[derive(Debug, Default)]
@@ -120,6 +122,7 @@ impl RunLog {
             folded: Mutex::default(),
             revision: AtomicU64::new(0),
             changes,
+            questions: Default::default(),
         })
     }
 
@@ -225,6 +228,10 @@ impl Confirm for Noting {
             );
         }
         self.decisions.confirm(request).await
+    }
+
+    async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        self.log.questions.ask(&request, &|| self.log.touch()).await
     }
 }
 
