@@ -21,6 +21,7 @@ mod confirm;
 mod eval;
 mod execute;
 mod exit;
+mod form;
 mod otel;
 mod parse;
 mod private_dir;

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use super::task_log::TaskLog;
 use crate::events::{cut, ModelCall, RunEvent, RunObserver, MAX_LABEL};
-use crate::tools::{Confirm, ConfirmRequest, Decision, Decisions};
+use crate::tools::{Confirm, ConfirmRequest, Decision, Decisions, ElicitRequest, Elicited};
 
 /// Dialogs kept per run; calls of later dialogs count in the totals only.
 const MAX_DIALOGS: usize = 1_000;
@@ -79,6 +79,8 @@ pub(crate) struct RunLog {
     folded: Mutex<Folded>,
     revision: AtomicU64,
     changes: Changes,
+    /// The question the run waits on (a tool's elicitation), answered by an approval.
+    pub(crate) questions: super::questions::Questions,
 }
 
 #[derive(Debug, Default)]
@@ -122,6 +124,7 @@ impl RunLog {
             folded: Mutex::default(),
             revision: AtomicU64::new(0),
             changes,
+            questions: Default::default(),
         })
     }
 
@@ -238,6 +241,10 @@ impl Confirm for Noting {
             );
         }
         self.decisions.confirm(request).await
+    }
+
+    async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        self.log.questions.ask(&request, &|| self.log.touch()).await
     }
 }
 

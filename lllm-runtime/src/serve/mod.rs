@@ -48,6 +48,7 @@ mod models;
 mod named_locks;
 mod origin;
 mod paused;
+mod questions;
 mod references;
 mod responses;
 mod run_stream;
