@@ -52,6 +52,8 @@ pub struct McpServerConfig {
     /// Whether the server may ask the calling agent's model for completions during a tool call
     /// (`sampling/createMessage`), answered as a child dialog of the calling dialog.
     pub sampling: bool,
+    /// OAuth 2.1 with the server (`auth:`, streamable HTTP servers only).
+    pub auth: Option<crate::McpAuth>,
     /// Where `confirm:` is written (`t.yaml:7:14: mcp_servers.files.confirm`), for errors found when
     /// the server lists its tools.
     pub confirm_at: Option<String>,

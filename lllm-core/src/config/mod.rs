@@ -14,6 +14,7 @@ mod evals_raw;
 mod json;
 mod keyed;
 mod mcp;
+mod mcp_auth;
 mod merge;
 mod origin;
 mod raw;
@@ -41,6 +42,8 @@ mod tests_files;
 mod tests_limits;
 #[cfg(test)]
 mod tests_mcp;
+#[cfg(test)]
+mod tests_mcp_auth;
 #[cfg(test)]
 mod tests_skills;
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use lllm_core::internal::{prefix_problem, tool_name_problem};
 use lllm_core::secret::Secrets;
 use lllm_core::{
-    ConfirmTools, McpServerConfig, McpTransport, SecondsRange, ToolFilter,
+    ConfirmTools, McpAuth, McpServerConfig, McpTransport, SecondsRange, ToolFilter,
     DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S,
 };
 
@@ -108,6 +108,7 @@ impl McpServer {
         builder.max_output_bytes = config.max_output_bytes;
         builder.confirm_at = config.confirm_at.clone();
         builder.sampling = config.sampling;
+        builder.auth = config.auth.clone();
         builder
     }
 
@@ -206,6 +207,7 @@ pub struct McpServerBuilder {
     confirm: ConfirmTools,
     max_output_bytes: usize,
     sampling: bool,
+    auth: Option<McpAuth>,
 }
 
 impl McpServerBuilder {
@@ -220,6 +222,7 @@ impl McpServerBuilder {
             confirm: ConfirmTools::None,
             max_output_bytes: lllm_core::internal::DEFAULT_MAX_OUTPUT_BYTES,
             sampling: false,
+            auth: None,
         }
     }
 
@@ -285,6 +288,13 @@ impl McpServerBuilder {
     /// the agent's layers; off by default, as `sampling:` in a tactic file.
     pub fn sampling(mut self, on: bool) -> Self {
         self.sampling = on;
+        self
+    }
+
+    /// OAuth 2.1 with the server (HTTP servers; as `auth:` in a tactic file): the tokens stored by
+    /// [`login`](super::login) are sent and refreshed; without them the start fails saying so.
+    pub fn auth(mut self, auth: McpAuth) -> Self {
+        self.auth = Some(auth);
         self
     }
 
@@ -354,7 +364,9 @@ impl McpServerBuilder {
                 .check(seconds)
                 .map_err(|e| invalid(format!("{field}: {e}")))?;
         }
-        self.kind.transport().map_err(invalid)
+        self.kind
+            .transport(&self.name, self.auth.as_ref())
+            .map_err(invalid)
     }
 
     /// Connects and lists the tools within the startup timeout. A failure says why, with what a
