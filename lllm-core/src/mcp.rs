@@ -55,6 +55,8 @@ pub struct McpServerConfig {
     /// Whether agents taking the server are offered its resources as two tools,
     /// `<prefix>list_resources` and `<prefix>read_resource`.
     pub resources: bool,
+    /// OAuth 2.1 with the server (`auth:`, streamable HTTP servers only).
+    pub auth: Option<crate::McpAuth>,
     /// Where `confirm:` is written (`t.yaml:7:14: mcp_servers.files.confirm`), for errors found when
     /// the server lists its tools.
     pub confirm_at: Option<String>,

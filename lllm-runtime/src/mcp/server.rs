@@ -9,7 +9,7 @@ use std::time::Duration;
 use lllm_core::internal::{prefix_problem, tool_name_problem};
 use lllm_core::secret::Secrets;
 use lllm_core::{
-    ConfirmTools, McpServerConfig, McpTransport, SecondsRange, ToolFilter,
+    ConfirmTools, McpAuth, McpServerConfig, McpTransport, SecondsRange, ToolFilter,
     DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S,
 };
 
@@ -109,6 +109,7 @@ impl McpServer {
         builder.confirm_at = config.confirm_at.clone();
         builder.sampling = config.sampling;
         builder.resources = config.resources;
+        builder.auth = config.auth.clone();
         builder
     }
 
@@ -213,6 +214,7 @@ pub struct McpServerBuilder {
     max_output_bytes: usize,
     sampling: bool,
     resources: bool,
+    auth: Option<McpAuth>,
 }
 
 impl McpServerBuilder {
@@ -228,6 +230,7 @@ impl McpServerBuilder {
             max_output_bytes: lllm_core::internal::DEFAULT_MAX_OUTPUT_BYTES,
             sampling: false,
             resources: false,
+            auth: None,
         }
     }
 
@@ -304,6 +307,13 @@ impl McpServerBuilder {
         self
     }
 
+    /// OAuth 2.1 with the server (HTTP servers; as `auth:` in a tactic file): the tokens stored by
+    /// [`login`](super::login) are sent and refreshed; without them the start fails saying so.
+    pub fn auth(mut self, auth: McpAuth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
     /// Starts the server (or opens the session), shakes hands and lists its tools, all within the
     /// startup timeout.
     pub async fn start(self) -> Result<McpServer, McpError> {
@@ -371,7 +381,9 @@ impl McpServerBuilder {
                 .check(seconds)
                 .map_err(|e| invalid(format!("{field}: {e}")))?;
         }
-        self.kind.transport().map_err(invalid)
+        self.kind
+            .transport(&self.name, self.auth.as_ref())
+            .map_err(invalid)
     }
 
     /// Connects and lists the tools within the startup timeout. A failure says why, with what a
