@@ -45,6 +45,7 @@ mod tests_limits;
 mod tests_mcp;
 #[cfg(test)]
 mod tests_mcp_resources;
+#[cfg(test)]
 mod tests_mcp_auth;
 #[cfg(test)]
 mod tests_skills;
