@@ -253,3 +253,74 @@ async fn a_prompt_of_another_server_or_one_that_does_not_exist_is_refused_saying
         "{stderr}"
     );
 }
+
+/// The changing server on stdio.
+fn changing(python: &str) -> String {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/changing_server.py");
+    format!("{{command: {}}}", list(&[python, arg(&script)]))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_added_by_the_server_is_offered_from_the_next_request() {
+    let Some(s) = servers("list_changed") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[("c1", "add_tool", "{}")]));
+    server.push(StubReply::tool_calls(&[("c2", "added", "{}")]));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-list-changed");
+    let servers = format!("  ch: {}", changing(&s.python));
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &servers, "[ch]", ""));
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        offered_tools(&requests[0]),
+        ["add_tool", "flood", "count_listings"]
+    );
+    assert_eq!(
+        offered_tools(&requests[1]),
+        ["add_tool", "flood", "count_listings", "added"],
+        "listed again before the next request"
+    );
+    assert_eq!(tool_messages(&requests[2]), ["added `added`", "added ran"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_list_changed_costs_at_most_one_listing_per_request() {
+    let Some(s) = servers("list_changed flood") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[(
+        "c1",
+        "flood",
+        r#"{"count": 3000}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[(
+        "c2",
+        "flood",
+        r#"{"count": 2000}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[("c3", "count_listings", "{}")]));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-list-flood");
+    let servers = format!("  ch: {}", changing(&s.python));
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &servers, "[ch]", ""));
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    for request in &requests {
+        assert_eq!(
+            offered_tools(request),
+            ["add_tool", "flood", "count_listings"]
+        );
+    }
+    // The start's listing, then one before each of the two requests that followed a flood.
+    let results = tool_messages(&requests[3]);
+    assert_eq!(results, ["sent 3000", "sent 2000", "3"], "{results:?}");
+}

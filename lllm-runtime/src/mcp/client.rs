@@ -9,8 +9,9 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
     CreateMessageResult, ErrorData, Implementation, SamplingCapability,
 };
-use rmcp::service::{RequestContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
+use std::sync::atomic::Ordering;
 
 use super::asks::OpenCalls;
 
@@ -21,6 +22,9 @@ pub(crate) struct Client {
     pub(crate) sampling: bool,
     /// The server's running calls, which its requests are for.
     pub(crate) calls: Arc<OpenCalls>,
+    /// The `list_changed` notifications the server sent, counted for the agents to act on between
+    /// requests.
+    pub(crate) changes: Arc<super::changes::ListChanges>,
 }
 
 impl ClientHandler for Client {
@@ -44,5 +48,18 @@ impl ClientHandler for Client {
             return Err(ErrorData::method_not_found::<CreateMessageRequestMethod>());
         }
         self.calls.sample(params).await
+    }
+
+    // Counting only: a server sending thousands a second costs no listing (see `changes`).
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changes.tools.fetch_add(1, Ordering::SeqCst);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changes.resources.fetch_add(1, Ordering::SeqCst);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changes.prompts.fetch_add(1, Ordering::SeqCst);
     }
 }

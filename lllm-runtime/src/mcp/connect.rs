@@ -90,7 +90,7 @@ pub(crate) async fn connect(
             })?
         }
     };
-    let tools = list_tools(&session)
+    let tools = list_tools(session.peer())
         .await
         .map_err(|(problem, answered)| Failed {
             problem,
@@ -106,7 +106,9 @@ pub(crate) async fn connect(
 
 /// Every tool the server lists, page by page, within [`MAX_LIST_PAGES`], [`MAX_TOOLS`] and
 /// [`MAX_MESSAGE_BYTES`] for the whole listing. The error says whether the server was answering.
-async fn list_tools(session: &Session) -> Result<Vec<McpToolInfo>, (String, bool)> {
+pub(crate) async fn list_tools(
+    session: &rmcp::Peer<RoleClient>,
+) -> Result<Vec<McpToolInfo>, (String, bool)> {
     let mut tools = Vec::new();
     let mut bytes = 0;
     let mut cursor: Option<String> = None;

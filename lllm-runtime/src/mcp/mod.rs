@@ -9,6 +9,7 @@
 #![doc = include_str!("../../../docs/mcp.md")]
 
 mod asks;
+mod changes;
 mod child;
 mod client;
 mod connect;

@@ -151,12 +151,11 @@ impl McpServer {
             .inner
             .tools
             .iter()
-            .enumerate()
-            .filter(|(_, t)| filter.takes(&t.name))
-            .map(|(index, t)| {
+            .filter(|t| filter.takes(&t.name))
+            .map(|t| {
                 let tool = McpTool::new(
                     self.inner.clone(),
-                    index,
+                    t.clone(),
                     self.inner.offered_name(&t.name),
                     self.inner.confirm.covers(&t.name),
                 );
@@ -309,9 +308,11 @@ impl McpServerBuilder {
     pub async fn start(self) -> Result<McpServer, McpError> {
         let (transport, secrets) = self.checked()?;
         let calls = Arc::new(OpenCalls::default());
+        let changes = Arc::new(super::changes::ListChanges::default());
         let client = Client {
             sampling: self.sampling,
             calls: calls.clone(),
+            changes: changes.clone(),
         };
         let connected = self.connect_in_time(&transport, client, &secrets).await?;
         let (tools, rejected) = check_tools(connected.tools, self.prefix.as_deref());
@@ -321,7 +322,7 @@ impl McpServerBuilder {
             session: tokio::sync::Mutex::new(Some(connected.session)),
             peer,
             process: connected.process,
-            tools,
+            tools: tools.into_iter().map(Arc::new).collect(),
             rejected,
             timeout: Duration::from_secs_f64(self.timeout_s),
             prefix: self.prefix.clone(),
@@ -331,6 +332,8 @@ impl McpServerBuilder {
             death_reported: AtomicBool::new(false),
             calls,
             resources: self.resources,
+            changes,
+            relisted: Default::default(),
         };
         inner.check_names(
             match &self.confirm {
