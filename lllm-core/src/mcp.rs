@@ -55,6 +55,9 @@ pub struct McpServerConfig {
     /// Whether agents taking the server are offered its resources as two tools,
     /// `<prefix>list_resources` and `<prefix>read_resource`.
     pub resources: bool,
+    /// Whether the server is reached with the 2026-07-28 protocol's `server/discover` instead of the
+    /// `initialize` handshake (`protocol: "2026-07-28"`).
+    pub discover: bool,
     /// Where `confirm:` is written (`t.yaml:7:14: mcp_servers.files.confirm`), for errors found when
     /// the server lists its tools.
     pub confirm_at: Option<String>,

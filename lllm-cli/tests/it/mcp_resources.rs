@@ -1,6 +1,8 @@
-//! MCP resources as tools (`resources: true`), end to end against the reference server
-//! (`@modelcontextprotocol/server-everything`): the tools offered, a resource listed and read, its
-//! text in the next request. Gated like `mcp.rs` on `LLLM_MCP_EVERYTHING`.
+//! MCP beyond tools, end to end through the recording stub: resources as tools (`resources: true`)
+//! and a prompt as a system prompt against the reference server
+//! (`@modelcontextprotocol/server-everything`); `list_changed` against `tests/mcp/changing_server.py`
+//! and both handshakes against `tests/mcp/era_server.py` (the official Python SDK). Gated like
+//! `mcp.rs` on `LLLM_MCP_EVERYTHING`.
 
 use lllm_runtime::testing::{StubReply, StubServer};
 use serde_json::Value;
@@ -323,4 +325,68 @@ async fn a_flood_of_list_changed_costs_at_most_one_listing_per_request() {
     // The start's listing, then one before each of the two requests that followed a flood.
     let results = tool_messages(&requests[3]);
     assert_eq!(results, ["sent 3000", "sent 2000", "3"], "{results:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_of_both_eras_are_used_with_their_own_handshake() {
+    let Some(s) = servers("handshakes") else {
+        return;
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/era_server.py");
+    let dir = TempDir::new("mcp-era");
+    let tactic_for = |era: &str, setting: &str, api_base: &str| {
+        let servers = format!(
+            "  era: {{command: {}{setting}}}",
+            list(&[&s.python, arg(&script), era])
+        );
+        dir.write("t.yaml", tactic(api_base, &servers, "[era]", ""))
+    };
+    for (era, setting, version) in [
+        ("modern", ", protocol: \"2026-07-28\"", "2026-07-28"),
+        ("legacy", "", "2025-11-25"),
+        ("legacy", ", protocol: \"2025-11-25\"", "2025-11-25"),
+    ] {
+        let server = StubServer::start().await.expect("stub");
+        server.push(StubReply::tool_calls(&[("c1", "protocol", "{}")]));
+        server.push(StubReply::text("done"));
+        let file = tactic_for(era, setting, &server.base_url());
+        let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+        outcome.assert_clean(0, &[]);
+        assert_eq!(tool_messages(&server.requests()[1]), [version], "{era}");
+    }
+    for (era, setting, hint) in [
+        (
+            "modern",
+            "",
+            "the server speaks only the 2026-07-28 protocol: add `protocol: \"2026-07-28\"` to it",
+        ),
+        (
+            "legacy",
+            ", protocol: \"2026-07-28\"",
+            "the server may speak an older protocol, with `initialize`: leave `protocol:` out",
+        ),
+    ] {
+        let file = tactic_for(era, setting, "http://127.0.0.1:9/v1");
+        let outcome = lllm(&["tools", arg(&file)]).run().await;
+        assert_eq!(outcome.code, Some(1), "{}", outcome.stderr);
+        assert!(
+            outcome
+                .stderr
+                .contains("MCP server `era` did not start: the MCP handshake failed: ")
+                && outcome.stderr.contains(hint),
+            "{era}: {}",
+            outcome.stderr
+        );
+    }
+    let file = tactic_for("legacy", ", protocol: \"2027\"", "http://127.0.0.1:9/v1");
+    let outcome = lllm(&["check", arg(&file)]).run().await;
+    assert_eq!(outcome.code, Some(2), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("t.yaml:2:")
+            && outcome
+                .stderr
+                .contains("mcp_servers.era.protocol: must be \"2025-11-25\""),
+        "{}",
+        outcome.stderr
+    );
 }

@@ -377,6 +377,9 @@ pub(crate) struct RawMcpServer {
     /// Whether agents taking the server are offered its resources, as two tools:
     /// `<prefix>list_resources` and `<prefix>read_resource {uri}` (default false).
     pub(crate) resources: Option<At<bool>>,
+    /// The MCP protocol the server speaks: `"2025-11-25"` (the `initialize` handshake, the default,
+    /// which servers of both eras accept) or `"2026-07-28"` (`server/discover`, no `initialize`).
+    pub(crate) protocol: Option<At<String>>,
 }
 
 /// `system_prompt_mcp:` of an agent.

@@ -12,30 +12,11 @@ use lllm_core::ToolFilter;
 
 use super::connect::list_tools;
 use super::listing::{check_tools, ServerTool};
+use super::notices::Relisted;
 use super::state::Inner;
 use super::tool::McpTool;
 use super::McpServer;
 use crate::tools::{ChangingTools, Tool};
-
-/// The `list_changed` notifications a server sent, by list.
-#[derive(Debug, Default)]
-pub(crate) struct ListChanges {
-    /// `notifications/tools/list_changed` received: the tools' generation.
-    pub(crate) tools: AtomicU64,
-    /// `notifications/resources/list_changed` received.
-    pub(crate) resources: AtomicU64,
-    /// `notifications/prompts/list_changed` received.
-    pub(crate) prompts: AtomicU64,
-    /// Times the tools were listed again.
-    pub(crate) relisted: AtomicU64,
-}
-
-/// The server's tools as last listed again, and the generation that listing answers.
-#[derive(Debug, Default)]
-pub(crate) struct Relisted {
-    generation: u64,
-    tools: Option<Arc<Vec<Arc<ServerTool>>>>,
-}
 
 impl Inner {
     /// The tools as listed at generation `wanted` or later: listed again unless another agent just

@@ -24,7 +24,9 @@ pub(crate) struct Client {
     pub(crate) calls: Arc<OpenCalls>,
     /// The `list_changed` notifications the server sent, counted for the agents to act on between
     /// requests.
-    pub(crate) changes: Arc<super::changes::ListChanges>,
+    pub(crate) changes: Arc<super::notices::ListChanges>,
+    /// Whether the handshake is `server/discover` (2026-07-28) rather than `initialize`.
+    pub(crate) discover: bool,
 }
 
 impl ClientHandler for Client {

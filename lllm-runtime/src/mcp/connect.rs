@@ -7,7 +7,7 @@ use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 
 use super::child::ServerProcess;
 use super::client::Client;
@@ -51,6 +51,14 @@ pub(crate) async fn connect(
     client: Client,
     process_slot: &mut Option<ServerProcess>,
 ) -> Result<Connected, Failed> {
+    let discover = client.discover;
+    let handshake_failed = |e: &ClientInitializeError| {
+        format!(
+            "the MCP handshake failed: {}{}",
+            handshake_problem(e),
+            super::handshake::era_hint(e, discover)
+        )
+    };
     let session = match transport {
         Transport::Stdio { command, env, cwd } => {
             let (process, pipes) = ServerProcess::spawn(command, env, cwd).map_err(|e| Failed {
@@ -63,11 +71,13 @@ pub(crate) async fn connect(
             let transport =
                 AsyncRwTransport::new_client(BoundedLines::new(pipes.stdout), pipes.stdin)
                     .with_max_line_length(MAX_MESSAGE_BYTES + 1);
-            client.serve(transport).await.map_err(|e| Failed {
-                problem: format!("the MCP handshake failed: {}", handshake_problem(&e)),
-                process: process_slot.take(),
-                answered: answered_handshake(&e),
-            })?
+            super::handshake::handshake(client, transport)
+                .await
+                .map_err(|e| Failed {
+                    problem: handshake_failed(&e),
+                    process: process_slot.take(),
+                    answered: answered_handshake(&e),
+                })?
         }
         Transport::Http { url, headers } => {
             let http = crate::tls::http_client()
@@ -83,11 +93,13 @@ pub(crate) async fn connect(
             config.max_json_response_size = MAX_MESSAGE_BYTES;
             config.max_sse_event_size = MAX_MESSAGE_BYTES;
             let transport = StreamableHttpClientTransport::with_client(http, config);
-            client.serve(transport).await.map_err(|e| Failed {
-                problem: format!("the MCP handshake failed: {}", handshake_problem(&e)),
-                process: None,
-                answered: false,
-            })?
+            super::handshake::handshake(client, transport)
+                .await
+                .map_err(|e| Failed {
+                    problem: handshake_failed(&e),
+                    process: None,
+                    answered: false,
+                })?
         }
     };
     let tools = list_tools(session.peer())

@@ -109,6 +109,7 @@ impl McpServer {
         builder.confirm_at = config.confirm_at.clone();
         builder.sampling = config.sampling;
         builder.resources = config.resources;
+        builder.discover = config.discover;
         builder
     }
 
@@ -212,6 +213,7 @@ pub struct McpServerBuilder {
     max_output_bytes: usize,
     sampling: bool,
     resources: bool,
+    discover: bool,
 }
 
 impl McpServerBuilder {
@@ -227,6 +229,7 @@ impl McpServerBuilder {
             max_output_bytes: lllm_core::internal::DEFAULT_MAX_OUTPUT_BYTES,
             sampling: false,
             resources: false,
+            discover: false,
         }
     }
 
@@ -303,16 +306,25 @@ impl McpServerBuilder {
         self
     }
 
+    /// Reaches the server with the 2026-07-28 protocol's `server/discover` instead of the
+    /// `initialize` handshake (which servers of both eras accept, the default), as
+    /// `protocol: "2026-07-28"` in a tactic file.
+    pub fn discover(mut self, on: bool) -> Self {
+        self.discover = on;
+        self
+    }
+
     /// Starts the server (or opens the session), shakes hands and lists its tools, all within the
     /// startup timeout.
     pub async fn start(self) -> Result<McpServer, McpError> {
         let (transport, secrets) = self.checked()?;
         let calls = Arc::new(OpenCalls::default());
-        let changes = Arc::new(super::changes::ListChanges::default());
+        let changes = Arc::new(super::notices::ListChanges::default());
         let client = Client {
             sampling: self.sampling,
             calls: calls.clone(),
             changes: changes.clone(),
+            discover: self.discover,
         };
         let connected = self.connect_in_time(&transport, client, &secrets).await?;
         let (tools, rejected) = check_tools(connected.tools, self.prefix.as_deref());

@@ -41,9 +41,9 @@ pub(crate) struct Inner {
     /// Whether agents taking the server are offered its resources (`resources: true`).
     pub(crate) resources: bool,
     /// The `list_changed` notifications it sent.
-    pub(crate) changes: Arc<super::changes::ListChanges>,
+    pub(crate) changes: Arc<super::notices::ListChanges>,
     /// Its tools as last listed again after one.
-    pub(crate) relisted: tokio::sync::Mutex<super::changes::Relisted>,
+    pub(crate) relisted: tokio::sync::Mutex<super::notices::Relisted>,
 }
 
 impl Inner {
