@@ -390,3 +390,60 @@ async fn servers_of_both_eras_are_used_with_their_own_handshake() {
         outcome.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_run_answers_a_sample_already_answered_from_its_journal() {
+    let Some(s) = servers("sampling resume") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[("c1", "sample_and_wait", "{}")]));
+    server.push(StubReply::text("teal"));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-sample-resume");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/resume_server.py");
+    let servers = format!(
+        "  ask: {{command: {}, sampling: true}}",
+        list(&[&s.python, arg(&script)])
+    );
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &servers, "[ask]", ""));
+    let journal = dir.path("run.jsonl");
+    let sampled = dir.path("sampled");
+    let running = lllm(&[
+        "run",
+        arg(&file),
+        "--input",
+        "go",
+        "--journal",
+        arg(&journal),
+    ])
+    .spawn();
+    let answered = (0..400).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        std::fs::read_to_string(&sampled).is_ok_and(|t| !t.is_empty())
+    });
+    assert!(answered, "the server got its sample");
+    running.signal(nix::sys::signal::Signal::SIGINT);
+    let stopped = tokio::task::spawn_blocking(move || running.wait())
+        .await
+        .expect("wait");
+    stopped.assert_clean(130, &["stopped by SIGINT"]);
+    assert_eq!(server.requests().len(), 2, "the call and the sample");
+    std::fs::write(dir.path("go"), "").expect("go");
+    let resumed = lllm(&["resume", arg(&journal)]).run().await;
+    resumed.assert_clean(0, &[]);
+    assert_eq!(resumed.stdout_text().trim(), "done");
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the sample was answered from the journal, not asked again"
+    );
+    assert_eq!(tool_messages(&requests[2]), ["sampled: teal"]);
+    assert_eq!(
+        std::fs::read_to_string(&sampled).expect("sampled"),
+        "teal\nteal\n",
+        "the idempotent tool ran again and got the same sample"
+    );
+}
