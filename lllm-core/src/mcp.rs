@@ -57,6 +57,9 @@ pub struct McpServerConfig {
     pub resources: bool,
     /// OAuth 2.1 with the server (`auth:`, streamable HTTP servers only).
     pub auth: Option<crate::McpAuth>,
+    /// Whether the server is reached with the 2026-07-28 protocol's `server/discover` instead of the
+    /// `initialize` handshake (`protocol: "2026-07-28"`).
+    pub discover: bool,
     /// Where `confirm:` is written (`t.yaml:7:14: mcp_servers.files.confirm`), for errors found when
     /// the server lists its tools.
     pub confirm_at: Option<String>,

@@ -1,6 +1,8 @@
-//! MCP resources as tools (`resources: true`), end to end against the reference server
-//! (`@modelcontextprotocol/server-everything`): the tools offered, a resource listed and read, its
-//! text in the next request. Gated like `mcp.rs` on `LLLM_MCP_EVERYTHING`.
+//! MCP beyond tools, end to end through the recording stub: resources as tools (`resources: true`)
+//! and a prompt as a system prompt against the reference server
+//! (`@modelcontextprotocol/server-everything`); `list_changed` against `tests/mcp/changing_server.py`
+//! and both handshakes against `tests/mcp/era_server.py` (the official Python SDK). Gated like
+//! `mcp.rs` on `LLLM_MCP_EVERYTHING`.
 
 use lllm_runtime::testing::{StubReply, StubServer};
 use serde_json::Value;
@@ -251,5 +253,197 @@ async fn a_prompt_of_another_server_or_one_that_does_not_exist_is_refused_saying
         stderr.contains("system_prompt_mcp.prompt: MCP server `every` did not give prompt `args-prompt`: the server answered with error")
             && stderr.contains("check its `arguments:`"),
         "{stderr}"
+    );
+}
+
+/// The changing server on stdio.
+fn changing(python: &str) -> String {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/changing_server.py");
+    format!("{{command: {}}}", list(&[python, arg(&script)]))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_added_by_the_server_is_offered_from_the_next_request() {
+    let Some(s) = servers("list_changed") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[("c1", "add_tool", "{}")]));
+    server.push(StubReply::tool_calls(&[("c2", "added", "{}")]));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-list-changed");
+    let servers = format!("  ch: {}", changing(&s.python));
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &servers, "[ch]", ""));
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        offered_tools(&requests[0]),
+        ["add_tool", "flood", "count_listings"]
+    );
+    assert_eq!(
+        offered_tools(&requests[1]),
+        ["add_tool", "flood", "count_listings", "added"],
+        "listed again before the next request"
+    );
+    assert_eq!(tool_messages(&requests[2]), ["added `added`", "added ran"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_list_changed_costs_at_most_one_listing_per_request() {
+    let Some(s) = servers("list_changed flood") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[(
+        "c1",
+        "flood",
+        r#"{"count": 3000}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[(
+        "c2",
+        "flood",
+        r#"{"count": 2000}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[("c3", "count_listings", "{}")]));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-list-flood");
+    let servers = format!("  ch: {}", changing(&s.python));
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &servers, "[ch]", ""));
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    for request in &requests {
+        assert_eq!(
+            offered_tools(request),
+            ["add_tool", "flood", "count_listings"]
+        );
+    }
+    // The start's listing, then one before each of the two requests that followed a flood.
+    let results = tool_messages(&requests[3]);
+    assert_eq!(results, ["sent 3000", "sent 2000", "3"], "{results:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_of_both_eras_are_used_with_their_own_handshake() {
+    let Some(s) = servers("handshakes") else {
+        return;
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/era_server.py");
+    let dir = TempDir::new("mcp-era");
+    let tactic_for = |era: &str, setting: &str, api_base: &str| {
+        let servers = format!(
+            "  era: {{command: {}{setting}}}",
+            list(&[&s.python, arg(&script), era])
+        );
+        dir.write("t.yaml", tactic(api_base, &servers, "[era]", ""))
+    };
+    for (era, setting, version) in [
+        ("modern", ", protocol: \"2026-07-28\"", "2026-07-28"),
+        ("legacy", "", "2025-11-25"),
+        ("legacy", ", protocol: \"2025-11-25\"", "2025-11-25"),
+    ] {
+        let server = StubServer::start().await.expect("stub");
+        server.push(StubReply::tool_calls(&[("c1", "protocol", "{}")]));
+        server.push(StubReply::text("done"));
+        let file = tactic_for(era, setting, &server.base_url());
+        let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+        outcome.assert_clean(0, &[]);
+        assert_eq!(tool_messages(&server.requests()[1]), [version], "{era}");
+    }
+    for (era, setting, hint) in [
+        (
+            "modern",
+            "",
+            "the server speaks only the 2026-07-28 protocol: add `protocol: \"2026-07-28\"` to it",
+        ),
+        (
+            "legacy",
+            ", protocol: \"2026-07-28\"",
+            "the server may speak an older protocol, with `initialize`: leave `protocol:` out",
+        ),
+    ] {
+        let file = tactic_for(era, setting, "http://127.0.0.1:9/v1");
+        let outcome = lllm(&["tools", arg(&file)]).run().await;
+        assert_eq!(outcome.code, Some(1), "{}", outcome.stderr);
+        assert!(
+            outcome
+                .stderr
+                .contains("MCP server `era` did not start: the MCP handshake failed: ")
+                && outcome.stderr.contains(hint),
+            "{era}: {}",
+            outcome.stderr
+        );
+    }
+    let file = tactic_for("legacy", ", protocol: \"2027\"", "http://127.0.0.1:9/v1");
+    let outcome = lllm(&["check", arg(&file)]).run().await;
+    assert_eq!(outcome.code, Some(2), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("t.yaml:2:")
+            && outcome
+                .stderr
+                .contains("mcp_servers.era.protocol: must be \"2025-11-25\""),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_run_answers_a_sample_already_answered_from_its_journal() {
+    let Some(s) = servers("sampling resume") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[("c1", "sample_and_wait", "{}")]));
+    server.push(StubReply::text("teal"));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-sample-resume");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/resume_server.py");
+    let servers = format!(
+        "  ask: {{command: {}, sampling: true}}",
+        list(&[&s.python, arg(&script)])
+    );
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &servers, "[ask]", ""));
+    let journal = dir.path("run.jsonl");
+    let sampled = dir.path("sampled");
+    let running = lllm(&[
+        "run",
+        arg(&file),
+        "--input",
+        "go",
+        "--journal",
+        arg(&journal),
+    ])
+    .spawn();
+    let answered = (0..400).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        std::fs::read_to_string(&sampled).is_ok_and(|t| !t.is_empty())
+    });
+    assert!(answered, "the server got its sample");
+    running.signal(nix::sys::signal::Signal::SIGINT);
+    let stopped = tokio::task::spawn_blocking(move || running.wait())
+        .await
+        .expect("wait");
+    stopped.assert_clean(130, &["stopped by SIGINT"]);
+    assert_eq!(server.requests().len(), 2, "the call and the sample");
+    std::fs::write(dir.path("go"), "").expect("go");
+    let resumed = lllm(&["resume", arg(&journal)]).run().await;
+    resumed.assert_clean(0, &[]);
+    assert_eq!(resumed.stdout_text().trim(), "done");
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the sample was answered from the journal, not asked again"
+    );
+    assert_eq!(tool_messages(&requests[2]), ["sampled: teal"]);
+    assert_eq!(
+        std::fs::read_to_string(&sampled).expect("sampled"),
+        "teal\nteal\n",
+        "the idempotent tool ran again and got the same sample"
     );
 }

@@ -380,6 +380,9 @@ pub(crate) struct RawMcpServer {
     /// Streamable HTTP: OAuth 2.1 with the server (discovery, dynamic client registration or
     /// `client_id`, PKCE with a loopback redirect, refresh); `lllm mcp login` authorizes once.
     pub(crate) auth: Option<At<RawMcpAuth>>,
+    /// The MCP protocol the server speaks: `"2025-11-25"` (the `initialize` handshake, the default,
+    /// which servers of both eras accept) or `"2026-07-28"` (`server/discover`, no `initialize`).
+    pub(crate) protocol: Option<At<String>>,
 }
 
 /// `auth:` of an HTTP server. Every key is optional: `auth: {}` registers lllm with the server.

@@ -10,14 +10,17 @@
 
 mod asks;
 mod auth;
+mod changes;
 mod child;
 mod client;
 mod connect;
 mod content;
 mod elicitation;
 mod error;
+mod handshake;
 mod lines;
 mod listing;
+mod notices;
 mod prompts;
 mod resources;
 mod sampling;

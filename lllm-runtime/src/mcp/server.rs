@@ -110,6 +110,7 @@ impl McpServer {
         builder.sampling = config.sampling;
         builder.resources = config.resources;
         builder.auth = config.auth.clone();
+        builder.discover = config.discover;
         builder
     }
 
@@ -152,12 +153,11 @@ impl McpServer {
             .inner
             .tools
             .iter()
-            .enumerate()
-            .filter(|(_, t)| filter.takes(&t.name))
-            .map(|(index, t)| {
+            .filter(|t| filter.takes(&t.name))
+            .map(|t| {
                 let tool = McpTool::new(
                     self.inner.clone(),
-                    index,
+                    t.clone(),
                     self.inner.offered_name(&t.name),
                     self.inner.confirm.covers(&t.name),
                 );
@@ -215,6 +215,7 @@ pub struct McpServerBuilder {
     sampling: bool,
     resources: bool,
     auth: Option<McpAuth>,
+    discover: bool,
 }
 
 impl McpServerBuilder {
@@ -231,6 +232,7 @@ impl McpServerBuilder {
             sampling: false,
             resources: false,
             auth: None,
+            discover: false,
         }
     }
 
@@ -314,14 +316,25 @@ impl McpServerBuilder {
         self
     }
 
+    /// Reaches the server with the 2026-07-28 protocol's `server/discover` instead of the
+    /// `initialize` handshake (which servers of both eras accept, the default), as
+    /// `protocol: "2026-07-28"` in a tactic file.
+    pub fn discover(mut self, on: bool) -> Self {
+        self.discover = on;
+        self
+    }
+
     /// Starts the server (or opens the session), shakes hands and lists its tools, all within the
     /// startup timeout.
     pub async fn start(self) -> Result<McpServer, McpError> {
         let (transport, secrets) = self.checked()?;
         let calls = Arc::new(OpenCalls::default());
+        let changes = Arc::new(super::notices::ListChanges::default());
         let client = Client {
             sampling: self.sampling,
             calls: calls.clone(),
+            changes: changes.clone(),
+            discover: self.discover,
         };
         let connected = self.connect_in_time(&transport, client, &secrets).await?;
         let (tools, rejected) = check_tools(connected.tools, self.prefix.as_deref());
@@ -331,7 +344,7 @@ impl McpServerBuilder {
             session: tokio::sync::Mutex::new(Some(connected.session)),
             peer,
             process: connected.process,
-            tools,
+            tools: tools.into_iter().map(Arc::new).collect(),
             rejected,
             timeout: Duration::from_secs_f64(self.timeout_s),
             prefix: self.prefix.clone(),
@@ -341,6 +354,8 @@ impl McpServerBuilder {
             death_reported: AtomicBool::new(false),
             calls,
             resources: self.resources,
+            changes,
+            relisted: Default::default(),
         };
         inner.check_names(
             match &self.confirm {

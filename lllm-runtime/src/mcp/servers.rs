@@ -140,6 +140,18 @@ impl McpServers {
         Ok(tools)
     }
 
+    /// The sets of `agent`'s MCP tools that a server's `list_changed` changes between requests.
+    pub(crate) fn changing_for(
+        &self,
+        agent: &AgentSpec,
+    ) -> Vec<Arc<dyn crate::tools::ChangingTools>> {
+        agent
+            .mcp()
+            .iter()
+            .filter_map(|used| Some(self.get(&used.server)?.changing_tools(used.filter.clone())))
+            .collect()
+    }
+
     /// Shuts every server down, all at once.
     pub async fn shutdown(&self) {
         futures::future::join_all(self.servers.iter().map(McpServer::shutdown)).await;

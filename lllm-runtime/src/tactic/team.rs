@@ -340,6 +340,7 @@ impl TeamBuilder<'_> {
         let mcp_failed = |e| AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e)));
         let mcp_tools = servers.tools_for(agent).map_err(mcp_failed)?;
         let mcp_prompt = servers.system_prompt_for(agent).map_err(mcp_failed)?;
+        let changing = servers.changing_for(agent);
         let caller_tools: Vec<Arc<dyn crate::tools::Tool>> = if agent.client_tools() {
             run.caller_tools
                 .iter()
@@ -357,6 +358,7 @@ impl TeamBuilder<'_> {
         Ok(Arc::new(move |roster: &Arc<Roster>, run: RunContext| {
             let mut builder = AgentBuilder::from_spec(&agent)
                 .tools(mcp_tools.iter().cloned())
+                .changing_tools(changing.iter().cloned())
                 .tools(caller_tools.iter().cloned())
                 .run_context(run)
                 .roster(roster.clone());
