@@ -184,6 +184,17 @@ fn progress_line(at: f64, event: &RunEvent) -> Option<String> {
             let (mark, suffix) = mark(outcome);
             format!("{at:6.1}s {mark} task {task} {agent}{suffix}")
         }
+        RunEvent::ToolProgress {
+            agent,
+            tool,
+            status,
+            message,
+            ..
+        } => {
+            let message = message.as_deref().unwrap_or_default();
+            let line = format!("{at:6.1}s … {agent}: {tool} {status} {message}");
+            crate::screen::visible(line.trim_end())
+        }
         _ => return None,
     })
 }

@@ -13,6 +13,7 @@ mod mcp;
 mod mcp_asks;
 mod mcp_elicit;
 mod mcp_resources;
+mod mcp_tasks;
 mod observability;
 mod queue;
 mod serve;

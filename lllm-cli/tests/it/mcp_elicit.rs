@@ -222,6 +222,46 @@ async fn a_question_is_answered_by_the_serve_callers_approval_with_content() {
         result.contains("- Name: Ann") && result.contains("- Favorite Integer: 9"),
         "{result}"
     );
+    let late = approve(json!({"name": "Ann"})).await.expect("sent");
+    assert_eq!(late.status(), 409, "no question waits any more");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_waiting_on_a_question_can_be_cancelled() {
+    let Some(s) = servers("elicitation, serve, cancel") else {
+        return;
+    };
+    let stub = StubServer::start().await.expect("stub");
+    let dir = TempDir::new("mcp-elicit-cancel");
+    let file = asking_tactic(&dir, &stub, &s.everything);
+    let serving = Serving::start(&[arg(&file)], &[]);
+    let http = reqwest::Client::new();
+    let run: Value = http
+        .post(format!("{}/v1/runs", serving.base))
+        .body(json!({"model": "t", "input": "go"}).to_string())
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    let id = run["id"].as_str().expect("id").to_owned();
+    wait_for(&serving, &id, |r| r["status"] == "requires_action").await;
+    let cancelled: Value = http
+        .post(format!("{}/v1/runs/{id}/cancel", serving.base))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert!(cancelled.get("question").is_none(), "{cancelled}");
+    assert_eq!(
+        stub.requests().len(),
+        1,
+        "nothing asked of the model after the cancel"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -246,4 +286,63 @@ async fn a_ten_megabyte_schema_is_refused_and_the_run_goes_on() {
             && result.contains("lllm asks forms of at most 65536 bytes of requested schema"),
         "{result}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_is_answered_in_the_console() {
+    let Some(s) = servers("elicitation, console") else {
+        return;
+    };
+    let Some(browser) = crate::browser::Browser::start("elicitation, console").await else {
+        return;
+    };
+    let stub = StubServer::start().await.expect("stub");
+    let dir = TempDir::new("mcp-elicit-console");
+    let file = asking_tactic(&dir, &stub, &s.everything);
+    let serving = Serving::start(&[arg(&file)], &[]);
+    let run: Value = reqwest::Client::new()
+        .post(format!("{}/v1/runs", serving.base))
+        .body(json!({"model": "t", "input": "go"}).to_string())
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    let id = run["id"].as_str().expect("id").to_owned();
+    wait_for(&serving, &id, |r| r["status"] == "requires_action").await;
+    browser.goto(&format!("{}/#/runs/{id}", serving.base)).await;
+    browser
+        .wait_until(
+            "the question's form",
+            "return !!document.querySelector('#question [name=integer]')",
+        )
+        .await;
+    let shown = browser.text("#question").await.unwrap_or_default();
+    assert!(
+        shown.contains("Please provide inputs for the following fields:")
+            && shown.contains("MCP server `every`")
+            && shown.contains("String *"),
+        "{shown}"
+    );
+    browser
+        .run(
+            "document.querySelector('#question [name=name]').value = 'Ann Console';
+             document.querySelector('#question [name=integer]').value = '8';
+             document.querySelector('#question [name=check]').checked = true;
+             return true;",
+        )
+        .await;
+    browser.click("#question-send").await;
+    let done = wait_for(&serving, &id, |r| r["status"] == "completed").await;
+    assert_eq!(done["output"], "done");
+    let result = &tool_messages(&stub.requests()[1])[0];
+    for line in [
+        "- Name: Ann Console",
+        "- Agreed to terms: true",
+        "- Favorite Integer: 8",
+        "- Favorite Number: 3.14",
+    ] {
+        assert!(result.contains(line), "{line} not in {result}");
+    }
 }

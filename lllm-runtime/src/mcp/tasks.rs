@@ -1,8 +1,8 @@
 //! Tool calls answered as tasks: the server answers `tools/call` with a task, which lllm polls
 //! (`tasks/get`, at the server's suggested interval, held between bounds) until it ends, and whose
 //! result becomes the tool's result. Each change of its status or message reaches the run's events
-//! (`tool.progress`). A call given up (its timeout, the run cancelled or halted: its future
-//! dropped) sends `tasks/cancel`.
+//! (`tool.progress`). A call given up (its timeout, the run cancelled or halted) sends
+//! `tasks/cancel`.
 //!
 //! Two versions of tasks are spoken: the `io.modelcontextprotocol/tasks` extension of MCP
 //! 2026-07-28 (declared by lllm; the result comes with `tasks/get`), and the experimental tasks of
@@ -29,29 +29,97 @@ const MAX_POLL: Duration = Duration::from_secs(10);
 /// How long lllm asks a 2025-11-25 server to keep a task (the tool's timeout bounds the call).
 const LEGACY_TTL_MS: u64 = 24 * 3600 * 1000;
 
-/// Calls a tool; a task it answers with is polled to its end.
+/// The task a call waits on, cancelled with `tasks/cancel` if the call is given up: awaited by
+/// [`cancel`](Self::cancel) (a timeout), or sent in the background when it is dropped first (the
+/// run cancelled or halted drops the call).
+pub(crate) struct OpenTask {
+    peer: Peer<RoleClient>,
+    id: std::sync::Mutex<Option<String>>,
+}
+
+impl OpenTask {
+    pub(crate) fn new(peer: &Peer<RoleClient>) -> Self {
+        OpenTask {
+            peer: peer.clone(),
+            id: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn set(&self, id: Option<String>) {
+        *self.id.lock().unwrap_or_else(|p| p.into_inner()) = id;
+    }
+
+    fn take(&self) -> Option<String> {
+        self.id.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Tells the server to stop the task, if one runs; waits for its acknowledgement (bounded).
+    pub(crate) async fn cancel(&self) {
+        if let Some(id) = self.take() {
+            cancel(self.peer.clone(), id).await;
+        }
+    }
+}
+
+impl Drop for OpenTask {
+    fn drop(&mut self) {
+        let Some(id) = self.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(cancel(self.peer.clone(), id));
+        }
+    }
+}
+
+async fn cancel(peer: Peer<RoleClient>, id: String) {
+    let cancel = send(&peer, "tasks/cancel", json!({ "taskId": id }));
+    match tokio::time::timeout(MAX_POLL, cancel).await {
+        Ok(Ok(_)) => tracing::debug!(task = %id, "the task was cancelled"),
+        _ => tracing::debug!(task = %id, "the server did not acknowledge tasks/cancel"),
+    }
+}
+
+/// Calls a tool; a task it answers with is polled to its end, noted in `open` while it runs.
 pub(crate) async fn call_tool(
     peer: &Peer<RoleClient>,
     params: CallToolRequestParams,
     context: ToolContext<'_>,
     tool: &str,
+    open: &OpenTask,
 ) -> Result<CallToolResult, ServiceError> {
     match peer.call_tool_once(params.clone()).await {
+        Ok(CallToolResponse::Complete(result)) if refused_for_a_task(&result) => {
+            legacy(peer, params, context, tool, open).await
+        }
         Ok(CallToolResponse::Complete(result)) => Ok(result),
         Ok(CallToolResponse::Task(created)) => {
-            let task = Running::new(peer, created.task.task_id.clone(), false);
+            let task = Running::new(peer, created.task.task_id.clone(), false, open);
             task.poll(context, tool).await
         }
         Ok(_) => Err(ServiceError::UnexpectedResponse),
-        Err(error) if needs_a_task(&error) => legacy(peer, params, context, tool).await,
+        Err(error) if needs_a_task(&error) => legacy(peer, params, context, tool, open).await,
         Err(error) => Err(error),
     }
 }
 
-/// Whether a 2025-11-25 server refused a plain call of a tool that runs only as a task.
+/// The words of a 2025-11-25 server refusing a plain call of a tool that runs only as a task.
+const NEEDS_A_TASK: &str = "requires task augmentation";
+
+/// Whether a 2025-11-25 server refused a plain call of a tool that runs only as a task: with an
+/// error, or (the TypeScript SDK) with a tool error carrying it. Nothing ran, so calling again as a
+/// task runs the tool once.
 fn needs_a_task(error: &ServiceError) -> bool {
     matches!(error, ServiceError::McpError(e)
-        if e.code == ErrorCode::METHOD_NOT_FOUND && e.message.contains("task augmentation"))
+        if e.code == ErrorCode::METHOD_NOT_FOUND && e.message.contains(NEEDS_A_TASK))
+}
+
+fn refused_for_a_task(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+        && result.content.len() == 1
+        && result.content[0]
+            .as_text()
+            .is_some_and(|t| t.text.contains(NEEDS_A_TASK) && t.text.contains("-32601"))
 }
 
 /// The call again, as a 2025-11-25 task.
@@ -60,6 +128,7 @@ async fn legacy(
     params: CallToolRequestParams,
     context: ToolContext<'_>,
     tool: &str,
+    open: &OpenTask,
 ) -> Result<CallToolResult, ServiceError> {
     let mut request = serde_json::to_value(&params).map_err(unexpected)?;
     request["task"] = json!({ "ttl": LEGACY_TTL_MS });
@@ -68,50 +137,33 @@ async fn legacy(
         .pointer("/task/taskId")
         .and_then(Value::as_str)
         .ok_or(ServiceError::UnexpectedResponse)?;
-    let task = Running::new(peer, id.to_owned(), true);
+    let task = Running::new(peer, id.to_owned(), true, open);
     task.poll(context, tool).await
 }
 
-/// A task being polled; dropped before its end, it is cancelled.
+/// A task being polled.
 struct Running<'a> {
     peer: &'a Peer<RoleClient>,
     id: String,
     /// A 2025-11-25 task, whose result comes from `tasks/result`.
     legacy: bool,
-    ended: bool,
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if self.ended {
-            return;
-        }
-        // Given up (a timeout, a cancelled run): the server is told, without waiting for it.
-        let (peer, id) = (self.peer.clone(), self.id.clone());
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let cancel = send(&peer, "tasks/cancel", json!({ "taskId": id }));
-                if tokio::time::timeout(MAX_POLL, cancel).await.is_err() {
-                    tracing::debug!("the server did not acknowledge tasks/cancel");
-                }
-            });
-        }
-    }
+    open: &'a OpenTask,
 }
 
 impl<'a> Running<'a> {
-    fn new(peer: &'a Peer<RoleClient>, id: String, legacy: bool) -> Self {
+    fn new(peer: &'a Peer<RoleClient>, id: String, legacy: bool, open: &'a OpenTask) -> Self {
+        open.set(Some(id.clone()));
         Running {
             peer,
             id,
             legacy,
-            ended: false,
+            open,
         }
     }
 
     /// Polls until the task ends; its result.
     async fn poll(
-        mut self,
+        self,
         context: ToolContext<'_>,
         tool: &str,
     ) -> Result<CallToolResult, ServiceError> {
@@ -126,19 +178,20 @@ impl<'a> Running<'a> {
                 seen = now;
             }
             match status.as_str() {
-                "completed" => {
-                    self.ended = true;
-                    return self.result(task).await;
-                }
+                "completed" => return self.result(task).await,
                 // A 2025-11-25 task delivers its questions through `tasks/result`, which waits
                 // for its end.
-                "input_required" if self.legacy => {
-                    let result = self.result(task).await;
-                    self.ended = result.is_ok();
-                    return result;
+                "input_required" if self.legacy => return self.result(task).await,
+                // Answering inside a task (`tasks/update`) is not done yet: the task is given up,
+                // and cancelled when the call's `OpenTask` goes.
+                "input_required" => {
+                    return Err(ServiceError::McpError(ErrorData::internal_error(
+                        "the tool's task asks for input inside the task (tasks/update), which lllm does not answer; the task was cancelled",
+                        None,
+                    )))
                 }
                 "failed" | "cancelled" => {
-                    self.ended = true;
+                    self.open.set(None);
                     return Err(failed(&task, &status, message));
                 }
                 _ => {}
@@ -154,6 +207,7 @@ impl<'a> Running<'a> {
         } else {
             task.get("result").cloned().unwrap_or(Value::Null)
         };
+        self.open.set(None);
         serde_json::from_value(result).map_err(unexpected)
     }
 }

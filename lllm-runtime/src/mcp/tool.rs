@@ -93,9 +93,15 @@ impl Tool for McpTool {
         // What the server asks during the call reaches this call (and its dialog) while it runs.
         let (_open, asks) = self.server.calls.open(context.dialog());
         // A tool answered as a task is polled to its end within the same timeout.
-        let call = tasks::call_tool(&self.server.peer, params, context, &self.spec.name);
-        // Dropping the call on a timeout tells the server to stop working on it.
-        match answer_asks(call, asks, context, &self.server.name, timeout).await {
+        let task = tasks::OpenTask::new(&self.server.peer);
+        let call = tasks::call_tool(&self.server.peer, params, context, &self.spec.name, &task);
+        // Dropping the call on a timeout tells the server to stop working on it (a task: with
+        // `tasks/cancel`).
+        let ended = answer_asks(call, asks, context, &self.server.name, timeout).await;
+        if matches!(ended, Ended::TimedOut) {
+            task.cancel().await;
+        }
+        match ended {
             Ended::TimedOut => Err(ToolError::new(format!(
                 "the tool did not answer within {} s (timeout_s of MCP server `{}`); try a smaller request",
                 timeout.as_secs_f64(),

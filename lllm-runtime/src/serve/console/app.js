@@ -165,6 +165,7 @@ function drawRun(run, log, reload) {
         `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)}) over ${calls(usage.calls)}`)),
   ];
   if (run.pending && run.pending.length) parts.push(pendingCalls(run, reload));
+  if (run.question) parts.push(question(run, reload));
   if (run.output !== undefined) parts.push(el("h2", {}, "Answer"), el("div", { class: "answer", id: "answer" }, run.output));
   if (run.error) parts.push(el("h2", {}, "Error"), el("div", { class: "answer error", id: "error" }, run.error.message));
   if (run.status === "running" || run.status === "queued" || run.status === "requires_action") {
@@ -191,6 +192,62 @@ function pendingCalls(run, reload) {
       el("button", { class: "approve", onclick: (e) => decide(e, run.id, "approve", call.id, reload) }, "Approve"),
       el("button", { class: "reject", onclick: (e) => decide(e, run.id, "reject", call.id, reload) }, "Reject"))));
   return el("section", { id: "pending" }, el("h2", {}, "Waiting for your decision"), ...cards);
+}
+
+// A server's question (MCP elicitation): its message, then a field per property of the requested
+// schema, or the URL as text (never opened by the console). The server's words are text nodes.
+function question(run, reload) {
+  const q = run.question;
+  const schema = q.requested_schema || {};
+  const required = new Set(schema.required || []);
+  const fields = Object.entries(schema.properties || {}).map(([name, p]) => field(name, p, required.has(name)));
+  const send = () => {
+    const content = {};
+    for (const { name, read } of fields) {
+      const value = read();
+      if (value !== undefined) content[name] = value;
+    }
+    for (const button of document.querySelectorAll("#question button")) button.disabled = true;
+    act(run.id, "approval", { decision: "approve", content: q.url ? undefined : content }, reload);
+  };
+  const decline = () => act(run.id, "approval", { decision: "reject" }, reload);
+  return el("section", { id: "question" }, el("h2", {}, "A question for you"),
+    el("div", {}, el("strong", {}, q.source || "A server"), " asks for ", el("strong", {}, q.agent || "an agent")),
+    el("pre", { class: "arguments" }, q.message),
+    q.url ? el("p", {}, "Open this address yourself: ", el("code", { id: "question-url" }, q.url)) : null,
+    ...fields.map((f) => f.row),
+    el("div", { class: "actions" },
+      el("button", { class: "approve", id: "question-send", onclick: send }, q.url ? "Done" : "Send"),
+      el("button", { class: "reject", id: "question-decline", onclick: decline }, "Decline")));
+}
+
+// One form field: its row, and how its value is read (undefined: left out).
+function field(name, p, required) {
+  const choices = p.enum || (p.oneOf || p.anyOf || []).map((c) => c.const);
+  const items = p.items || {};
+  const many = p.type === "array";
+  const options = many ? (items.enum || (items.anyOf || items.oneOf || []).map((c) => c.const)) : choices;
+  const labels = many ? (items.anyOf || items.oneOf || []).map((c) => c.title) : (p.enumNames || (p.oneOf || []).map((c) => c.title));
+  let input;
+  if (p.type === "boolean") input = el("input", { type: "checkbox", name, checked: p.default === true });
+  else if (options && options.length) {
+    input = el("select", { name, multiple: many, required },
+      many || required ? null : el("option", { value: "" }, ""),
+      ...options.map((v, i) => el("option", { value: v, selected: many ? (p.default || []).includes(v) : p.default === v }, (labels && labels[i]) || v)));
+  } else {
+    input = el("input", { type: p.type === "number" || p.type === "integer" ? "number" : "text", name,
+      step: p.type === "integer" ? "1" : "any", value: p.default === undefined ? "" : p.default });
+  }
+  const read = () => {
+    if (p.type === "boolean") return input.checked;
+    if (many) return [...input.selectedOptions].map((o) => o.value);
+    if (input.value === "") return undefined;
+    return p.type === "number" || p.type === "integer" ? Number(input.value) : input.value;
+  };
+  const label = `${p.title || name}${required ? " *" : ""}`;
+  const row = el("label", { class: "field", "data-field": name }, el("span", {}, label), " ", input,
+    p.description ? el("span", { class: "muted" }, ` ${p.description}`) : null);
+  return { name, read, row };
 }
 
 async function decide(event, runId, decision, callId, reload) {
