@@ -11,6 +11,7 @@ mod eval;
 mod journal;
 mod mcp;
 mod mcp_asks;
+mod mcp_oauth;
 mod observability;
 mod queue;
 mod serve;

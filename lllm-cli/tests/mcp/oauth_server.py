@@ -43,6 +43,15 @@ def log(line: str) -> None:
     sys.stderr.flush()
 
 
+class LoopbackClient(OAuthClientInformationFull):
+    """A client registered beforehand for native apps: any loopback redirect (RFC 8252 7.3: the port varies)."""
+
+    def validate_redirect_uri(self, redirect_uri):
+        if redirect_uri is None or not str(redirect_uri).startswith("http://127.0.0.1:"):
+            return super().validate_redirect_uri(redirect_uri)
+        return redirect_uri
+
+
 class Provider:
     """Approves every authorization at once; keeps everything in memory."""
 
@@ -62,10 +71,11 @@ class Provider:
 
     async def get_client(self, client_id: str):
         if client_id == "lllm-preregistered" and client_id not in self.clients:
-            return OAuthClientInformationFull(
+            return LoopbackClient(
                 client_id=client_id,
                 redirect_uris=["http://127.0.0.1/callback"],
                 token_endpoint_auth_method="none",
+                scope="mcp extra",
                 grant_types=["authorization_code", "refresh_token"],
             )
         return self.clients.get(client_id)
