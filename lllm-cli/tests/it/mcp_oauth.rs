@@ -222,6 +222,8 @@ async fn login_stores_tokens_owner_only_and_runs_use_and_refresh_them_without_sh
         arg(&trace),
     ])
     .env("LLLM_CACHE_DIR", arg(&cache))
+    // Even rmcp's and the HTTP client's debug logs must not show a token.
+    .env("LLLM_LOG", "debug")
     .run()
     .await;
     run.assert_clean(0, &[]);
@@ -400,4 +402,103 @@ async fn a_server_asking_for_authorization_without_auth_says_what_to_add() {
         "{}",
         login.stderr
     );
+}
+
+/// Logs in to `oauth` with `auth: {token_file: t.json}` in `dir`; the tactic file.
+async fn logged_in(oauth: &OAuthServer, dir: &TempDir, api_base: &str) -> PathBuf {
+    let auth = "    auth: {token_file: t.json}";
+    let file = dir.write("t.yaml", tactic(api_base, &oauth.url, auth));
+    let done = tokio::task::spawn_blocking({
+        let file = file.clone();
+        move || login(&[arg(&file)], None)
+    })
+    .await
+    .expect("login");
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    file
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_refused_with_401_is_refreshed_once_and_the_call_goes_on() {
+    let Some(s) = servers("oauth 401 refresh") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-oauth-401-refresh");
+    // The client is told an hour; the server refuses the token after a second.
+    let args = ["--token-seconds", "1", "--advertise-seconds", "3600"];
+    let oauth = OAuthServer::start(&s.python, &dir, &args);
+    let file = logged_in(&oauth, &dir, "http://127.0.0.1:9/v1").await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let tools = lllm(&["tools", arg(&file)]).run().await;
+    tools.assert_clean(0, &[]);
+    assert!(tools.stdout_text().contains("whoami"));
+    let kinds: Vec<String> = oauth
+        .grants()
+        .iter()
+        .filter_map(|g| g["grant"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(kinds, ["authorization_code", "refresh_token"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_token_that_cannot_be_refreshed_fails_saying_to_log_in_again() {
+    let Some(s) = servers("oauth refresh refused") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-oauth-refresh-refused");
+    let args = [
+        "--token-seconds",
+        "1",
+        "--advertise-seconds",
+        "3600",
+        "--refuse-refresh",
+    ];
+    let oauth = OAuthServer::start(&s.python, &dir, &args);
+    let file = logged_in(&oauth, &dir, "http://127.0.0.1:9/v1").await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let tools = lllm(&["tools", arg(&file)]).run().await;
+    tools.assert_clean(
+        1,
+        &[
+            "refused the stored OAuth token and refreshing it did not help",
+            "lllm mcp login TACTIC.yaml --server remote",
+        ],
+    );
+    let refused = oauth
+        .grants()
+        .iter()
+        .filter(|g| g["event"] == "refused_refresh")
+        .count();
+    assert_eq!(refused, 1, "one refresh was tried: {:?}", oauth.grants());
+    for token in oauth.tokens() {
+        tools.assert_never_shows(&token);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_with_another_state_is_refused() {
+    let Some(s) = servers("oauth wrong state") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-oauth-state");
+    let oauth = OAuthServer::start(&s.python, &dir, &["--wrong-state"]);
+    let file = dir.write(
+        "t.yaml",
+        tactic(
+            "http://127.0.0.1:9/v1",
+            &oauth.url,
+            "    auth: {token_file: t.json}",
+        ),
+    );
+    let done = tokio::task::spawn_blocking(move || login(&[arg(&file)], None))
+        .await
+        .expect("login");
+    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("the redirect carried another `state`"),
+        "{}",
+        done.stderr
+    );
+    assert!(oauth.grants().iter().all(|g| g["event"] != "token"));
+    assert!(!dir.path("t.json").exists());
 }
