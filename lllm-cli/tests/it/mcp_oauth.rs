@@ -90,6 +90,11 @@ struct Login {
 /// Runs `lllm mcp login` with `args`, approving as a browser would: the printed URL is fetched and
 /// its redirect to lllm's loopback listener followed.
 fn login(args: &[&str], cache: Option<&Path>) -> Login {
+    login_past(args, cache, false)
+}
+
+/// [`login`], `hostile`: with other local clients at the loopback listener first (see [`harass`]).
+fn login_past(args: &[&str], cache: Option<&Path>, hostile: bool) -> Login {
     let mut command = Command::new(env!("CARGO_BIN_EXE_lllm"));
     command
         .args(["mcp", "login"])
@@ -104,10 +109,17 @@ fn login(args: &[&str], cache: Option<&Path>) -> Login {
     let mut child = command.spawn().expect("lllm starts");
     let mut stderr = String::new();
     let mut page = None;
+    let mut url = None;
     for line in BufReader::new(child.stderr.take().expect("stderr")).lines() {
         let line = line.expect("line");
-        if let Some(url) = line.split_whitespace().find(|w| w.contains("/authorize?")) {
-            page = Some(approve(url));
+        if let Some(found) = line.split_whitespace().find(|w| w.contains("/authorize?")) {
+            url = Some(found.to_owned());
+        }
+        if let Some(redirect) = line.split_whitespace().find(|w| w.ends_with("/callback")) {
+            if hostile {
+                harass(redirect);
+            }
+            page = url.as_deref().map(approve);
         }
         stderr.push_str(&line);
         stderr.push('\n');
@@ -118,6 +130,33 @@ fn login(args: &[&str], cache: Option<&Path>) -> Login {
         stderr,
         page,
     }
+}
+
+/// What another local process could do to the loopback listener before the real redirect: hold a
+/// connection open without a word, send a head larger than any request, ask for another path, and
+/// send a callback with another `state` over a connection it never reads.
+fn harass(redirect: &str) {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let address = redirect
+        .trim_start_matches("http://")
+        .trim_end_matches("/callback")
+        .to_owned();
+    let silent = TcpStream::connect(&address).expect("connect");
+    let mut huge = TcpStream::connect(&address).expect("connect");
+    huge.write_all(&vec![b'A'; 64 * 1024]).ok();
+    let mut answer = Vec::new();
+    huge.read_to_end(&mut answer).ok();
+    assert!(answer.is_empty(), "an oversized head gets no answer");
+    let mut other = TcpStream::connect(&address).expect("connect");
+    other
+        .write_all(b"GET /favicon.ico HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("write");
+    let mut answer = String::new();
+    other.read_to_string(&mut answer).ok();
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    // Kept open until lllm is done: it must not wait for them.
+    std::mem::forget(silent);
 }
 
 /// Fetches the authorization URL, following its redirect: the page lllm's listener answers.
@@ -137,6 +176,18 @@ fn tactic(api_base: &str, url: &str, auth: &str) -> String {
     format!(
         "mcp_servers:\n  remote:\n    url: {url}\n{auth}\nagent_configs:\n  - name: a\n    model_name: m\n    system_prompt: You use tools.\n    model_args: {{api_base: \"{api_base}\", timeout: 60}}\n    max_tool_rounds: 2\n    mcp: [remote]\n"
     )
+}
+
+/// The grants were a code, then refreshes only (more than one when a loaded machine lets a
+/// one-second token expire again within the run).
+#[track_caller]
+fn assert_refreshed(kinds: &[&str]) {
+    assert_eq!(kinds.first(), Some(&"authorization_code"), "{kinds:?}");
+    assert!(kinds.len() >= 2, "no refresh: {kinds:?}");
+    assert!(
+        kinds[1..].iter().all(|k| *k == "refresh_token"),
+        "{kinds:?}"
+    );
 }
 
 fn mode(path: &Path) -> u32 {
@@ -238,7 +289,7 @@ async fn login_stores_tokens_owner_only_and_runs_use_and_refresh_them_without_sh
         [serde_json::json!({"result": format!("authorized as {client_id}")}).to_string()]
     );
     let kinds: Vec<&str> = grants.iter().filter_map(|g| g["grant"].as_str()).collect();
-    assert_eq!(kinds, ["authorization_code", "refresh_token"], "{grants:?}");
+    assert_refreshed(&kinds);
     let second_file = std::fs::read_to_string(&stored[0]).expect("token file");
     assert_ne!(first_file, second_file, "the refreshed tokens are stored");
     assert_eq!(mode(&stored[0]), 0o600);
@@ -258,12 +309,13 @@ async fn login_stores_tokens_owner_only_and_runs_use_and_refresh_them_without_sh
 
     let tokens = oauth.tokens();
     assert!(tokens.len() >= 4, "{tokens:?}");
+    // The file holds the last tokens issued: the checks below look for real tokens.
+    let newest = tokens.last().expect("tokens");
+    assert!(last_file.contains(newest.as_str()));
+    assert_ne!(first_file, last_file);
     let journal_text = std::fs::read_to_string(&journal).expect("journal");
     let trace_text = std::fs::read_to_string(&trace).expect("trace");
     for token in &tokens {
-        assert!([&first_file, &second_file, &last_file]
-            .iter()
-            .any(|f| f.contains(token.as_str())));
         dry.assert_never_shows(token);
         for (what, text) in [
             ("login stderr", done.stderr.as_str()),
@@ -448,12 +500,9 @@ async fn a_token_refused_with_401_is_refreshed_once_and_the_call_goes_on() {
     let tools = lllm(&["tools", arg(&file)]).run().await;
     tools.assert_clean(0, &[]);
     assert!(tools.stdout_text().contains("whoami"));
-    let kinds: Vec<String> = oauth
-        .grants()
-        .iter()
-        .filter_map(|g| g["grant"].as_str().map(str::to_owned))
-        .collect();
-    assert_eq!(kinds, ["authorization_code", "refresh_token"]);
+    let grants = oauth.grants();
+    let kinds: Vec<&str> = grants.iter().filter_map(|g| g["grant"].as_str()).collect();
+    assert_refreshed(&kinds);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -517,4 +566,30 @@ async fn a_redirect_with_another_state_is_refused() {
     );
     assert!(oauth.grants().iter().all(|g| g["event"] != "token"));
     assert!(!dir.path("t.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_local_clients_at_the_loopback_listener_hold_up_nothing() {
+    let Some(s) = servers("oauth loopback") else {
+        return;
+    };
+    let dir = TempDir::new("mcp-oauth-loopback");
+    let oauth = OAuthServer::start(&s.python, &dir, &[]);
+    let file = dir.write(
+        "t.yaml",
+        tactic(
+            "http://127.0.0.1:9/v1",
+            &oauth.url,
+            "    auth: {token_file: t.json}",
+        ),
+    );
+    let done = tokio::task::spawn_blocking(move || login_past(&[arg(&file)], None, true))
+        .await
+        .expect("login");
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    assert!(done
+        .page
+        .as_deref()
+        .is_some_and(|p| p.contains("authorization received")));
+    assert_eq!(mode(&dir.path("t.json")), 0o600);
 }
