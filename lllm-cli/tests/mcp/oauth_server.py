@@ -8,10 +8,12 @@ Run it with the interpreter that scripts/servers/mcp.sh installs ($LLLM_MCP_PYTH
   names the authorization server; /.well-known/oauth-authorization-server describes it.
 - /authorize approves at once (no person): it redirects to the client's redirect_uri with a code and the state.
 - Access tokens live --token-seconds (default 3600) and are refused after; refresh tokens rotate.
+  --advertise-seconds N tells the client another lifetime (so that only a 401 says the token expired);
+  --refuse-refresh refuses every refresh token.
 - /register (dynamic client registration) unless --no-registration; the client `lllm-preregistered`
   (public, any loopback redirect) always exists.
 - --foreign-endpoint: the metadata sends authorization_endpoint to another host (127.0.0.2).
-- --wrong-iss: the redirect back carries an `iss` that is not the issuer.
+- --wrong-iss: the redirect back carries an `iss` that is not the issuer; --wrong-state: another `state`.
 Every registration and token grant is appended to FILE as a JSON line with the tokens issued, so that a test
 can check they never appear in lllm's output. Writes "oauth_server: ready http://127.0.0.1:PORT/mcp" on stderr.
 The tool `whoami` answers "authorized as CLIENT_ID".
@@ -43,11 +45,23 @@ def log(line: str) -> None:
     sys.stderr.flush()
 
 
+class LoopbackClient(OAuthClientInformationFull):
+    """A client registered beforehand for native apps: any loopback redirect (RFC 8252 7.3: the port varies)."""
+
+    def validate_redirect_uri(self, redirect_uri):
+        if redirect_uri is None or not str(redirect_uri).startswith("http://127.0.0.1:"):
+            return super().validate_redirect_uri(redirect_uri)
+        return redirect_uri
+
+
 class Provider:
     """Approves every authorization at once; keeps everything in memory."""
 
     def __init__(self, base: str, record: str, token_seconds: int, wrong_iss: bool) -> None:
         self.base = base
+        self.advertised_seconds = token_seconds
+        self.refuse_refresh = False
+        self.wrong_state = False
         self.record_path = record
         self.token_seconds = token_seconds
         self.wrong_iss = wrong_iss
@@ -62,10 +76,11 @@ class Provider:
 
     async def get_client(self, client_id: str):
         if client_id == "lllm-preregistered" and client_id not in self.clients:
-            return OAuthClientInformationFull(
+            return LoopbackClient(
                 client_id=client_id,
                 redirect_uris=["http://127.0.0.1/callback"],
                 token_endpoint_auth_method="none",
+                scope="mcp extra",
                 grant_types=["authorization_code", "refresh_token"],
             )
         return self.clients.get(client_id)
@@ -90,7 +105,8 @@ class Provider:
         self.record(event="authorize", client_id=client.client_id, scopes=params.scopes or [],
                     redirect_uri=str(params.redirect_uri))
         iss = "http://127.0.0.2:1" if self.wrong_iss else None
-        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state, iss=iss)
+        state = "forged-state" if self.wrong_state else params.state
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=state, iss=iss)
 
     async def load_authorization_code(self, client, authorization_code: str):
         return self.codes.get(authorization_code)
@@ -100,6 +116,9 @@ class Provider:
         return self.issue(client.client_id, authorization_code.scopes, "authorization_code")
 
     async def load_refresh_token(self, client, refresh_token: str):
+        if self.refuse_refresh:
+            self.record(event="refused_refresh", client_id=client.client_id)
+            return None
         return self.refresh.get(refresh_token)
 
     async def exchange_refresh_token(self, client, refresh_token: RefreshToken, scopes: list[str]):
@@ -125,7 +144,7 @@ class Provider:
         self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes, expires_at=expires_at)
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes)
         self.record(event="token", grant=grant, client_id=client_id, access_token=access, refresh_token=refresh)
-        return OAuthToken(access_token=access, expires_in=self.token_seconds, refresh_token=refresh,
+        return OAuthToken(access_token=access, expires_in=self.advertised_seconds, refresh_token=refresh,
                           scope=" ".join(scopes) or None)
 
 
@@ -160,6 +179,9 @@ async def serve(sock: socket.socket, args) -> None:
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
     provider = Provider(base, args.record, args.token_seconds, args.wrong_iss)
+    provider.advertised_seconds = args.advertise_seconds or args.token_seconds
+    provider.refuse_refresh = args.refuse_refresh
+    provider.wrong_state = args.wrong_state
     server = MCPServer(
         "oauth-test",
         auth_server_provider=provider,
@@ -193,8 +215,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="MCP server behind OAuth for lllm's tests")
     parser.add_argument("--record", required=True, help="append registrations and token grants here (JSON lines)")
     parser.add_argument("--token-seconds", type=int, default=3600, help="lifetime of an access token")
+    parser.add_argument("--advertise-seconds", type=int, help="the lifetime told to the client (default: the real one)")
+    parser.add_argument("--refuse-refresh", action="store_true", help="refuse every refresh token")
     parser.add_argument("--no-registration", action="store_true", help="no dynamic client registration")
     parser.add_argument("--foreign-endpoint", action="store_true", help="authorization_endpoint on another host")
+    parser.add_argument("--wrong-state", action="store_true", help="redirect back with another `state`")
     parser.add_argument("--wrong-iss", action="store_true", help="redirect back with a foreign `iss`")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -155,7 +155,8 @@ pub(crate) fn handshake_problem(error: &ClientInitializeError, auth: &HttpAuth) 
     }
 }
 
-/// Whether the handshake ended on a 401.
+/// Whether the handshake ended on a 401 with a bearer challenge (`WWW-Authenticate: Bearer ...`):
+/// a 401 without one may want some other credential in `headers:`, and keeps the plain message.
 fn asks_for_authorization(error: &ClientInitializeError) -> bool {
     match error {
         ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
@@ -164,10 +165,11 @@ fn asks_for_authorization(error: &ClientInitializeError) -> bool {
         ClientInitializeError::TransportError { error, .. } => {
             let inner: &(dyn std::error::Error + 'static) = error.error.as_ref();
             match inner.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-                Some(StreamableHttpError::AuthRequired(_)) => true,
-                Some(StreamableHttpError::UnexpectedServerResponse(text)) => {
-                    text.starts_with("HTTP 401")
-                }
+                Some(StreamableHttpError::AuthRequired(challenge)) => challenge
+                    .www_authenticate_header
+                    .trim_start()
+                    .get(..6)
+                    .is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer")),
                 _ => false,
             }
         }

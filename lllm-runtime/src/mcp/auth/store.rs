@@ -129,8 +129,67 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
+/// How long a refresh waits for another process refreshing the same tokens.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl TokenFile {
+    /// `.NAME.lock` beside the file, locked for one refresh: two processes sharing the tokens (the
+    /// shards of a batch, workers) must not both spend the same refresh token, which the
+    /// authorization server rotates.
+    #[cfg(unix)]
+    fn try_lock(&self) -> Result<Option<nix::fcntl::Flock<std::fs::File>>, String> {
+        use nix::fcntl::{Flock, FlockArg};
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = self.path.parent().unwrap_or_else(|| Path::new("."));
+        make_private_dir(dir)?;
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let path = dir.join(format!(".{}.lock", name.unwrap_or_default()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => Ok(Some(lock)),
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+            Err((_, e)) => Err(format!("cannot lock {}: {e}", path.display())),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl CredentialStore for TokenFile {
+    #[cfg(unix)]
+    async fn acquire_refresh_guard(
+        &self,
+    ) -> Result<Option<rmcp::transport::auth::CredentialRefreshGuard>, AuthError> {
+        let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match self.try_lock().map_err(AuthError::CredentialStoreError)? {
+                Some(lock) => {
+                    return Ok(Some(rmcp::transport::auth::CredentialRefreshGuard::new(
+                        lock,
+                    )))
+                }
+                None if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                None => {
+                    return Err(AuthError::CredentialStoreError(format!(
+                        "another process has been refreshing the tokens of {} for {} s",
+                        self.path.display(),
+                        LOCK_WAIT.as_secs()
+                    )))
+                }
+            }
+        }
+    }
+
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
         self.read().map_err(AuthError::CredentialStoreError)
     }
@@ -187,6 +246,17 @@ mod tests {
         .expect("chmod");
         let refused = file.read().expect_err("readable by others");
         assert!(refused.contains("other users (mode 644)"), "{refused}");
+        std::fs::remove_dir_all(&root).ok();
+    }
+
+    #[test]
+    fn one_refresh_at_a_time_holds_the_lock_beside_the_file() {
+        let root = dir("lock");
+        let file = TokenFile::new(root.join("t.json"), "u");
+        let held = file.try_lock().expect("lock").expect("free");
+        assert!(file.try_lock().expect("lock").is_none(), "taken while held");
+        drop(held);
+        assert!(file.try_lock().expect("lock").is_some(), "free again");
         std::fs::remove_dir_all(&root).ok();
     }
 
