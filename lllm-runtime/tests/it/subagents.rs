@@ -15,7 +15,7 @@ use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use lllm_runtime::OpenAiInvoker;
 use serde_json::Value;
 
-use crate::support::{gone_within, TempDir};
+use crate::support::{gone_within, last_user, tool_results, TempDir};
 
 /// A tactic whose `lead` has the subagents and extra keys given (indented under the agent).
 fn tactic(server: &StubServer, lead: &str) -> lllm_runtime::TacticSpec {
@@ -59,27 +59,8 @@ fn messages_text(request: &RecordedRequest) -> String {
     serde_json::to_string(&request.body["messages"]).expect("json")
 }
 
-fn last_user(request: &RecordedRequest) -> String {
-    request.body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_owned()
-}
-
 fn start(subagent: &str, instructions: &str) -> String {
     serde_json::json!({"subagent": subagent, "instructions": instructions}).to_string()
-}
-
-fn tool_results(request: &RecordedRequest) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
-        .collect()
 }
 
 #[tokio::test]
