@@ -85,7 +85,7 @@ pub fn section(legs: &[Leg], dynamo_args: &str) -> Section {
     );
     Section {
         name: "admission",
-        heading: "## Admission by priority",
+        heading: "Admission by priority",
         body,
     }
 }

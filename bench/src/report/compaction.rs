@@ -82,7 +82,7 @@ pub fn section(legs: &[Leg], mock_args: &str) -> Section {
     ));
     Section {
         name: "compaction",
-        heading: "## Context compaction on Dynamo",
+        heading: "Context compaction on Dynamo",
         body,
     }
 }

@@ -68,7 +68,7 @@ pub fn section(f: &Figures) -> Section {
     );
     Section {
         name: "queue",
-        heading: "## A batch on NATS JetStream",
+        heading: "A batch on NATS JetStream",
         body,
     }
 }
