@@ -140,17 +140,6 @@ fn show_step(started: std::time::Instant, event: &RunEvent) {
                 took.as_secs_f64()
             );
         }
-        RunEvent::ToolProgress {
-            agent,
-            tool,
-            status,
-            message,
-            ..
-        } => {
-            let message = message.as_deref().unwrap_or_default();
-            let line = format!("{at:6.1}s … {agent}: {tool} {status} {message}");
-            eprintln!("{}", crate::screen::visible(line.trim_end()));
-        }
         _ => {}
     }
 }

@@ -49,7 +49,7 @@ async fn a_question_is_declined_when_there_is_no_terminal() {
 
 /// Runs `lllm` on a pseudo-terminal, answering each prompt as it appears: `answer` maps the
 /// prompt's last line to what is typed. What the terminal showed.
-async fn on_a_terminal(lllm_args: &str, answer: impl Fn(&str) -> String) -> String {
+pub(super) async fn on_a_terminal(lllm_args: &str, answer: impl Fn(&str) -> String) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut child = tokio::process::Command::new("script")
         .args([
