@@ -12,6 +12,8 @@ mod journal;
 mod mcp;
 mod mcp_asks;
 mod mcp_elicit;
+mod mcp_oauth;
+mod mcp_resources;
 mod mcp_tasks;
 mod observability;
 mod queue;

@@ -77,7 +77,10 @@ pub(super) async fn on_a_terminal(lllm_args: &str, answer: impl Fn(&str) -> Stri
             Ok(Ok(n)) => seen.push_str(&String::from_utf8_lossy(&buffer[..n])),
         }
         let last = seen.rsplit('\n').next().unwrap_or_default();
-        if last.ends_with(": ") && seen.len() != answered_at {
+        // A prompt: a field's ("  name: ") or the question's ("Answer? ..."); a field's description
+        // ("- Title: ...") cut by a read may end with ": " too, and is not one.
+        let prompt = last.starts_with("  ") || last.starts_with("Answer?");
+        if prompt && last.ends_with(": ") && seen.len() != answered_at {
             answered_at = seen.len();
             let typed = format!("{}\n", answer(last));
             input.write_all(typed.as_bytes()).await.expect("typed");

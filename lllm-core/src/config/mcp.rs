@@ -46,7 +46,7 @@ pub(crate) fn servers(
 }
 
 /// The checks of one server: its name, and where `${NAME}` references are looked up.
-struct ServerCheck<'a> {
+pub(super) struct ServerCheck<'a> {
     name: &'a At<String>,
     lookup: &'a dyn Fn(&str) -> Option<String>,
 }
@@ -89,6 +89,9 @@ impl ServerCheck<'_> {
             confirm: self.confirm(server.confirm.as_ref())?,
             max_output_bytes: self.max_output_bytes(server.max_output_bytes.as_ref())?,
             sampling: server.sampling.as_ref().is_some_and(|s| s.value),
+            resources: server.resources.as_ref().is_some_and(|r| r.value),
+            auth: self.auth(&server)?,
+            discover: self.protocol(server.protocol.as_ref())?,
             confirm_at: server
                 .confirm
                 .as_ref()
@@ -97,7 +100,7 @@ impl ServerCheck<'_> {
     }
 
     /// An error about this server's `field`, at `origin`.
-    fn fail(
+    pub(super) fn fail(
         &self,
         origin: &Origin,
         field: &str,
@@ -108,7 +111,12 @@ impl ServerCheck<'_> {
     }
 
     /// `text`, written at `origin` as `field`, with its `${NAME}` references expanded.
-    fn expand(&self, text: &str, origin: &Origin, field: &str) -> Result<String, ConfigError> {
+    pub(super) fn expand(
+        &self,
+        text: &str,
+        origin: &Origin,
+        field: &str,
+    ) -> Result<String, ConfigError> {
         env::expand(text, self.lookup).map_err(|e| self.fail(origin, field, e))
     }
 
@@ -255,6 +263,15 @@ impl ServerCheck<'_> {
         match prefix_problem(&p.value) {
             Some(problem) => Err(fail(&p.origin, &self.name.value, "prefix", problem)),
             None => Ok(Some(p.value.clone())),
+        }
+    }
+
+    /// `protocol:`: whether the server is reached by discovery (2026-07-28) rather than `initialize`.
+    fn protocol(&self, protocol: Option<&At<String>>) -> Result<bool, ConfigError> {
+        match protocol.map(|p| (p.value.as_str(), &p.origin)) {
+            None | Some(("2025-11-25", _)) => Ok(false),
+            Some(("2026-07-28", _)) => Ok(true),
+            Some((_, origin)) => Err(fail(origin, &self.name.value, "protocol", "must be \"2025-11-25\" (the `initialize` handshake, the default) or \"2026-07-28\" (`server/discover`, for a server that does not accept `initialize`)".into())),
         }
     }
 

@@ -11,8 +11,9 @@ use rmcp::model::{
     FormElicitationCapability, Implementation, ProgressNotificationParam, SamplingCapability,
     UrlElicitationCapability, TASKS_EXTENSION_ID,
 };
-use rmcp::service::{RequestContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
+use std::sync::atomic::Ordering;
 
 use super::asks::OpenCalls;
 
@@ -23,6 +24,11 @@ pub(crate) struct Client {
     pub(crate) sampling: bool,
     /// The server's running calls, which its requests are for.
     pub(crate) calls: Arc<OpenCalls>,
+    /// The `list_changed` notifications the server sent, counted for the agents to act on between
+    /// requests.
+    pub(crate) changes: Arc<super::notices::ListChanges>,
+    /// Whether the handshake is `server/discover` (2026-07-28) rather than `initialize`.
+    pub(crate) discover: bool,
 }
 
 impl ClientHandler for Client {
@@ -73,5 +79,18 @@ impl ClientHandler for Client {
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         self.calls.elicit(params).await
+    }
+
+    // Counting only: a server sending thousands a second costs no listing (see `changes`).
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changes.tools.fetch_add(1, Ordering::SeqCst);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changes.resources.fetch_add(1, Ordering::SeqCst);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changes.prompts.fetch_add(1, Ordering::SeqCst);
     }
 }

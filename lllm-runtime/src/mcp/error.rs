@@ -4,6 +4,15 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {
+    /// OAuth with the server failed: discovery, registration, the redirect, the tokens (never
+    /// quoted).
+    #[error("MCP server `{server}`: OAuth: {problem}")]
+    Auth {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        problem: String,
+    },
     /// The server's settings cannot be used (a builder given no program, a URL that is not http).
     #[error("MCP server `{server}`: {problem}")]
     Invalid {
@@ -67,6 +76,17 @@ pub enum McpError {
         /// Where the second comes from.
         second: String,
     },
+    /// An agent's system prompt cannot be taken from the server (`system_prompt_mcp:`): it has no
+    /// such prompt, refused the arguments, or gave no text.
+    #[error("{field}: MCP server `{server}` {problem}")]
+    Prompt {
+        /// The server.
+        server: String,
+        /// Where the prompt is named (`t.yaml:9:40: agent_configs[0] (a).system_prompt_mcp.prompt`).
+        field: String,
+        /// What is wrong, and what to do.
+        problem: String,
+    },
     /// An agent names a server that was not started.
     #[error("agent `{agent}` uses MCP server `{server}`, which was not started")]
     NotStarted {
@@ -87,6 +107,7 @@ impl McpError {
                 | McpError::UnknownTool { .. }
                 | McpError::InvalidTool { .. }
                 | McpError::Clash { .. }
+                | McpError::Prompt { .. }
                 | McpError::NotStarted { .. }
         )
     }

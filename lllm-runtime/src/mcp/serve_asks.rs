@@ -54,7 +54,16 @@ pub(crate) async fn answer_asks<T>(
     let mut clock = Clock::new(timeout);
     loop {
         tokio::select! {
-            done = &mut call => return Ended::Done(done),
+            done = &mut call => {
+                // Progress the server sent just before its answer is still told.
+                while let Ok(Ask::Progress(params)) = asks.try_recv() {
+                    progress += 1;
+                    if progress <= MAX_PROGRESS_PER_CALL {
+                        report(context, tool, &params);
+                    }
+                }
+                return Ended::Done(done);
+            }
             () = clock.expiry() => return Ended::TimedOut,
             Some(ask) = asks.recv() => {
                 let nth = match &ask {

@@ -8,6 +8,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use super::content::to_output;
+use super::listing::ServerTool;
 use super::serve_asks::{answer_asks, Ended};
 use super::state::Inner;
 use super::tasks;
@@ -17,15 +18,19 @@ use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 #[derive(Debug)]
 pub(crate) struct McpTool {
     server: Arc<Inner>,
-    /// Its place in the server's list.
-    index: usize,
+    /// The tool as the server lists it.
+    listed: Arc<ServerTool>,
     spec: ToolSpec,
     confirm: bool,
 }
 
 impl McpTool {
-    pub(crate) fn new(server: Arc<Inner>, index: usize, offered: String, confirm: bool) -> Self {
-        let listed = server.tool(index);
+    pub(crate) fn new(
+        server: Arc<Inner>,
+        listed: Arc<ServerTool>,
+        offered: String,
+        confirm: bool,
+    ) -> Self {
         let mut parameters = listed.schema.clone();
         // Some chat servers refuse `$schema` in a tool's parameters; the schema is checked here, with
         // its own draft, before a call anyway.
@@ -39,7 +44,7 @@ impl McpTool {
         };
         McpTool {
             server,
-            index,
+            listed,
             spec,
             confirm,
         }
@@ -57,7 +62,7 @@ impl Tool for McpTool {
     }
 
     fn idempotent(&self) -> bool {
-        self.server.tool(self.index).idempotent
+        self.listed.idempotent
     }
 
     fn source(&self) -> String {
@@ -73,7 +78,7 @@ impl Tool for McpTool {
         arguments: Value,
         context: ToolContext<'_>,
     ) -> Result<ToolOutput, ToolError> {
-        let listed = self.server.tool(self.index);
+        let listed = &self.listed;
         // The agent checked the arguments against this schema already; a Rust caller may not have.
         listed.compiled.check(&arguments).map_err(|problem| {
             ToolError::new(format!(

@@ -56,6 +56,7 @@ mod runs;
 mod session;
 mod sse;
 mod store;
+mod task_log;
 mod unhonoured;
 mod watch;
 

@@ -221,6 +221,10 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
     if totals.calls > 0 {
         out["usage"] = totals.to_json();
     }
+    let (tasks, running) = record.log.task_counts();
+    if tasks > 0 {
+        out["tasks"] = json!({"started": tasks, "running": running});
+    }
     if let Some(output) = stopped.output {
         out["output"] = output.into();
     }

@@ -33,7 +33,7 @@ pub use process::{contain_tool_processes, kill_tool_processes};
 
 // The namespace's names defined elsewhere.
 pub use lllm_core::{CommandToolConfig, ConfirmTools, ToolCall, ToolFilter, ToolSpec};
-pub(crate) use toolbox::Toolbox;
+pub(crate) use toolbox::{ChangingTools, Toolbox};
 
 /// What a tool returns to the model.
 #[derive(Debug, Clone, PartialEq)]
