@@ -119,7 +119,7 @@ impl<W: Write, R: BufRead> Terminal<W, R> {
     fn field(&mut self, field: &FormField) -> Result<Option<Value>, Gone> {
         writeln!(self.out, "{}", describe(field)).map_err(|_| Gone)?;
         for _ in 0..MAX_TRIES {
-            let typed = self.line(&format!("  {}: ", field.name))?;
+            let typed = self.line(&format!("  {}: ", crate::screen::visible(&field.name)))?;
             match field.parse(&typed) {
                 Ok(Some(value)) => return Ok(Some(value)),
                 Ok(None) if field.default.is_some() => return Ok(field.default.clone()),
@@ -206,5 +206,19 @@ mod tests {
         assert_eq!(answer(&form, "n\n").0, Some(Elicited::Decline));
         assert_eq!(answer(&form, "c\n").0, Some(Elicited::Cancel));
         assert_eq!(answer(&form, "y\nAnn\n").0, None, "end of input");
+    }
+
+    #[test]
+    fn a_servers_words_reach_the_terminal_escaped() {
+        let form = Form::from_schema(&json!({"properties": {
+            "x\u{1b}[2J": {"type": "string", "title": "T\u{1b}]0;owned\u{7}", "enum": ["a\u{9b}1m"]}
+        }}))
+        .expect("form");
+        let (_, shown) = answer(&form, "y\n1\n");
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\u{9b}'),
+            "{shown:?}"
+        );
+        assert!(shown.contains("x\\u{1b}[2J: "), "{shown:?}");
     }
 }

@@ -118,6 +118,9 @@ impl Screen {
         RunObserver::new(move |event| {
             if shown.progress {
                 progress.notify(event);
+                if let Some(line) = tool_progress(event) {
+                    show_progress(started, &line);
+                }
             }
             if shown.stream {
                 show_streamed(event, shown, &closed, &stop, &line);
@@ -223,8 +226,44 @@ fn show_streamed(
             content,
             ..
         } if shown.show_tools => eprintln!("  {}", crate::redact::redact(&visible(content))),
+        RunEvent::ToolProgress { .. } if shown.show_tools && !shown.progress => {
+            if let Some(line) = tool_progress(event) {
+                eprintln!("  {}", crate::redact::redact(&line));
+            }
+        }
         _ => {}
     }
+}
+
+/// The line of a tool's progress (an MCP task or progress notification), made visible.
+fn tool_progress(event: &RunEvent) -> Option<String> {
+    let RunEvent::ToolProgress {
+        agent,
+        tool,
+        status,
+        message,
+        progress,
+        total,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let message = message.as_deref().unwrap_or_default();
+    let done = match (progress, total) {
+        (Some(p), Some(t)) => format!("{p}/{t} "),
+        (Some(p), None) => format!("{p} "),
+        _ => String::new(),
+    };
+    let line = format!("… {agent}: {tool} {status} {done}{message}");
+    Some(visible(line.trim_end()))
+}
+
+/// A tool's progress among the step lines, timed like them.
+#[allow(clippy::print_stderr)]
+fn show_progress(started: std::time::Instant, line: &str) {
+    let at = started.elapsed().as_secs_f64();
+    eprintln!("{at:6.1}s {}", crate::redact::redact(line));
 }
 
 #[cfg(test)]

@@ -184,17 +184,7 @@ fn progress_line(at: f64, event: &RunEvent) -> Option<String> {
             let (mark, suffix) = mark(outcome);
             format!("{at:6.1}s {mark} task {task} {agent}{suffix}")
         }
-        RunEvent::ToolProgress {
-            agent,
-            tool,
-            status,
-            message,
-            ..
-        } => {
-            let message = message.as_deref().unwrap_or_default();
-            let line = format!("{at:6.1}s … {agent}: {tool} {status} {message}");
-            crate::screen::visible(line.trim_end())
-        }
+        // A tool's progress is shown by the screen, beside the tool's call or these lines.
         _ => return None,
     })
 }

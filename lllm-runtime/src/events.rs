@@ -130,6 +130,12 @@ pub enum RunEvent {
         status: String,
         /// The server's message, cut to a few hundred characters.
         message: Option<String>,
+        /// How far it got (an MCP progress notification), when the server says.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        progress: Option<f64>,
+        /// Of how much, when the server says.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
     },
     /// A model call was answered: one per answered attempt, as the serving side saw it.
     ModelCall(Box<ModelCall>),

@@ -49,7 +49,7 @@ async fn a_question_is_declined_when_there_is_no_terminal() {
 
 /// Runs `lllm` on a pseudo-terminal, answering each prompt as it appears: `answer` maps the
 /// prompt's last line to what is typed. What the terminal showed.
-async fn on_a_terminal(lllm_args: &str, answer: impl Fn(&str) -> String) -> String {
+pub(super) async fn on_a_terminal(lllm_args: &str, answer: impl Fn(&str) -> String) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut child = tokio::process::Command::new("script")
         .args([
@@ -77,7 +77,10 @@ async fn on_a_terminal(lllm_args: &str, answer: impl Fn(&str) -> String) -> Stri
             Ok(Ok(n)) => seen.push_str(&String::from_utf8_lossy(&buffer[..n])),
         }
         let last = seen.rsplit('\n').next().unwrap_or_default();
-        if last.ends_with(": ") && seen.len() != answered_at {
+        // A prompt: a field's ("  name: ") or the question's ("Answer? ..."); a field's description
+        // ("- Title: ...") cut by a read may end with ": " too, and is not one.
+        let prompt = last.starts_with("  ") || last.starts_with("Answer?");
+        if prompt && last.ends_with(": ") && seen.len() != answered_at {
             answered_at = seen.len();
             let typed = format!("{}\n", answer(last));
             input.write_all(typed.as_bytes()).await.expect("typed");
@@ -345,4 +348,76 @@ async fn a_question_is_answered_in_the_console() {
     ] {
         assert!(result.contains(line), "{line} not in {result}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_question_shows_the_address_and_takes_no_content() {
+    let Some(s) = servers("elicitation, url, serve") else {
+        return;
+    };
+    let stub = StubServer::start().await.expect("stub");
+    stub.push(StubReply::tool_calls(&[(
+        "c1",
+        "trigger-url-elicitation",
+        r#"{"url": "https://example.org/consent?x=1", "message": "Please consent"}"#,
+    )]));
+    stub.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-elicit-url");
+    let servers = format!("  every: {{command: {}}}", list(&[&s.everything, "stdio"]));
+    let file = dir.write("t.yaml", tactic(&stub.base_url(), &servers, "[every]", ""));
+    let serving = Serving::start(&[arg(&file)], &[]);
+    let http = reqwest::Client::new();
+    let run: Value = http
+        .post(format!("{}/v1/runs", serving.base))
+        .body(json!({"model": "t", "input": "go"}).to_string())
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    let id = run["id"].as_str().expect("id").to_owned();
+    let waiting = wait_for(&serving, &id, |r| r["status"] == "requires_action").await;
+    assert_eq!(
+        waiting["question"]["url"],
+        "https://example.org/consent?x=1"
+    );
+    assert_eq!(waiting["question"]["message"], "Please consent");
+    assert!(waiting["question"].get("requested_schema").is_none());
+    let approve = |body: Value| {
+        http.post(format!("{}/v1/runs/{id}/approval", serving.base))
+            .body(body.to_string())
+            .send()
+    };
+    let refused = approve(json!({"decision": "approve", "content": {"a": 1}}))
+        .await
+        .expect("sent");
+    assert_eq!(refused.status(), 400);
+    let taken = approve(json!({"decision": "approve"})).await.expect("sent");
+    assert_eq!(taken.status(), 200);
+    wait_for(&serving, &id, |r| r["status"] == "completed").await;
+    let result = &tool_messages(&stub.requests()[1])[0];
+    assert!(result.contains("accept"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_asking_in_a_loop_gets_a_bounded_number_of_answers_per_call() {
+    let Some(s) = servers("elicitation loop") else {
+        return;
+    };
+    let stub = StubServer::start().await.expect("stub");
+    stub.push(StubReply::tool_calls(&[("c1", "elicit_loop", "{}")]));
+    stub.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-elicit-loop");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/asking_server.py");
+    let servers = format!("  ask: {{command: {}}}", list(&[&s.python, arg(&script)]));
+    let file = dir.write("t.yaml", tactic(&stub.base_url(), &servers, "[ask]", ""));
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &["declined a question of MCP server `ask`"]);
+    let result = &tool_messages(&stub.requests()[1])[0];
+    assert!(
+        result.starts_with("decline 8; then refused:")
+            && result.contains("at most 8 questions per tool call"),
+        "{result}"
+    );
 }

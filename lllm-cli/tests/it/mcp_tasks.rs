@@ -52,3 +52,37 @@ async fn a_question_inside_a_task_reaches_lllm_and_is_declined_without_a_termina
         "{result}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_notifications_and_task_statuses_are_shown_on_the_terminal() {
+    let Some(s) = servers("progress, terminal") else {
+        return;
+    };
+    let stub = StubServer::start().await.expect("stub");
+    stub.push(StubReply::tool_calls(&[(
+        "c1",
+        "trigger-long-running-operation",
+        r#"{"duration": 1, "steps": 3}"#,
+    )]));
+    stub.push(StubReply::tool_calls(&[(
+        "c2",
+        "simulate-research-query",
+        r#"{"topic": "tides"}"#,
+    )]));
+    stub.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-task-progress");
+    let servers = format!("  every: {{command: {}}}", list(&[&s.everything, "stdio"]));
+    let file = dir.write("t.yaml", tactic(&stub.base_url(), &servers, "[every]", ""));
+    let args = format!("run {} --input go", arg(&file));
+    let shown = super::mcp_elicit::on_a_terminal(&args, |_| String::new()).await;
+    for line in [
+        "a: trigger-long-running-operation working 1/3",
+        // The last may come with the answer, after the call ended: not waited for.
+        "a: trigger-long-running-operation working 2/3",
+        "a: simulate-research-query working Gathering sources...",
+        "a: simulate-research-query completed",
+    ] {
+        assert!(shown.contains(line), "{line} not in {shown}");
+    }
+    assert_eq!(stub.requests().len(), 3, "{shown}");
+}

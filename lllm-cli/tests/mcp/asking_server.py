@@ -8,6 +8,8 @@ Once it serves, it writes "asking_server: ready" on stderr. The tools:
 - sample_loop: asks the client's model for a completion again and again, until an answer is refused;
   returns how many were answered and the refusal.
 - sample_once: asks once (include_context as given) and returns the answer's text.
+- elicit_loop: asks the user again and again until a question is refused; returns the last
+  answer's action, how many were answered (declined counts) and the refusal.
 - elicit_huge: asks the user to fill a form whose requested schema has `megabytes` MB; returns the
   answer, or the client's refusal.
 """
@@ -51,6 +53,20 @@ async def sample_loop(ctx: Context) -> str:
 async def sample_once(ctx: Context, text: str, include_context: str = "none") -> str:
     """Samples once and returns the answer."""
     return "sampled: " + await sample(ctx, text, include_context)
+
+
+@server.tool(structured_output=False)
+async def elicit_loop(ctx: Context) -> str:
+    """Asks the user in a loop until the client refuses."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    asked = 0
+    while asked < 1000:
+        try:
+            result = await ctx.session.elicit_form(f"question {asked}", schema)
+        except Exception as error:  # the client's refusal
+            return f"{result.action if asked else 'none'} {asked}; then refused: {error}"
+        asked += 1
+    return f"never refused after {asked}"
 
 
 @server.tool(structured_output=False)

@@ -14,8 +14,8 @@ mod evals_raw;
 mod json;
 mod keyed;
 mod mcp;
-mod mcp_prompt;
 mod mcp_auth;
+mod mcp_prompt;
 mod merge;
 mod origin;
 mod raw;
@@ -44,9 +44,9 @@ mod tests_limits;
 #[cfg(test)]
 mod tests_mcp;
 #[cfg(test)]
-mod tests_mcp_resources;
-#[cfg(test)]
 mod tests_mcp_auth;
+#[cfg(test)]
+mod tests_mcp_resources;
 #[cfg(test)]
 mod tests_skills;
 #[cfg(test)]

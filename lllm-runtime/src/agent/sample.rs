@@ -54,6 +54,11 @@ impl Sampler for DialogSampler<'_> {
             tool: cut(progress.tool, MAX_LABEL),
             status: cut(progress.status, MAX_LABEL),
             message: progress.message.map(|m| cut(m, MAX_PROGRESS_CHARS)),
+            progress: progress.progress.map(|(p, _)| p).filter(|p| p.is_finite()),
+            total: progress
+                .progress
+                .and_then(|(_, t)| t)
+                .filter(|t| t.is_finite()),
         });
     }
 

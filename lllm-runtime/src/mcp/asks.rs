@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use lllm_core::DialogId;
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ErrorData,
+    ElicitationAction, ErrorData, ProgressNotificationParam,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -29,6 +29,8 @@ pub(crate) enum Ask {
         params: ElicitRequestParams,
         reply: oneshot::Sender<Result<ElicitResult, ErrorData>>,
     },
+    /// `notifications/progress` for this call.
+    Progress(ProgressNotificationParam),
 }
 
 /// The tool calls of one server that are running, each with the dialog that made it.
@@ -111,6 +113,17 @@ impl OpenCalls {
             .await
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
+    }
+
+    /// Hands a progress notification to the running call. The SDK gives each request a progress
+    /// token of its own, which lllm does not see, so it goes to the call only when one call of
+    /// this server runs; otherwise, or when the call has too many waiting (a server flooding
+    /// them), it is dropped: progress only informs.
+    pub(crate) fn progress(&self, params: ProgressNotificationParam) {
+        let open = self.lock();
+        if let [call] = open.as_slice() {
+            call.asks.try_send(Ask::Progress(params)).ok();
+        }
     }
 
     /// Hands a question for the user to its call and waits for the answer. A question that

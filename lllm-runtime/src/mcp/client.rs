@@ -8,8 +8,8 @@ use std::sync::Arc;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorData,
-    FormElicitationCapability, Implementation, SamplingCapability, UrlElicitationCapability,
-    TASKS_EXTENSION_ID,
+    FormElicitationCapability, Implementation, ProgressNotificationParam, SamplingCapability,
+    UrlElicitationCapability, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
@@ -63,6 +63,14 @@ impl ClientHandler for Client {
             return Err(ErrorData::method_not_found::<CreateMessageRequestMethod>());
         }
         self.calls.sample(params).await
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.calls.progress(params);
     }
 
     async fn create_elicitation(

@@ -8,18 +8,21 @@ use std::future::Future;
 
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ProgressNotificationParam};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Duration, Instant};
 
 use super::asks::Ask;
 use super::elicitation::elicit;
 use super::sampling::{sample_request, sample_result};
-use crate::tools::{ToolContext, ToolError};
+use crate::tools::{ToolContext, ToolError, ToolProgress};
 
 /// Most completions a server may ask during one call: a server sampling in a loop stops here
 /// even when the run has no limits.
 pub(crate) const MAX_SAMPLES_PER_CALL: usize = 32;
+
+/// Most progress notifications of one call that become run events.
+pub(crate) const MAX_PROGRESS_PER_CALL: usize = 1000;
 
 /// Most questions for the user a server may ask during one call.
 pub(crate) const MAX_QUESTIONS_PER_CALL: usize = 8;
@@ -42,21 +45,37 @@ pub(crate) async fn answer_asks<T>(
     call: impl Future<Output = T>,
     mut asks: mpsc::Receiver<Ask>,
     context: ToolContext<'_>,
-    server: &str,
+    (server, tool): (&str, &str),
     timeout: Duration,
 ) -> Ended<T> {
     let mut call = std::pin::pin!(call);
     let mut answering = FuturesUnordered::new();
-    let (mut samples, mut questions) = (0, 0);
+    let (mut samples, mut questions, mut progress) = (0, 0, 0);
     let mut clock = Clock::new(timeout);
     loop {
         tokio::select! {
-            done = &mut call => return Ended::Done(done),
+            done = &mut call => {
+                // Progress the server sent just before its answer is still told.
+                while let Ok(Ask::Progress(params)) = asks.try_recv() {
+                    progress += 1;
+                    if progress <= MAX_PROGRESS_PER_CALL {
+                        report(context, tool, &params);
+                    }
+                }
+                return Ended::Done(done);
+            }
             () = clock.expiry() => return Ended::TimedOut,
             Some(ask) = asks.recv() => {
                 let nth = match &ask {
                     Ask::Sample { .. } => { samples += 1; samples }
                     Ask::Elicit { .. } => { questions += 1; clock.pause(); questions }
+                    Ask::Progress(params) => {
+                        progress += 1;
+                        if progress <= MAX_PROGRESS_PER_CALL {
+                            report(context, tool, params);
+                        }
+                        continue;
+                    }
                 };
                 answering.push(answer(ask, context, nth, server));
             }
@@ -70,6 +89,13 @@ pub(crate) async fn answer_asks<T>(
             }
         }
     }
+}
+
+/// A progress notification as a run event (`tool.progress`, status `working`).
+fn report(context: ToolContext<'_>, tool: &str, params: &ProgressNotificationParam) {
+    let progress = ToolProgress::new(tool, "working", params.message.as_deref())
+        .with_progress(params.progress, params.total);
+    context.progress(progress);
 }
 
 /// A call's deadline, held while questions wait for the user.
@@ -126,6 +152,10 @@ async fn answer(ask: Ask, context: ToolContext<'_>, nth: usize, server: &str) ->
         Ask::Sample { params, reply } => Answered {
             question: false,
             stop: sample(params, reply, context, nth).await,
+        },
+        Ask::Progress(_) => Answered {
+            question: false,
+            stop: None,
         },
         Ask::Elicit { params, reply } => {
             let answer = if nth > MAX_QUESTIONS_PER_CALL {

@@ -97,7 +97,14 @@ impl Tool for McpTool {
         let call = tasks::call_tool(&self.server.peer, params, context, &self.spec.name, &task);
         // Dropping the call on a timeout tells the server to stop working on it (a task: with
         // `tasks/cancel`).
-        let ended = answer_asks(call, asks, context, &self.server.name, timeout).await;
+        let ended = answer_asks(
+            call,
+            asks,
+            context,
+            (&self.server.name, &self.spec.name),
+            timeout,
+        )
+        .await;
         if matches!(ended, Ended::TimedOut) {
             task.cancel().await;
         }

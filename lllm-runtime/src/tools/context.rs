@@ -73,6 +73,8 @@ pub struct ToolProgress<'a> {
     pub status: &'a str,
     /// What the server says of it.
     pub message: Option<&'a str>,
+    /// How far it got, and of how much, when the server says.
+    pub progress: Option<(f64, Option<f64>)>,
 }
 
 impl<'a> ToolProgress<'a> {
@@ -82,7 +84,14 @@ impl<'a> ToolProgress<'a> {
             tool,
             status,
             message,
+            progress: None,
         }
+    }
+
+    /// With how far it got, of `total` when known (an MCP progress notification).
+    pub fn with_progress(mut self, progress: f64, total: Option<f64>) -> Self {
+        self.progress = Some((progress, total));
+        self
     }
 }
 

@@ -159,11 +159,9 @@ async fn a_task_that_never_ends_is_cancelled_at_the_tools_timeout() {
     );
     let log = logged(&log);
     assert_eq!(log.first().map(String::as_str), Some("tools/call t1"));
-    assert_eq!(
-        log.last().map(String::as_str),
-        Some("tasks/cancel t1"),
-        "{log:?}"
-    );
+    // Awaited before the tool's error returns (a poll already in flight may arrive after it).
+    let cancels = log.iter().filter(|l| *l == "tasks/cancel t1").count();
+    assert_eq!(cancels, 1, "{log:?}");
     server.shutdown().await;
 }
 
