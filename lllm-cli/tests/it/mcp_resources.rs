@@ -447,3 +447,52 @@ async fn a_resumed_run_answers_a_sample_already_answered_from_its_journal() {
         "the idempotent tool ran again and got the same sample"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resource_the_server_adds_during_the_run_is_listed_and_read() {
+    let Some(s) = servers("resources added") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[(
+        "c1",
+        "gzip-file-as-resource",
+        r#"{"name": "note.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ=", "outputType": "resourceLink"}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[("c2", "list_resources", "{}")]));
+    server.push(StubReply::tool_calls(&[(
+        "c3",
+        "read_resource",
+        r#"{"uri": "demo://resource/session/note.gz"}"#,
+    )]));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-resource-added");
+    let servers = format!(
+        "  every: {{command: {}, resources: true}}",
+        list(&[&s.everything, "stdio"])
+    );
+    let file = dir.write(
+        "t.yaml",
+        tactic(
+            &server.base_url(),
+            &servers,
+            "{every: {include: [gzip-file-as-resource]}}",
+            "",
+        ),
+    );
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let listing = &tool_messages(&requests[2])[1];
+    assert!(
+        listing.contains("- demo://resource/session/note.gz (note.gz, application/gzip)"),
+        "{listing}"
+    );
+    let read = &tool_messages(&requests[3])[2];
+    assert!(
+        read.starts_with("[binary resource: demo://resource/session/note.gz, application/gzip, ")
+            && read.ends_with("; not shown]"),
+        "{read}"
+    );
+}
