@@ -496,3 +496,56 @@ async fn a_resource_the_server_adds_during_the_run_is_listed_and_read() {
         "{read}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endless_listing_a_huge_resource_and_a_read_that_never_ends_are_bounded() {
+    let Some(s) = servers("hostile resources") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[
+        ("c1", "list_resources", "{}"),
+        ("c2", "read_resource", r#"{"uri": "hostile://big"}"#),
+        ("c3", "read_resource", r#"{"uri": "hostile://slow"}"#),
+    ]));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-hostile-resources");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/hostile_server.py");
+    let servers = format!(
+        "  h: {{command: {}, resources: true, timeout_s: 2}}",
+        list(&[&s.python, arg(&script), "serve"])
+    );
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &servers, "[h]", ""));
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let results = tool_messages(&server.requests()[1]);
+    assert_eq!(
+        results[0]
+            .lines()
+            .filter(|l| l.starts_with("- hostile://r/"))
+            .count(),
+        16,
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].ends_with("[the listing goes on; only its first 16 pages are shown]"),
+        "no templates, and the listing's end said: {}",
+        results[0]
+    );
+    let (text, marker) = results[1].rsplit_once('\n').expect("marker");
+    assert_eq!(
+        text,
+        "é".repeat(32768),
+        "cut at 65536 bytes, on a character"
+    );
+    assert_eq!(
+        marker,
+        "[truncated: 65536 of 204800 bytes shown (max_output_bytes of the server)]"
+    );
+    assert_eq!(
+        results[2],
+        "error: the server did not answer within 2 s (timeout_s of MCP server `h`)"
+    );
+}
