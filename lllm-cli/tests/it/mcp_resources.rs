@@ -549,3 +549,36 @@ async fn an_endless_listing_a_huge_resource_and_a_read_that_never_ends_are_bound
         "error: the server did not answer within 2 s (timeout_s of MCP server `h`)"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_one_agent_picked_up_reaches_the_other_agents_of_the_server() {
+    let Some(s) = servers("list_changed, two agents") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[("c1", "add_tool", "{}")]));
+    server.push(StubReply::text("a done"));
+    server.push(StubReply::tool_calls(&[("c2", "count_listings", "{}")]));
+    server.push(StubReply::text("b done"));
+    let dir = TempDir::new("mcp-list-changed-agents");
+    let file = dir.write(
+        "t.yaml",
+        format!(
+            "mcp_servers:\n  ch: {}\nglobal: {{model_name: m, system_prompt: s, mcp: [ch], model_args: {{api_base: \"{}\"}}}}\nagent_configs: [{{name: a}}, {{name: b}}]\nsteps:\n  - {{agent: a, receive: go}}\n  - {{agent: b, receive: next}}\n",
+            changing(&s.python),
+            server.base_url()
+        ),
+    );
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let with_added = ["add_tool", "flood", "count_listings", "added"];
+    assert_eq!(offered_tools(&requests[1]), with_added, "agent a");
+    assert_eq!(offered_tools(&requests[2]), with_added, "agent b");
+    assert_eq!(
+        tool_messages(&requests[3]),
+        ["2"],
+        "listed at the start and once for both agents"
+    );
+}
