@@ -8,7 +8,7 @@
 # NAMEs (default: all, in this order): criterion concurrency journal otel mcp serve continuation queue
 # floor python payoff replay priority compaction admission subagents eval. The whole run takes about 30 minutes on 2
 # cores after the first builds and installs; payoff, replay, priority, compaction and admission run on
-# Dynamo (about 3, 3, 7, 1 and 3 minutes).
+# Dynamo (about 3, 3, 7, 1 and 3 minutes), and so does subagents' makespan (about a minute).
 # --quick runs each benchmark in its shortest form (fewer runs, calls and waves; payoff, replay and
 # python have none), to try the command: its figures are not worth keeping, so with --write it
 # needs LLLM_BENCHMARKS to name another file than BENCHMARKS.md.
@@ -37,7 +37,7 @@ if [ "$quick" = 1 ]; then
   fi
   export LLLM_CRITERION_ARGS=--quick LLLM_DIALOGS=100 LLLM_JOURNAL_REPETITIONS=3 LLLM_OTEL_REPETITIONS=3
   export LLLM_OTEL_E2E_RUNS=3 LLLM_MCP_CALLS=100 LLLM_SERVE_REQUESTS=200 LLLM_CONTINUATION_REQUESTS=100 COMPACTION_TURNS=40 LLLM_ADMISSION_RUNS=1 LLLM_ADMISSION_TACTICS=1,4 LLLM_QUEUE_ITEMS=40 LLLM_FLOOR_REPEATS=3
-  export LLLM_EVAL_CASES=20 LLLM_EVAL_TRIALS=2 LLLM_EVAL_RUNS=10 LLLM_EVAL_REPEATS=1
+  export LLLM_EVAL_CASES=20 LLLM_EVAL_TRIALS=2 LLLM_EVAL_RUNS=10 LLLM_EVAL_REPEATS=1 SUBAGENTS_ROUNDS=1
   export LLLM_PRIORITY_WAVES=1 LLLM_PRIORITY_RUNS=2 LLLM_PRIORITY_WARMUP=2 LLLM_PRIORITY_WINDOW=15
 fi
 

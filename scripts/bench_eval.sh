@@ -2,9 +2,8 @@
 # What `lllm eval` costs: cases per second on replay (100 cases × 5 trials, no server), trials per
 # second while recording them against a local stub server, and the time per case of a live eval (one
 # trial at a time) next to a plain `lllm run` process per input against the same server, and next to
-# a process that only starts (`lllm --version`). Prints the figures; never fails on a figure.
-#   scripts/bench_eval.sh [--write]    # --write: the figures are printed only (BENCHMARKS.md has no
-#                                      # section for them yet), so scripts/bench.sh --write can run it
+# a process that only starts (`lllm --version`). Prints the section; never fails on a figure.
+#   scripts/bench_eval.sh [--write]    # --write also puts it in BENCHMARKS.md
 # The eval's trials are journaled (each in its own journal, as `lllm eval` always does); the `lllm run`
 # processes are not.
 # LLLM_EVAL_CASES (default 100), LLLM_EVAL_TRIALS (default 5), LLLM_EVAL_RUNS (default 100: the live
@@ -15,11 +14,11 @@ cd "$(dirname "$0")/.."
 . scripts/bench/common.sh
 case ${1:-} in
   "") ;;
-  --write) echo "bench_eval: BENCHMARKS.md has no eval section yet: the figures are printed only" >&2 ;;
+  --write) bench_write_flag --write ;;
   *) echo "usage: scripts/bench_eval.sh [--write]" >&2; exit 2 ;;
 esac
 cargo build --release --quiet -p lllm-cli --bin lllm
-cargo build --release --quiet -p lllm-bench --bin stub_server
+cargo build --release --quiet -p lllm-bench --bin stub_server --bin report
 work=$(mktemp -d)
 stub_pid=
 cleanup() {
@@ -80,16 +79,8 @@ live = timed([lllm, "eval", "live.yaml"])
 run = sum(timed([lllm, "run", "sequential.yaml", "--input", f"question {n}"]) for n in range(runs))
 start = sum(timed([lllm, "--version"]) for _ in range(runs))
 
-ms = lambda s: s * 1000
-print(f"## lllm eval ({cases} cases × {trials} trials; {runs} for the live comparison; {os.cpu_count()} cores)\n")
-print("| figure | value |")
-print("|---|---|")
-print(f"| replay, no server: {cases * trials} trials, wall time (best of {repeats}) | {replay:.2f} s |")
-print(f"| replay: cases per second ({trials} trials each) | {cases / replay:.1f} |")
-print(f"| replay: trials per second | {cases * trials / replay:.1f} |")
-print(f"| recording against the stub: trials per second (8 at once) | {cases * trials / record:.1f} |")
-print(f"| live eval, one trial at a time: per case (one process for all) | {ms(live / runs):.2f} ms |")
-print(f"| `lllm run`, one process per input: per run | {ms(run / runs):.2f} ms |")
-print(f"| `lllm --version`, one process: start and exit | {ms(start / runs):.2f} ms |")
-print(f"| eval's overhead per case over a run's own work (live per case − (run − start)) | {ms(live / runs - (run - start) / runs):+.2f} ms |")
+json.dump({"cases": cases, "trials": trials, "runs": runs, "repeats": repeats,
+           "replay_s": replay, "record_s": record, "live_s": live, "run_s": run, "start_s": start},
+          open("figures.json", "w"))
 EOF
+report eval "$work/figures.json"

@@ -46,6 +46,30 @@ pub(crate) enum Command {
     /// (`/v1/runs`) that pause for approvals. The caller's conversation id (Codex's `thread-id`,
     /// Claude Code's `x-claude-code-session-id`, ...) becomes the downstream session.
     Serve(ServeArgs),
+    /// MCP servers: `lllm mcp login` authorizes lllm with the OAuth servers of a tactic once and
+    /// stores their tokens, which later runs use (and refresh).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Authorize lllm with a tactic's MCP servers that have `auth:` (OAuth 2.1): prints the URL to
+    /// open, waits for the authorization server's redirect to 127.0.0.1, and stores the tokens
+    /// owner-only (the server's `auth.token_file`, else `mcp-auth/` under the cache directory).
+    Login(McpLoginArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpLoginArgs {
+    /// The tactic file.
+    pub(crate) tactic: PathBuf,
+    /// The server to authorize (a key of `mcp_servers:`); default: every server with `auth:`.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) server: Option<String>,
+    /// Seconds to wait for the redirect after the URL is printed.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) wait: u64,
 }
 
 #[derive(Debug, Args)]

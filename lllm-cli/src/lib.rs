@@ -21,6 +21,8 @@ mod confirm;
 mod eval;
 mod execute;
 mod exit;
+mod form;
+mod mcp_login;
 mod otel;
 mod parse;
 mod private_dir;
@@ -73,6 +75,7 @@ pub fn main_with(registry: TacticRegistry) -> ExitCode {
         Command::Eval(args) => contained(|| eval::eval(&args, &registry)),
         Command::Replay(args) => replay::replay(&args),
         Command::Serve(args) => contained(|| serve::serve(args, &registry)),
+        Command::Mcp(cli::McpCommand::Login(args)) => mcp_login::login(&args),
     };
     signals::yield_to_a_stop();
     if let Some(export) = export {

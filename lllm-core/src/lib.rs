@@ -41,6 +41,7 @@ mod hints;
 mod limit_setting;
 mod limits;
 mod mcp;
+mod mcp_auth;
 mod merge;
 mod message;
 mod model;
@@ -92,6 +93,7 @@ pub use mcp::{
     ConfirmTools, McpPrompt, McpServerConfig, McpTransport, McpUse, ToolFilter,
     DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S, MCP_INHERITED_ENV,
 };
+pub use mcp_auth::{client_id_problem, scope_problem, McpAuth, MAX_MCP_AUTH_SCOPES};
 pub use message::{Message, Role, ToolCall, Usage};
 pub use model::strip_provider_prefix;
 pub use model_args::ModelArgs;

@@ -55,6 +55,8 @@ pub struct McpServerConfig {
     /// Whether agents taking the server are offered its resources as two tools,
     /// `<prefix>list_resources` and `<prefix>read_resource`.
     pub resources: bool,
+    /// OAuth 2.1 with the server (`auth:`, streamable HTTP servers only).
+    pub auth: Option<crate::McpAuth>,
     /// Whether the server is reached with the 2026-07-28 protocol's `server/discover` instead of the
     /// `initialize` handshake (`protocol: "2026-07-28"`).
     pub discover: bool,

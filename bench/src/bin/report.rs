@@ -13,6 +13,7 @@
 //!   continuation FIGURES.json
 //!   admission DYNAMO_ARGS LEGS.jsonl... queue FIGURES.json
 //!   floor TABLE.md                      (the `floor` binary's output)
+//!   subagents FORKS.json MAKESPAN.json MOCK_ARGS   eval FIGURES.json
 //! ```
 #![allow(clippy::print_stdout)]
 
@@ -20,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _};
 use lllm_bench::report::{
-    admission, compaction, concurrency, continuation, criterion, floor, journal, mcp, otel, payoff,
-    priority, python, queue, replay, serve,
+    admission, compaction, concurrency, continuation, criterion, eval, floor, journal, mcp, otel,
+    payoff, priority, python, queue, replay, serve, subagents,
 };
 use lllm_bench::splice::{splice_file, Section};
 
@@ -31,7 +32,8 @@ const USAGE: &str = "usage: report [--write] [--file BENCHMARKS.md] BENCHMARK IN
   priority ELAPSED_S MOCK_ARGS LEG.json... | replay WORK_DIR | criterion CRITERION_DIR
   python FIGURES.json | serve FIGURES.json | continuation FIGURES.json
   compaction LEGS.jsonl MOCK_ARGS
-  admission DYNAMO_ARGS LEGS.jsonl... | queue FIGURES.json | floor TABLE.md";
+  admission DYNAMO_ARGS LEGS.jsonl... | queue FIGURES.json | floor TABLE.md
+  subagents FORKS.json MAKESPAN.json MOCK_ARGS | eval FIGURES.json";
 
 /// The command line, read.
 struct Args {
@@ -87,12 +89,18 @@ fn sections(args: &Args) -> anyhow::Result<(Vec<Section>, Option<String>)> {
         "serve" => serve::report(first("FIGURES.json")?)?,
         "continuation" => continuation::report(first("FIGURES.json")?)?,
         "queue" => queue::report(first("FIGURES.json")?)?,
+        "eval" => eval::report(first("FIGURES.json")?)?,
         "floor" => floor::report(first("TABLE.md")?)?,
         "admission" => {
             let dynamo = input(args, 0, "DYNAMO_ARGS")?;
             input(args, 1, "LEGS.jsonl")?;
             admission::report(&paths(&args.inputs[1..]), dynamo)?
         }
+        "subagents" => subagents::report(
+            first("FORKS.json")?,
+            Path::new(input(args, 1, "MAKESPAN.json")?),
+            input(args, 2, "MOCK_ARGS")?,
+        )?,
         "compaction" => compaction::report(first("LEGS.jsonl")?, input(args, 1, "MOCK_ARGS")?)?,
         "mcp" => {
             first("FIGURES.json")?;

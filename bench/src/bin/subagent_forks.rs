@@ -4,11 +4,12 @@
 //! in-process model until all have arrived, so that every child is running, its dialog alive and
 //! its request in flight, when the resident set is read. Then it makes the same number of deep
 //! copies of the dialog's messages, as a framework that copies a history into each child would,
-//! and reads the resident set again. Prints the figures as text; no timing.
+//! and reads the resident set again. Prints the figures as one JSON object (the report's
+//! `subagents` section reads it), a summary in words on stderr; no timing.
 //!
 //! `max_background_tasks` is at most 64 per agent, so the forks are spread over agents of one
 //! team (one run) that each hold an O(1) share of the same dialog (a snapshot, not a copy).
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -146,28 +147,38 @@ async fn main() -> anyhow::Result<()> {
             "a child did not finish: {state:?}"
         );
     }
-    let per_fork = with_forks.saturating_sub(before) as f64 / forks as f64;
-    let per_copy = with_copies.saturating_sub(with_forks) as f64 / forks as f64;
-    println!(
-        "{forks} background forks of a {messages}-message dialog ({} of text), all running at once",
-        mib(history_bytes as f64)
-    );
-    println!("  RSS before the forks:           {}", mib(before as f64));
-    println!(
-        "  RSS with the forks running:     {} (+{})",
-        mib(with_forks as f64),
-        mib((with_forks - before) as f64)
-    );
-    println!(
-        "  per fork:                       {:.1} KiB (the dialog's text is {:.1} KiB)",
-        per_fork / 1024.0,
-        history_bytes as f64 / 1024.0
-    );
-    println!("  {forks} deep copies of the history (what a copying framework holds): +{} ({:.1} KiB each)", mib(with_copies.saturating_sub(with_forks) as f64), per_copy / 1024.0);
-    println!(
-        "  a fork costs {:.3} of a copy",
-        per_fork / per_copy.max(1.0)
-    );
+    let figures = serde_json::json!({
+        "forks": forks,
+        "messages": messages,
+        "history_bytes": history_bytes,
+        "rss_before_bytes": before,
+        "rss_with_forks_bytes": with_forks,
+        "rss_with_copies_bytes": with_copies,
+        "per_fork_bytes": with_forks.saturating_sub(before) as f64 / forks as f64,
+        "per_copy_bytes": with_copies.saturating_sub(with_forks) as f64 / forks as f64,
+    });
+    say(&figures);
+    println!("{figures}");
     drop(copies);
     Ok(())
+}
+
+/// The figures in words, on stderr.
+fn say(figures: &serde_json::Value) {
+    let get = |name: &str| figures[name].as_f64().unwrap_or(0.0);
+    let (per_fork, per_copy) = (get("per_fork_bytes"), get("per_copy_bytes"));
+    eprintln!(
+        "{} background forks of a {}-message dialog ({} of text), all running at once: RSS {} \
+         before, +{} with the forks ({:.1} KiB per fork), +{} with as many deep copies ({:.1} KiB \
+         each): a fork costs {:.3} of a copy",
+        get("forks"),
+        get("messages"),
+        mib(get("history_bytes")),
+        mib(get("rss_before_bytes")),
+        mib(get("rss_with_forks_bytes") - get("rss_before_bytes")),
+        per_fork / 1024.0,
+        mib(get("rss_with_copies_bytes") - get("rss_with_forks_bytes")),
+        per_copy / 1024.0,
+        per_fork / per_copy.max(1.0)
+    );
 }

@@ -8,6 +8,7 @@ pub mod compaction;
 pub mod concurrency;
 pub mod continuation;
 pub mod criterion;
+pub mod eval;
 pub mod floor;
 pub mod journal;
 pub mod mcp;
@@ -18,6 +19,7 @@ pub mod python;
 pub mod queue;
 pub mod replay;
 pub mod serve;
+pub mod subagents;
 
 mod format;
 mod machine;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use lllm_runtime::testing::{StubReply, StubServer};
 use serde_json::Value;
 
-use crate::support::{arg, lllm, TempDir};
+use crate::support::{arg, lllm, Outcome, TempDir};
 
 /// A chat tactic: `assistant` answers with a `lookup` tool; `judge` judges. One request at a time,
 /// so that the stub's replies go to trials in order.
@@ -34,6 +34,16 @@ agent_configs:
 fn setup(dir: &TempDir, api_base: &str, evals: &str) -> PathBuf {
     dir.write("tactic.yaml", tactic(api_base, "You answer with tools."));
     dir.write("evals.yaml", evals)
+}
+
+/// `lllm eval EVALS ARGS...` run to its end; it exits `code`, its stderr holding `messages` and
+/// nothing unexpected (`assert_clean`).
+async fn eval(evals: &Path, args: &[&str], code: i32, messages: &[&str]) -> Outcome {
+    let mut all = vec!["eval", arg(evals)];
+    all.extend_from_slice(args);
+    let outcome = lllm(&all).run().await;
+    outcome.assert_clean(code, messages);
+    outcome
 }
 
 fn json_file(path: &Path) -> Value {
@@ -119,17 +129,13 @@ async fn each_expectation_is_reported_with_its_reason_in_json_and_junit() {
     script_every_check(&server);
     let evals = setup(&dir, &server.base_url(), EVERY_CHECK);
     let (json, junit) = (dir.path("r.json"), dir.path("r.xml"));
-    let outcome = lllm(&[
-        "eval",
-        arg(&evals),
-        "--json",
-        arg(&json),
-        "--junit",
-        arg(&junit),
-    ])
-    .run()
+    let outcome = eval(
+        &evals,
+        &["--json", arg(&json), "--junit", arg(&junit)],
+        1,
+        &["case(s) did not reach the pass rate 1"],
+    )
     .await;
-    outcome.assert_clean(1, &["case(s) did not reach the pass rate 1"]);
     let words = outcome.stdout_text();
     assert!(
         words.contains("PASS holds: 1/1 trials passed, 2 requests, 28 tokens"),
@@ -239,10 +245,7 @@ async fn trials_count_against_the_pass_rate_and_a_baseline_says_what_regressed()
         server.push(StubReply::text("Sunny"));
     }
     let base = dir.path("base.json");
-    let first = lllm(&["eval", arg(&evals("1.0")), "--json", arg(&base)])
-        .run()
-        .await;
-    first.assert_clean(0, &[]);
+    let first = eval(&evals("1.0"), &["--json", arg(&base)], 0, &[]).await;
     assert!(first
         .stdout_text()
         .contains("PASS weather: 4/4 trials passed, 4 requests, 56 tokens"));
@@ -254,10 +257,7 @@ async fn trials_count_against_the_pass_rate_and_a_baseline_says_what_regressed()
         }
     };
     script(&server);
-    let half = lllm(&["eval", arg(&evals("0.5")), "--baseline", arg(&base)])
-        .run()
-        .await;
-    half.assert_clean(0, &[]);
+    let half = eval(&evals("0.5"), &["--baseline", arg(&base)], 0, &[]).await;
     let words = half.stdout_text();
     assert!(
         words.contains("PASS weather: 2/4 trials passed, 8 requests, 112 tokens"),
@@ -270,10 +270,13 @@ async fn trials_count_against_the_pass_rate_and_a_baseline_says_what_regressed()
         "{words}"
     );
     script(&server);
-    let strict = lllm(&["eval", arg(&evals("0.75")), "--trials", "4"])
-        .run()
-        .await;
-    strict.assert_clean(1, &["1 of 1 case(s) did not reach the pass rate 0.75"]);
+    let strict = eval(
+        &evals("0.75"),
+        &["--trials", "4"],
+        1,
+        &["1 of 1 case(s) did not reach the pass rate 0.75"],
+    )
+    .await;
     assert!(strict
         .stdout_text()
         .contains("first failure: the answer \"Rain\" does not contain \"Sunny\""));
@@ -305,17 +308,13 @@ async fn recorded_answers_replay_with_no_server_and_a_changed_prompt_is_drift() 
     let evals = setup(&dir, &server.base_url(), RECORDED);
     let tapes = dir.path("recorded");
     let (live, replayed) = (dir.path("live.json"), dir.path("replayed.json"));
-    let recorded = lllm(&[
-        "eval",
-        arg(&evals),
-        "--record",
-        arg(&tapes),
-        "--json",
-        arg(&live),
-    ])
-    .run()
+    eval(
+        &evals,
+        &["--record", arg(&tapes), "--json", arg(&live)],
+        0,
+        &[],
+    )
     .await;
-    recorded.assert_clean(0, &[]);
     assert_eq!(
         server.requests().len(),
         6,
@@ -326,17 +325,13 @@ async fn recorded_answers_replay_with_no_server_and_a_changed_prompt_is_drift() 
     );
     // No server at all: the tactic's api_base points at a closed port.
     drop(server);
-    let again = lllm(&[
-        "eval",
-        arg(&evals),
-        "--replay",
-        arg(&tapes),
-        "--json",
-        arg(&replayed),
-    ])
-    .run()
+    eval(
+        &evals,
+        &["--replay", arg(&tapes), "--json", arg(&replayed)],
+        0,
+        &[],
+    )
     .await;
-    again.assert_clean(0, &[]);
     let strip = |path: &Path| {
         let mut v = json_file(path);
         for case in v["cases"].as_array_mut().expect("cases") {
@@ -353,17 +348,13 @@ async fn recorded_answers_replay_with_no_server_and_a_changed_prompt_is_drift() 
         "tactic.yaml",
         tactic("http://127.0.0.1:9/v1", "You answer with care."),
     );
-    let drifted = lllm(&[
-        "eval",
-        arg(&evals),
-        "--replay",
-        arg(&tapes),
-        "--json",
-        arg(&replayed),
-    ])
-    .run()
+    let drifted = eval(
+        &evals,
+        &["--replay", arg(&tapes), "--json", arg(&replayed)],
+        1,
+        &[],
+    )
     .await;
-    drifted.assert_clean(1, &[]);
     let words = drifted.stdout_text();
     assert!(
         words.contains(r#"drift: the request differs from the recording at message 0: recorded system {"role":"system","content":"You answer with tools."}; sent system {"role":"system","content":"You answer with care."}"#),
@@ -427,8 +418,7 @@ async fn a_bad_eval_file_exits_2_naming_file_line_and_column() {
     ];
     for (yaml, place, more) in cases {
         let evals = dir.write("evals.yaml", yaml);
-        let outcome = lllm(&["eval", arg(&evals)]).run().await;
-        outcome.assert_clean(2, &[place, more]);
+        eval(&evals, &[], 2, &[place, more]).await;
     }
 }
 

@@ -46,7 +46,7 @@ pub(crate) fn servers(
 }
 
 /// The checks of one server: its name, and where `${NAME}` references are looked up.
-struct ServerCheck<'a> {
+pub(super) struct ServerCheck<'a> {
     name: &'a At<String>,
     lookup: &'a dyn Fn(&str) -> Option<String>,
 }
@@ -90,6 +90,7 @@ impl ServerCheck<'_> {
             max_output_bytes: self.max_output_bytes(server.max_output_bytes.as_ref())?,
             sampling: server.sampling.as_ref().is_some_and(|s| s.value),
             resources: server.resources.as_ref().is_some_and(|r| r.value),
+            auth: self.auth(&server)?,
             discover: self.protocol(server.protocol.as_ref())?,
             confirm_at: server
                 .confirm
@@ -99,7 +100,7 @@ impl ServerCheck<'_> {
     }
 
     /// An error about this server's `field`, at `origin`.
-    fn fail(
+    pub(super) fn fail(
         &self,
         origin: &Origin,
         field: &str,
@@ -110,7 +111,12 @@ impl ServerCheck<'_> {
     }
 
     /// `text`, written at `origin` as `field`, with its `${NAME}` references expanded.
-    fn expand(&self, text: &str, origin: &Origin, field: &str) -> Result<String, ConfigError> {
+    pub(super) fn expand(
+        &self,
+        text: &str,
+        origin: &Origin,
+        field: &str,
+    ) -> Result<String, ConfigError> {
         env::expand(text, self.lookup).map_err(|e| self.fail(origin, field, e))
     }
 

@@ -377,9 +377,27 @@ pub(crate) struct RawMcpServer {
     /// Whether agents taking the server are offered its resources, as two tools:
     /// `<prefix>list_resources` and `<prefix>read_resource {uri}` (default false).
     pub(crate) resources: Option<At<bool>>,
+    /// Streamable HTTP: OAuth 2.1 with the server (discovery, dynamic client registration or
+    /// `client_id`, PKCE with a loopback redirect, refresh); `lllm mcp login` authorizes once.
+    pub(crate) auth: Option<At<RawMcpAuth>>,
     /// The MCP protocol the server speaks: `"2025-11-25"` (the `initialize` handshake, the default,
     /// which servers of both eras accept) or `"2026-07-28"` (`server/discover`, no `initialize`).
     pub(crate) protocol: Option<At<String>>,
+}
+
+/// `auth:` of an HTTP server. Every key is optional: `auth: {}` registers lllm with the server.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "McpAuth")]
+pub(crate) struct RawMcpAuth {
+    /// A client id registered with the authorization server beforehand (needed when the server
+    /// offers no dynamic client registration).
+    pub(crate) client_id: Option<At<String>>,
+    /// The scopes to ask for (default: the server's choice).
+    pub(crate) scopes: Option<At<Vec<At<String>>>>,
+    /// Where the tokens are kept, relative to the tactic file (default: `mcp-auth/` under the
+    /// cache directory, LLLM_CACHE_DIR or ~/.cache/lllm); written owner-only.
+    pub(crate) token_file: Option<At<String>>,
 }
 
 /// `system_prompt_mcp:` of an agent.

@@ -79,27 +79,40 @@ pub(crate) async fn connect(
                     answered: answered_handshake(&e),
                 })?
         }
-        Transport::Http { url, headers } => {
+        Transport::Http { url, headers, auth } => {
+            let failed = |problem: String| Failed {
+                problem,
+                process: None,
+                answered: false,
+            };
             let http = crate::tls::http_client()
                 .connect_timeout(CONNECT_TIMEOUT)
                 .build()
-                .map_err(|e| Failed {
-                    problem: format!("cannot build the HTTP client: {e}"),
-                    process: None,
-                    answered: false,
-                })?;
+                .map_err(|e| failed(format!("cannot build the HTTP client: {e}")))?;
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             config.custom_headers = headers.clone();
             config.max_json_response_size = MAX_MESSAGE_BYTES;
             config.max_sse_event_size = MAX_MESSAGE_BYTES;
-            let transport = StreamableHttpClientTransport::with_client(http, config);
-            super::handshake::handshake(client, transport)
-                .await
-                .map_err(|e| Failed {
-                    problem: handshake_failed(&e),
-                    process: None,
-                    answered: false,
-                })?
+            let served = match &auth.auth {
+                None => {
+                    let transport = StreamableHttpClientTransport::with_client(http, config);
+                    super::handshake::handshake(client, transport).await
+                }
+                Some(settings) => {
+                    let authorized = super::auth::authorized(url, auth, settings, http)
+                        .await
+                        .map_err(failed)?;
+                    let transport = StreamableHttpClientTransport::with_client(authorized, config);
+                    super::handshake::handshake(client, transport).await
+                }
+            };
+            served.map_err(|e| {
+                failed(format!(
+                    "the MCP handshake failed: {}{}",
+                    super::auth::handshake_problem(&e, auth),
+                    super::handshake::era_hint(&e, discover)
+                ))
+            })?
         }
     };
     let tools = list_tools(session.peer())

@@ -4,6 +4,15 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {
+    /// OAuth with the server failed: discovery, registration, the redirect, the tokens (never
+    /// quoted).
+    #[error("MCP server `{server}`: OAuth: {problem}")]
+    Auth {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        problem: String,
+    },
     /// The server's settings cannot be used (a builder given no program, a URL that is not http).
     #[error("MCP server `{server}`: {problem}")]
     Invalid {

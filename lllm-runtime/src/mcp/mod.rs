@@ -9,11 +9,13 @@
 #![doc = include_str!("../../../docs/mcp.md")]
 
 mod asks;
+mod auth;
 mod changes;
 mod child;
 mod client;
 mod connect;
 mod content;
+mod elicitation;
 mod error;
 mod handshake;
 mod lines;
@@ -26,16 +28,18 @@ mod serve_asks;
 mod server;
 mod servers;
 mod state;
+mod tasks;
 mod tool;
 mod transport;
 mod transport_error;
 
+pub use auth::{login, token_file, DEFAULT_LOGIN_WAIT};
 pub use error::McpError;
 pub use server::{McpServer, McpServerBuilder};
 pub use servers::McpServers;
 
 // The namespace's names defined elsewhere.
-pub use lllm_core::{McpPrompt, McpServerConfig, McpTransport, McpUse};
+pub use lllm_core::{McpAuth, McpPrompt, McpServerConfig, McpTransport, McpUse};
 
 /// Text from a server made safe to print: control characters (but newlines and tabs) and the
 /// Unicode marks that reorder text on screen are left out, so that no escape sequence reaches a

@@ -9,7 +9,7 @@ use std::time::Duration;
 use lllm_core::internal::{prefix_problem, tool_name_problem};
 use lllm_core::secret::Secrets;
 use lllm_core::{
-    ConfirmTools, McpServerConfig, McpTransport, SecondsRange, ToolFilter,
+    ConfirmTools, McpAuth, McpServerConfig, McpTransport, SecondsRange, ToolFilter,
     DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S,
 };
 
@@ -109,6 +109,7 @@ impl McpServer {
         builder.confirm_at = config.confirm_at.clone();
         builder.sampling = config.sampling;
         builder.resources = config.resources;
+        builder.auth = config.auth.clone();
         builder.discover = config.discover;
         builder
     }
@@ -213,6 +214,7 @@ pub struct McpServerBuilder {
     max_output_bytes: usize,
     sampling: bool,
     resources: bool,
+    auth: Option<McpAuth>,
     discover: bool,
 }
 
@@ -229,6 +231,7 @@ impl McpServerBuilder {
             max_output_bytes: lllm_core::internal::DEFAULT_MAX_OUTPUT_BYTES,
             sampling: false,
             resources: false,
+            auth: None,
             discover: false,
         }
     }
@@ -303,6 +306,13 @@ impl McpServerBuilder {
     /// in a tactic file.
     pub fn resources(mut self, on: bool) -> Self {
         self.resources = on;
+        self
+    }
+
+    /// OAuth 2.1 with the server (HTTP servers; as `auth:` in a tactic file): the tokens stored by
+    /// [`login`](super::login) are sent and refreshed; without them the start fails saying so.
+    pub fn auth(mut self, auth: McpAuth) -> Self {
+        self.auth = Some(auth);
         self
     }
 
@@ -386,7 +396,9 @@ impl McpServerBuilder {
                 .check(seconds)
                 .map_err(|e| invalid(format!("{field}: {e}")))?;
         }
-        self.kind.transport().map_err(invalid)
+        self.kind
+            .transport(&self.name, self.auth.as_ref())
+            .map_err(invalid)
     }
 
     /// Connects and lists the tools within the startup timeout. A failure says why, with what a

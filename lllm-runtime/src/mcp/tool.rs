@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::content::to_output;
 use super::listing::ServerTool;
-use super::serve_asks::answer_asks;
+use super::serve_asks::{answer_asks, Ended};
 use super::state::Inner;
+use super::tasks;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// A server's tool under the name the model sees.
@@ -91,17 +92,24 @@ impl Tool for McpTool {
         let timeout = self.server.timeout;
         // What the server asks during the call reaches this call (and its dialog) while it runs.
         let (_open, asks) = self.server.calls.open(context.dialog());
-        let call = answer_asks(self.server.peer.call_tool(params), asks, context);
-        // Dropping the call on a timeout tells the server to stop working on it.
-        match tokio::time::timeout(timeout, call).await {
-            Err(_) => Err(ToolError::new(format!(
+        // A tool answered as a task is polled to its end within the same timeout.
+        let task = tasks::OpenTask::new(&self.server.peer);
+        let call = tasks::call_tool(&self.server.peer, params, context, &self.spec.name, &task);
+        // Dropping the call on a timeout tells the server to stop working on it (a task: with
+        // `tasks/cancel`).
+        let ended = answer_asks(call, asks, context, &self.server.name, timeout).await;
+        if matches!(ended, Ended::TimedOut) {
+            task.cancel().await;
+        }
+        match ended {
+            Ended::TimedOut => Err(ToolError::new(format!(
                 "the tool did not answer within {} s (timeout_s of MCP server `{}`); try a smaller request",
                 timeout.as_secs_f64(),
                 self.server.name
             ))),
-            Ok(Err(stopped)) => Err(stopped),
-            Ok(Ok(Err(error))) => Err(self.server.failed_call(&self.spec.name, error).await),
-            Ok(Ok(Ok(result))) => to_output(&result, self.server.max_output_bytes),
+            Ended::Stopped(stopped) => Err(stopped),
+            Ended::Done(Err(error)) => Err(self.server.failed_call(&self.spec.name, error).await),
+            Ended::Done(Ok(result)) => to_output(&result, self.server.max_output_bytes),
         }
     }
 }

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use lllm_core::internal::typed_header;
 use lllm_core::secret::{is_secret_header, Secrets};
-use lllm_core::{check_http_url, ValueError};
+use lllm_core::{check_http_url, McpAuth, ValueError};
+
+use super::auth::HttpAuth;
 
 /// What a builder was told about the transport.
 #[derive(Debug, Clone)]
@@ -32,14 +34,22 @@ pub(crate) enum Transport {
     Http {
         url: String,
         headers: HashMap<http::HeaderName, http::HeaderValue>,
+        auth: HttpAuth,
     },
 }
 
 impl Kind {
     /// The transport, checked by the rules a tactic file's `command:`, `url:` and `headers:` follow,
-    /// and the credentials it carries (kept out of messages).
-    pub(crate) fn transport(&self) -> Result<(Transport, Secrets), String> {
+    /// and the credentials it carries (kept out of messages). `auth` is for HTTP servers only.
+    pub(crate) fn transport(
+        &self,
+        server: &str,
+        auth: Option<&McpAuth>,
+    ) -> Result<(Transport, Secrets), String> {
         match self {
+            Kind::Stdio { .. } if auth.is_some() => {
+                Err("`auth` is for servers reached over HTTP".into())
+            }
             Kind::Stdio { command, env, cwd } => {
                 if command.first().is_none_or(|p| p.trim().is_empty()) {
                     return Err("the command must name a program".into());
@@ -81,6 +91,10 @@ impl Kind {
                 let transport = Transport::Http {
                     url: url.clone(),
                     headers: map,
+                    auth: HttpAuth {
+                        server: server.to_owned(),
+                        auth: auth.cloned(),
+                    },
                 };
                 Ok((transport, secrets))
             }

@@ -50,7 +50,9 @@ fn http_problem(error: &StreamableHttpError<reqwest::Error>) -> String {
             printable(kind.as_deref().unwrap_or("none"))
         ),
         StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_) => {
-            "the server refused the request: it needs other credentials (see `headers:`)".to_owned()
+            "the server refused the request: it needs other credentials (`auth:` for OAuth, then \
+             `lllm mcp login`; or `headers:`)"
+                .to_owned()
         }
         other => printable(&other.to_string()),
     }

@@ -6,6 +6,7 @@ pub(crate) mod calls;
 mod command;
 mod confirm;
 mod context;
+mod elicit;
 mod error;
 mod function;
 pub(crate) mod process;
@@ -21,7 +22,10 @@ pub use command::CommandTool;
 pub(crate) use confirm::DECLINED;
 pub use confirm::{ApproveAll, Confirm, ConfirmRequest, Decision, Decisions, DeclineAll};
 pub(crate) use context::Sampler;
-pub use context::{SampleAnswer, SampleError, SampleRequest, ToolContext};
+pub use context::{SampleAnswer, SampleError, SampleRequest, ToolContext, ToolProgress};
+pub use elicit::{
+    Choice, ElicitKind, ElicitRequest, Elicited, FieldKind, Form, FormField, MAX_FORM_FIELDS,
+};
 pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;

@@ -10,8 +10,10 @@ use lllm_runtime::config::{parse_tactic, PromptVars};
 use lllm_runtime::hints::RunClass;
 use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::tactic::{StepsTactic, Team};
-use lllm_runtime::testing::{RecordedRequest, StubServer};
+use lllm_runtime::testing::StubServer;
 use lllm_runtime::{tool_fn, Agent, InferenceHints, ModelArgs, OpenAiInvoker, Profile, Tactic};
+
+use crate::support::last_user;
 
 fn invoker() -> Arc<OpenAiInvoker> {
     Arc::new(OpenAiInvoker::with_defaults(ServerDefaults::none()))
@@ -156,15 +158,6 @@ steps:
     parse_tactic(text.as_bytes(), Path::new("t.yaml"), &|_| None).expect("valid tactic")
 }
 
-fn asked(request: &RecordedRequest) -> String {
-    request.body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_owned()
-}
-
 /// The order in which the first turns of the parallel group reached the server.
 async fn first_turns_served(priority: &str) -> Vec<String> {
     let server = StubServer::start().await.expect("stub");
@@ -182,7 +175,7 @@ async fn first_turns_served(priority: &str) -> Vec<String> {
     server
         .requests()
         .iter()
-        .map(asked)
+        .map(last_user)
         .filter(|a| a.starts_with("Short") || a == "Long 1.")
         .collect()
 }

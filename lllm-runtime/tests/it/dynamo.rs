@@ -75,6 +75,14 @@ fn dynamo() -> Option<(String, String)> {
     Some((url, log))
 }
 
+/// A word of this run's own (the time in nanoseconds), for the start of its prompts: nothing an
+/// earlier run left in the engines' caches counts for this one.
+fn nonce() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
 /// One call as the test saw it: the session it carried and the server's id for the answer.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -91,6 +99,22 @@ struct Seen {
     worker: Option<String>,
 }
 
+/// `next` went to the worker that served `previous` (Dynamo named it), which had at least 0.9 of
+/// `previous`'s prompt cached for it: `next` extends `previous`'s prefix and rode it.
+fn assert_rides(previous: &Seen, next: &Seen, what: &str) {
+    assert!(
+        next.cached_tokens as f64 >= 0.9 * previous.prompt_tokens as f64,
+        "{what}: {} cached of the previous request's {} prompt tokens",
+        next.cached_tokens,
+        previous.prompt_tokens
+    );
+    assert!(previous.worker.is_some(), "Dynamo names the worker");
+    assert_eq!(
+        next.worker, previous.worker,
+        "{what} goes to the worker holding its prefix"
+    );
+}
+
 /// Sends through the real invoker and remembers each call's session and response id.
 #[derive(Debug)]
 struct Watching {
@@ -99,6 +123,19 @@ struct Watching {
 }
 
 impl Watching {
+    /// A watcher over the real invoker, with no server defaults.
+    fn new() -> Arc<Watching> {
+        Arc::new(Watching {
+            inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The calls seen so far, in the order they were answered.
+    fn calls(&self) -> Vec<Seen> {
+        self.seen.lock().expect("lock").clone()
+    }
+
     fn record(&self, request: &ChatRequest, response: &ChatResponse) {
         let usage = response.message.usage.unwrap_or_default();
         self.seen.lock().expect("lock").push(Seen {
@@ -186,10 +223,7 @@ output: \"{{ merged }}\"
 async fn run_on_dynamo(tactic: &str, url: &str, input: &str) -> (Team, Arc<Watching>) {
     let env = |name: &str| (name == "LLLM_DYNAMO_URL").then(|| url.to_owned());
     let spec = parse_tactic(tactic.as_bytes(), Path::new("dynamo.yaml"), &env).expect("tactic");
-    let invoker = Arc::new(Watching {
-        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
-        seen: Mutex::new(Vec::new()),
-    });
+    let invoker = Watching::new();
     let team = Team::from_spec(&spec, invoker.clone()).expect("team");
     let vars: PromptVars = [("input".to_owned(), input.into())].into_iter().collect();
     TacticRegistry::new()
@@ -215,7 +249,7 @@ async fn a_multi_agent_tactic_is_accepted_and_every_dialog_stays_on_one_worker()
             .await
             .expect("the end-of-session request is accepted");
     }
-    let seen = invoker.seen.lock().expect("lock").clone();
+    let seen = invoker.calls();
     assert_eq!(seen.len(), 11, "8 turns and 3 finishes");
 
     let ids: Vec<&str> = seen.iter().map(|c| c.response_id.as_str()).collect();
@@ -470,7 +504,7 @@ async fn a_tactic_with_auto_priority_is_accepted_and_each_request_carries_its_co
         return;
     };
     let (_, invoker) = run_on_dynamo(AUTO_TACTIC, &url, "a garden party").await;
-    let seen = invoker.seen.lock().expect("lock").clone();
+    let seen = invoker.calls();
     assert_eq!(seen.len(), 6, "six turns");
     // Weight = 1 + turns waiting + finished sibling branches (which depend on timing: a range).
     let expected: [(&str, u64, u64); 6] = [
@@ -528,10 +562,7 @@ async fn a_compaction_summary_rides_the_cached_prefix_on_the_same_worker() {
     let Some((url, _)) = dynamo() else {
         return;
     };
-    let invoker = Arc::new(Watching {
-        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
-        seen: Mutex::new(Vec::new()),
-    });
+    let invoker = Watching::new();
     let extra = serde_json::json!({"nvext": {"extra_fields": ["worker_id"]}});
     let policy = lllm_core::ContextPolicy::with(
         lllm_core::Window::Tokens(10_000),
@@ -574,7 +605,7 @@ async fn a_compaction_summary_rides_the_cached_prefix_on_the_same_worker() {
             break;
         }
     }
-    let seen = invoker.seen.lock().expect("lock").clone();
+    let seen = invoker.calls();
     let prompts: Vec<(u64, u64)> = seen
         .iter()
         .map(|s| (s.prompt_tokens, s.cached_tokens))
@@ -595,18 +626,8 @@ async fn a_compaction_summary_rides_the_cached_prefix_on_the_same_worker() {
     );
     // The summary request is the previous request plus the answer and one instruction: nearly all of
     // it is the previous request's prefix, cached on the worker that served it.
-    assert!(
-        summary.cached_tokens as f64 >= 0.9 * previous.prompt_tokens as f64,
-        "summary: {} cached of the previous request's {} prompt tokens",
-        summary.cached_tokens,
-        previous.prompt_tokens
-    );
+    assert_rides(previous, summary, "the summary request");
     assert_eq!(summary.session, previous.session);
-    assert!(previous.worker.is_some(), "Dynamo names the worker");
-    assert_eq!(
-        summary.worker, previous.worker,
-        "the summary request goes to the worker holding its prefix"
-    );
     assert_eq!(
         next.session, previous.session,
         "the new window keeps the session"

@@ -10,9 +10,11 @@ use lllm_runtime::config::{parse_tactic, PromptVars};
 use lllm_runtime::hints::RunClass;
 use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::tactic::{StepsTactic, Team};
-use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
+use lllm_runtime::testing::{StubReply, StubServer};
 use lllm_runtime::{OpenAiInvoker, Tactic, TacticSpec};
 use serde_json::{json, Value};
+
+use crate::support::last_user;
 
 const STEPS: &str = "steps:
   - {agent: lead, receive: Split the work.}
@@ -38,15 +40,6 @@ agent_configs:
         server.base_url()
     );
     parse_tactic(text.as_bytes(), Path::new("t.yaml"), &|_| None).expect("valid tactic")
-}
-
-fn last_user(request: &RecordedRequest) -> String {
-    request.body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_owned()
 }
 
 /// Runs the tactic once; answers the requests whose messages contain one of `slow` after 400 ms

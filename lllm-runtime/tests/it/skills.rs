@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use lllm_runtime::invoker::ServerDefaults;
-use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
+use lllm_runtime::testing::{StubReply, StubServer};
 use lllm_runtime::tools::skills::SkillSet;
 use lllm_runtime::tools::ToolError;
 use lllm_runtime::{tool_fn, Agent, ModelArgs, OpenAiInvoker, Tool};
 use serde_json::{json, Value};
 
-use crate::support::TempDir;
+use crate::support::{tool_results, TempDir};
 
 /// Writes skill `name` under `dir/skills` with `extra` front matter lines and `body`.
 fn skill(dir: &TempDir, name: &str, extra: &str, body: &str) -> std::path::PathBuf {
@@ -42,16 +42,6 @@ fn agent(server: &StubServer, skills: SkillSet, tools: Vec<Arc<dyn Tool>>) -> Ag
 
 fn text(value: &Value) -> String {
     serde_json::to_string(value).expect("json")
-}
-
-fn tool_results(request: &RecordedRequest) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
-        .collect()
 }
 
 #[tokio::test]

@@ -15,15 +15,17 @@ use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use lllm_runtime::OpenAiInvoker;
 use serde_json::Value;
 
-use crate::support::{gone_within, TempDir};
+use crate::support::{gone_within, last_user, tool_results, TempDir};
 
-/// A tactic whose `lead` has the subagents and extra keys given (indented under the agent).
-fn tactic(server: &StubServer, lead: &str) -> lllm_runtime::TacticSpec {
-    tactic_with(server, lead, "")
+/// A stub server, and a tactic on it whose `lead` has the subagents and extra keys given
+/// (indented under the agent), with `tail` (top-level keys such as `limits:`) appended.
+async fn stub_tactic(lead: &str, tail: &str) -> (StubServer, lllm_runtime::TacticSpec) {
+    let server = StubServer::start().await.expect("server");
+    let spec = tactic(&server, lead, tail);
+    (server, spec)
 }
 
-/// [`tactic`], with `tail` (top-level keys such as `limits:`) appended.
-fn tactic_with(server: &StubServer, lead: &str, tail: &str) -> lllm_runtime::TacticSpec {
+fn tactic(server: &StubServer, lead: &str, tail: &str) -> lllm_runtime::TacticSpec {
     let text = format!(
         "global:
   model_name: dynamo/m
@@ -53,43 +55,35 @@ fn team(spec: &lllm_runtime::TacticSpec, events: Option<RunObserver>) -> Team {
     .expect("team")
 }
 
+/// The `lead` of `team`, its `main` dialog open with `text` received.
+fn lead_told<'a>(team: &'a Team, text: &str) -> &'a lllm_runtime::Agent {
+    let lead = team.agent("lead").expect("lead");
+    lead.open("main").expect("open");
+    lead.receive(text).expect("receive");
+    lead
+}
+
 const FORK: &str = "    subagents:\n      - {name: researcher, mode: fork, background: true}\n      - {name: outsider, agent: scout, mode: isolated, background: true}\n      - {name: adviser, mode: fork, background: false}";
 
 fn messages_text(request: &RecordedRequest) -> String {
     serde_json::to_string(&request.body["messages"]).expect("json")
 }
 
-fn last_user(request: &RecordedRequest) -> String {
-    request.body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_owned()
+/// The answer to the request whose last user message holds `asked`: one `task_start` call (`c1`)
+/// of `subagent` on `instructions`.
+fn starts(subagent: &str, instructions: &str, asked: &str) -> StubReply {
+    StubReply::tool_calls(&[("c1", "task_start", &start(subagent, instructions))])
+        .for_message(asked)
 }
 
 fn start(subagent: &str, instructions: &str) -> String {
     serde_json::json!({"subagent": subagent, "instructions": instructions}).to_string()
 }
 
-fn tool_results(request: &RecordedRequest) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_fork_child_extends_the_parents_last_request_and_runs_beside_it() {
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic(&server, FORK);
-    server.push(
-        StubReply::tool_calls(&[("c1", "task_start", &start("researcher", "Dig into A."))])
-            .for_message("Research topics."),
-    );
+    let (server, spec) = stub_tactic(FORK, "").await;
+    server.push(starts("researcher", "Dig into A.", "Research topics."));
     // The child's answer and the parent's next answer are held until both requests are in the
     // server at once: the parent went on while its child waited for its answer.
     server.push(
@@ -103,9 +97,7 @@ async fn a_fork_child_extends_the_parents_last_request_and_runs_beside_it() {
             .together(2),
     );
     let team = team(&spec, None);
-    let lead = team.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Research topics.").expect("receive");
+    let lead = lead_told(&team, "Research topics.");
     lead.respond("main").await.expect("answer");
     let requests = server.requests();
     let parent_first = &requests[0];
@@ -140,12 +132,8 @@ async fn a_fork_child_extends_the_parents_last_request_and_runs_beside_it() {
 
 #[tokio::test]
 async fn an_isolated_child_starts_afresh_without_a_parent_header() {
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic(&server, FORK);
-    server.push(
-        StubReply::tool_calls(&[("c1", "task_start", &start("outsider", "Scout B."))])
-            .for_message("Research topics."),
-    );
+    let (server, spec) = stub_tactic(FORK, "").await;
+    server.push(starts("outsider", "Scout B.", "Research topics."));
     server.push(
         StubReply::text("B is far.")
             .for_message("Scout B.")
@@ -156,22 +144,9 @@ async fn an_isolated_child_starts_afresh_without_a_parent_header() {
             .for_message("Research topics.")
             .together(2),
     );
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = events.clone();
-    let observer = RunObserver::new(move |e: &RunEvent| {
-        if let Ok(json) = serde_json::to_value(e) {
-            if json["event"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("task."))
-            {
-                seen.lock().expect("events").push(json);
-            }
-        }
-    });
+    let (observer, events, _) = task_events();
     let team = team(&spec, Some(observer));
-    let lead = team.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Research topics.").expect("receive");
+    let lead = lead_told(&team, "Research topics.");
     lead.respond("main").await.expect("answer");
     let child = server
         .requests()
@@ -197,18 +172,12 @@ async fn an_isolated_child_starts_afresh_without_a_parent_header() {
 
 #[tokio::test]
 async fn a_foreground_subagent_answers_the_call_itself() {
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic(&server, FORK);
-    server.push(
-        StubReply::tool_calls(&[("c1", "task_start", &start("adviser", "Advise on C."))])
-            .for_message("Research topics."),
-    );
+    let (server, spec) = stub_tactic(FORK, "").await;
+    server.push(starts("adviser", "Advise on C.", "Research topics."));
     server.push(StubReply::text("C is risky.").for_message("Advise on C."));
     server.push(StubReply::text("Done: C is risky.").for_message("Research topics."));
     let team = team(&spec, None);
-    let lead = team.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Research topics.").expect("receive");
+    let lead = lead_told(&team, "Research topics.");
     let answer = lead.respond("main").await.expect("answer");
     assert_eq!(answer.text(), "Done: C is risky.");
     let requests = server.requests();
@@ -254,12 +223,8 @@ fn task_events() -> (
 async fn the_parents_last_turn_carries_the_answer_of_a_child_still_running() {
     let dir = TempDir::new("subagents-gate");
     let gate = dir.0.join("gate");
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic(&server, WITH_TOOLS);
-    server.push(
-        StubReply::tool_calls(&[("c1", "task_start", &start("researcher", "Dig into A."))])
-            .for_message("Research topics."),
-    );
+    let (server, spec) = stub_tactic(WITH_TOOLS, "").await;
+    server.push(starts("researcher", "Dig into A.", "Research topics."));
     // The child waits for a gate that opens when the parent's answer arrives (below), so the
     // parent answers while its child still runs.
     server.push(
@@ -283,9 +248,7 @@ async fn the_parents_last_turn_carries_the_answer_of_a_child_still_running() {
         }
     });
     let team = team(&spec, Some(observer));
-    let lead = team.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Research topics.").expect("receive");
+    let lead = lead_told(&team, "Research topics.");
     let answer = lead.respond("main").await.expect("answer");
     assert_eq!(answer.text(), "Final: A holds.");
     let last = server.requests().pop().expect("requests");
@@ -300,12 +263,8 @@ async fn the_parents_last_turn_carries_the_answer_of_a_child_still_running() {
 async fn task_cancel_stops_a_child_in_the_middle_of_its_tool() {
     let dir = TempDir::new("subagents-cancel");
     let pid_file = dir.0.join("pid");
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic(&server, WITH_TOOLS);
-    server.push(
-        StubReply::tool_calls(&[("c1", "task_start", &start("researcher", "Hold on."))])
-            .for_message("Research topics."),
-    );
+    let (server, spec) = stub_tactic(WITH_TOOLS, "").await;
+    server.push(starts("researcher", "Hold on.", "Research topics."));
     server.push(
         StubReply::tool_calls(&[("h1", "hold", &file_arg(&pid_file))]).for_message("Hold on."),
     );
@@ -321,9 +280,7 @@ async fn task_cancel_stops_a_child_in_the_middle_of_its_tool() {
     server.push(StubReply::text("Stopped.").for_message("Research topics."));
     let (observer, _events, mut ends) = task_events();
     let team = team(&spec, Some(observer));
-    let lead = team.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Research topics.").expect("receive");
+    let lead = lead_told(&team, "Research topics.");
     let answer = lead.respond("main").await.expect("answer");
     assert_eq!(answer.text(), "Stopped.");
     let last = server.requests().pop().expect("requests");
@@ -352,8 +309,7 @@ async fn task_cancel_stops_a_child_in_the_middle_of_its_tool() {
 
 #[tokio::test]
 async fn a_model_starting_tasks_in_a_loop_is_held_to_max_background_tasks() {
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic(&server, WITH_TOOLS);
+    let (server, spec) = stub_tactic(WITH_TOOLS, "").await;
     let calls: Vec<(String, String)> = (0..6)
         .map(|i| (format!("c{i}"), start("researcher", &format!("Part {i}."))))
         .collect();
@@ -376,9 +332,7 @@ async fn a_model_starting_tasks_in_a_loop_is_held_to_max_background_tasks() {
             .together(3),
     );
     let team = team(&spec, None);
-    let lead = team.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Research topics.").expect("receive");
+    let lead = lead_told(&team, "Research topics.");
     lead.respond("main").await.expect("answer");
     let second = server
         .requests()
@@ -406,18 +360,12 @@ async fn a_model_starting_tasks_in_a_loop_is_held_to_max_background_tasks() {
 
 #[tokio::test]
 async fn a_task_id_of_another_run_is_unknown_here() {
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic(&server, FORK);
-    server.push(
-        StubReply::tool_calls(&[("c1", "task_start", &start("adviser", "Advise."))])
-            .for_message("First run."),
-    );
+    let (server, spec) = stub_tactic(FORK, "").await;
+    server.push(starts("adviser", "Advise.", "First run."));
     server.push(StubReply::text("advice").for_message("Advise."));
     server.push(StubReply::text("done").for_message("First run."));
     let first = team(&spec, None);
-    let lead = first.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("First run.").expect("receive");
+    let lead = lead_told(&first, "First run.");
     lead.respond("main").await.expect("answer");
     server.push(
         StubReply::tool_calls(&[("c1", "task_check", r#"{"task_id": "t1"}"#)])
@@ -425,9 +373,7 @@ async fn a_task_id_of_another_run_is_unknown_here() {
     );
     server.push(StubReply::text("done").for_message("Second run."));
     let second = team(&spec, None);
-    let lead = second.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Second run.").expect("receive");
+    let lead = lead_told(&second, "Second run.");
     lead.respond("main").await.expect("answer");
     let last = server.requests().pop().expect("requests");
     let result = &tool_results(&last)[0];
@@ -439,12 +385,8 @@ async fn a_task_id_of_another_run_is_unknown_here() {
 
 #[tokio::test]
 async fn a_child_starts_children_of_its_own_that_name_it_as_parent() {
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic(&server, FORK);
-    server.push(
-        StubReply::tool_calls(&[("c1", "task_start", &start("adviser", "Plan B."))])
-            .for_message("Research topics."),
-    );
+    let (server, spec) = stub_tactic(FORK, "").await;
+    server.push(starts("adviser", "Plan B.", "Research topics."));
     server.push(
         StubReply::tool_calls(&[("c2", "task_start", &start("adviser", "Detail B."))])
             .for_message("Plan B."),
@@ -454,9 +396,7 @@ async fn a_child_starts_children_of_its_own_that_name_it_as_parent() {
     server.push(StubReply::text("done").for_message("Research topics."));
     let (observer, events, _) = task_events();
     let team = team(&spec, Some(observer));
-    let lead = team.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Research topics.").expect("receive");
+    let lead = lead_told(&team, "Research topics.");
     assert_eq!(lead.respond("main").await.expect("answer").text(), "done");
     let events = events.lock().expect("events").clone();
     let started: Vec<&Value> = events
@@ -485,8 +425,7 @@ async fn a_child_starts_children_of_its_own_that_name_it_as_parent() {
 async fn children_that_never_end_are_stopped_by_the_runs_time_limit() {
     let dir = TempDir::new("subagents-forever");
     let pid_file = dir.0.join("pid");
-    let server = StubServer::start().await.expect("server");
-    let spec = tactic_with(&server, WITH_TOOLS, "limits: {max_seconds: 5}\n");
+    let (server, spec) = stub_tactic(WITH_TOOLS, "limits: {max_seconds: 5}\n").await;
     server.push(
         StubReply::tool_calls(&[
             ("c1", "task_start", &start("researcher", "Hold on.")),
@@ -512,9 +451,7 @@ async fn children_that_never_end_are_stopped_by_the_runs_time_limit() {
     server.push(StubReply::text("Interim.").for_message("Research topics."));
     let (observer, events, _) = task_events();
     let team = team(&spec, Some(observer));
-    let lead = team.agent("lead").expect("lead");
-    lead.open("main").expect("open");
-    lead.receive("Research topics.").expect("receive");
+    let lead = lead_told(&team, "Research topics.");
     let error = lead
         .respond("main")
         .await

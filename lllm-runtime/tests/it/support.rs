@@ -1,7 +1,10 @@
-//! What several suites of this binary share: a temporary folder, and watching a tool's process.
+//! What several suites of this binary share: a temporary folder, watching a tool's process, and
+//! reading a recorded request's messages.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use lllm_runtime::testing::RecordedRequest;
 
 /// A fresh folder under the system's temporary one, removed when dropped.
 pub(crate) struct TempDir(pub(crate) PathBuf);
@@ -67,4 +70,25 @@ pub(crate) async fn gone_within(pid: i32, patience: Duration, what: &str) {
         assert!(since.elapsed() < patience, "{what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The last user message of a request: which step or dialog sent it.
+pub(crate) fn last_user(request: &RecordedRequest) -> String {
+    request.body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// The contents of a request's tool messages, in order.
+pub(crate) fn tool_results(request: &RecordedRequest) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect()
 }

@@ -15,6 +15,8 @@ use lllm_runtime::testing::{RecordedRequest, StubReply, StubServer};
 use lllm_runtime::{OpenAiInvoker, Tactic, TacticRegistry};
 use serde_json::Value;
 
+use crate::support::last_user;
+
 fn tactic(server: &StubServer, steps: &str) -> lllm_runtime::TacticSpec {
     let text = format!(
         "global:
@@ -43,16 +45,6 @@ fn vars(input: &str) -> PromptVars {
     [("input".to_owned(), Value::from(input))]
         .into_iter()
         .collect()
-}
-
-/// The last user message of a request: which step sent it.
-fn last_user(request: &RecordedRequest) -> String {
-    request.body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_owned()
 }
 
 fn by_message(requests: &[RecordedRequest]) -> HashMap<String, RecordedRequest> {

@@ -2,16 +2,15 @@
 //! call is the previous request, byte for byte, plus the call and the body; it goes to the worker
 //! that served the previous one, with at least 0.9 of that prompt served from the cache.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use lllm_core::ToolCall;
 use lllm_runtime::agent::Role;
-use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::tools::skills::SkillSet;
-use lllm_runtime::{ChatRequest, ChatResponse, InvokeError, Invoker, OpenAiInvoker};
+use lllm_runtime::{ChatRequest, ChatResponse, InvokeError, Invoker};
 
-use super::{dynamo, long_system_prompt, Watching};
+use super::{assert_rides, dynamo, long_system_prompt, nonce, Watching};
 use crate::support::TempDir;
 
 /// Dynamo serves every request (its worker and cache counts are real); the mocker's answer, which
@@ -47,9 +46,7 @@ async fn the_request_after_a_skill_load_rides_the_cached_prefix_on_the_same_work
     };
     let dir = TempDir::new("dynamo-skills");
     // A word of this run's own: nothing an earlier run left in the engines' caches counts.
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
+    let nonce = nonce();
     for (name, body) in [
         (
             "triage",
@@ -68,10 +65,7 @@ async fn the_request_after_a_skill_load_rides_the_cached_prefix_on_the_same_work
         std::fs::write(folder.join("SKILL.md"), text).expect("SKILL.md");
     }
     let skills = SkillSet::load(&[dir.0.join("skills")]).expect("skills");
-    let invoker = Arc::new(Watching {
-        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
-        seen: Mutex::new(Vec::new()),
-    });
+    let invoker = Watching::new();
     let extra = serde_json::json!({"nvext": {"extra_fields": ["worker_id"]}});
     let agent = lllm_runtime::Agent::builder()
         .name("engineer")
@@ -98,23 +92,13 @@ async fn the_request_after_a_skill_load_rides_the_cached_prefix_on_the_same_work
         .receive("The indexer fails with: disk quota exceeded while writing shard 17. Triage it.")
         .expect("receive");
     agent.respond("main").await.expect("Dynamo answers");
-    let seen = invoker.seen.lock().expect("lock").clone();
+    let seen = invoker.calls();
     assert_eq!(seen.len(), 2, "one request before the load, one after");
     let (before, after) = (&seen[0], &seen[1]);
     eprintln!(
         "skill load on Dynamo: before {} prompt tokens ({:?}); after {} prompt, {} cached ({:?})",
         before.prompt_tokens, before.worker, after.prompt_tokens, after.cached_tokens, after.worker
     );
-    assert!(
-        after.cached_tokens as f64 >= 0.9 * before.prompt_tokens as f64,
-        "after the load: {} cached of the previous request's {} prompt tokens",
-        after.cached_tokens,
-        before.prompt_tokens
-    );
-    assert!(before.worker.is_some(), "Dynamo names the worker");
-    assert_eq!(
-        after.worker, before.worker,
-        "the same worker holds the prefix"
-    );
+    assert_rides(before, after, "the request after the load");
     assert_eq!(after.session, before.session);
 }

@@ -6,17 +6,16 @@
 //! root of an agent that is given the same sources in its system prompt (what a child that does not
 //! fork must be handed to work on them): its family computes those sources again at least once.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
 use lllm_core::ToolCall;
 use lllm_runtime::agent::Role;
-use lllm_runtime::invoker::ServerDefaults;
 use lllm_runtime::tactic::Team;
-use lllm_runtime::{ChatRequest, ChatResponse, InvokeError, Invoker, OpenAiInvoker};
+use lllm_runtime::{ChatRequest, ChatResponse, InvokeError, Invoker};
 
-use super::{dynamo, Seen, Watching};
+use super::{dynamo, nonce, Seen, Watching};
 
 /// Marks the lead's question; its answer starts the four researchers.
 const QUESTION: &str = "Which modules parse YAML? Start your researchers.";
@@ -124,10 +123,7 @@ struct Figures {
 }
 
 async fn run_mode(url: &str, mode: &str, nonce: u128) -> Figures {
-    let watching = Arc::new(Watching {
-        inner: OpenAiInvoker::with_defaults(ServerDefaults::none()),
-        seen: Mutex::new(Vec::new()),
-    });
+    let watching = Watching::new();
     let spec = tactic(url, mode, nonce);
     let team = Team::builder(&spec)
         .invoker(Arc::new(Scripted(watching.clone())))
@@ -140,7 +136,7 @@ async fn run_mode(url: &str, mode: &str, nonce: u128) -> Figures {
     let since = Instant::now();
     lead.respond("main").await.expect("Dynamo answers the run");
     let seconds = since.elapsed().as_secs_f64();
-    let seen = watching.seen.lock().expect("lock").clone();
+    let seen = watching.calls();
     let children: Vec<Seen> = seen
         .iter()
         .filter(|c| c.asked.starts_with("Research part"))
@@ -187,9 +183,7 @@ async fn fork_researchers_land_on_the_leads_worker_and_compute_less_than_isolate
     let Some((url, _)) = dynamo() else {
         return;
     };
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
+    let nonce = nonce();
     let fork = run_mode(&url, "fork", nonce).await;
     let isolated = run_mode(&url, "isolated", nonce).await;
     report("fork", &fork);

@@ -84,6 +84,20 @@ fn assert_continues(paused: &RecordedRequest, next: &RecordedRequest, results: &
     }
 }
 
+/// Posts `body` to `url` and asserts the server answered it (200).
+async fn answered(url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let reply = post(url, headers, body).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply
+}
+
+/// Posts `body` to `url` and asserts the server refused it (400).
+async fn refused(url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let reply = post(url, headers, body).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    reply
+}
+
 fn handed_calls(reply: &Reply) -> Vec<(String, String, Value)> {
     let body = reply.json();
     assert_eq!(body["choices"][0]["finish_reason"], "tool_calls", "{body}");
@@ -117,8 +131,7 @@ async fn a_callers_tool_call_is_handed_back_and_its_result_continues_the_paused_
     )]));
     stub.push(StubReply::text("There is a.txt."));
     let question = json!({"role": "user", "content": "What files are there?"});
-    let reply = post(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
     let calls = handed_calls(&reply);
     assert_eq!(
         calls,
@@ -136,8 +149,7 @@ async fn a_callers_tool_call_is_handed_back_and_its_result_continues_the_paused_
     let assistant = reply.json()["choices"][0]["message"].clone();
     let result = json!({"role": "tool", "tool_call_id": "call_1", "content": "a.txt"});
     let body = chat(json!([question, assistant, result]), json!([shell_tool()]));
-    let reply = post(&url, &[], &body).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body).await;
     let answer = reply.json();
     assert_eq!(answer["choices"][0]["finish_reason"], "stop");
     assert_eq!(
@@ -170,13 +182,12 @@ async fn own_tools_of_the_same_answer_run_first_and_parallel_calls_are_handed_to
     ]));
     stub.push(StubReply::text("Done."));
     let question = json!({"role": "user", "content": "Go."});
-    let reply = post(
+    let reply = answered(
         &url,
         &[("session-id", "par-1")],
         &chat(json!([question]), json!([shell_tool()])),
     )
     .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
     let ids: Vec<String> = handed_calls(&reply).into_iter().map(|c| c.0).collect();
     assert_eq!(ids, ["c1", "c3"]);
     // The tactic's own call ran before the run paused.
@@ -192,8 +203,7 @@ async fn own_tools_of_the_same_answer_run_first_and_parallel_calls_are_handed_to
         ]),
         json!([shell_tool()]),
     );
-    let reply = post(&url, &[("session-id", "par-1")], &body).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[("session-id", "par-1")], &body).await;
     assert_eq!(reply.json()["choices"][0]["message"]["content"], "Done.");
     let requests = stub.requests();
     assert_eq!(requests.len(), 2);
@@ -227,8 +237,7 @@ async fn responses_hand_function_calls_and_continue_with_their_outputs() {
         let headers = [("thread-id", thread.as_str())];
         let user = json!({"role": "user", "content": "List."});
         let body = json!({"model": "coder", "input": [user], "tools": [tool]});
-        let reply = post(&url, &headers, &body.to_string()).await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
+        let reply = answered(&url, &headers, &body.to_string()).await;
         let paused = reply.json();
         assert_eq!(paused["status"], "completed");
         let item = &paused["output"][0];
@@ -252,8 +261,7 @@ async fn responses_hand_function_calls_and_continue_with_their_outputs() {
         } else {
             json!({"model": "coder", "input": [user, item, output], "tools": [tool]})
         };
-        let reply = post(&url, &headers, &body.to_string()).await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
+        let reply = answered(&url, &headers, &body.to_string()).await;
         let done = reply.json();
         assert_eq!(done["output"][0]["content"][0]["text"], "Listed.", "{done}");
         let requests = stub.requests();
@@ -271,8 +279,7 @@ async fn a_clash_with_an_own_tool_and_an_unknown_call_id_are_refused() {
     let url = format!("{}/v1/chat/completions", running.base);
     let question = json!({"role": "user", "content": "Go."});
     let clash = json!([{"type": "function", "function": {"name": "act", "parameters": {"type": "object"}}}]);
-    let reply = post(&url, &[], &chat(json!([question]), clash)).await;
-    assert_eq!(reply.status, 400, "{}", reply.text);
+    let reply = refused(&url, &[], &chat(json!([question]), clash)).await;
     let message = reply.json()["error"]["message"]
         .as_str()
         .unwrap_or("")
@@ -289,13 +296,12 @@ async fn a_clash_with_an_own_tool_and_an_unknown_call_id_are_refused() {
         r#"{"cmd": "ls"}"#,
     )]));
     stub.push(StubReply::text("Fine."));
-    let reply = post(
+    let reply = answered(
         &url,
         &[("session-id", "mine")],
         &chat(json!([question]), json!([shell_tool()])),
     )
     .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
     let assistant = reply.json()["choices"][0]["message"].clone();
     let with_result = |id: &str| {
         chat(
@@ -304,8 +310,7 @@ async fn a_clash_with_an_own_tool_and_an_unknown_call_id_are_refused() {
         )
     };
     for (session, id) in [("other", "call_9"), ("mine", "call_404")] {
-        let reply = post(&url, &[("session-id", session)], &with_result(id)).await;
-        assert_eq!(reply.status, 400, "{}", reply.text);
+        let reply = refused(&url, &[("session-id", session)], &with_result(id)).await;
         let message = reply.json()["error"]["message"]
             .as_str()
             .unwrap_or("")
@@ -314,8 +319,7 @@ async fn a_clash_with_an_own_tool_and_an_unknown_call_id_are_refused() {
     }
     assert_eq!(stub.requests().len(), 1, "a refused result sends nothing");
     // The right conversation's result still continues it.
-    let reply = post(&url, &[("session-id", "mine")], &with_result("call_9")).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[("session-id", "mine")], &with_result("call_9")).await;
     assert_eq!(reply.json()["choices"][0]["message"]["content"], "Fine.");
 }
 
@@ -329,8 +333,7 @@ async fn without_an_agent_that_takes_them_a_requests_tools_are_ignored() {
     stub.push(StubReply::text("Hi."));
     let question = json!({"role": "user", "content": "Go."});
     let clash = json!([shell_tool(), {"type": "function", "function": {"name": "act"}}]);
-    let reply = post(&url, &[], &chat(json!([question]), clash)).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    answered(&url, &[], &chat(json!([question]), clash)).await;
     assert_eq!(tool_names(&stub.requests()[0]), ["act"]);
 }
 
@@ -359,8 +362,7 @@ async fn streamed_chat_hands_tool_call_deltas_and_a_streamed_continuation_answer
     let question = json!({"role": "user", "content": "Go."});
     let body =
         json!({"model": "coder", "messages": [question], "tools": [shell_tool()], "stream": true});
-    let reply = post(&url, &[], &body.to_string()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body.to_string()).await;
     assert!(
         reply.text.trim_end().ends_with("data: [DONE]"),
         "{}",
@@ -406,8 +408,7 @@ async fn streamed_chat_hands_tool_call_deltas_and_a_streamed_continuation_answer
         {"role": "tool", "tool_call_id": "s1", "content": "a.txt"},
         {"role": "tool", "tool_call_id": "s2", "content": "/home"}
     ]});
-    let reply = post(&url, &[], &body.to_string()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body.to_string()).await;
     let text: String = event_data(&reply)
         .iter()
         .filter_map(|(_, c)| {
@@ -440,8 +441,7 @@ async fn streamed_responses_hand_function_call_items_and_continue_from_the_compl
     )]));
     stub.push(StubReply::text("Listed."));
     let body = json!({"model": "coder", "input": "List.", "tools": [tool], "stream": true});
-    let reply = post(&url, &[], &body.to_string()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body.to_string()).await;
     let events = event_data(&reply);
     let names: Vec<&str> = events.iter().filter_map(|(n, _)| n.as_deref()).collect();
     for name in [
@@ -474,8 +474,7 @@ async fn streamed_responses_hand_function_call_items_and_continue_from_the_compl
     let id = completed["response"]["id"].as_str().expect("id");
     let output = json!({"type": "function_call_output", "call_id": "f1", "output": "a.txt"});
     let body = json!({"model": "coder", "input": [output], "previous_response_id": id, "tools": [tool], "stream": true});
-    let reply = post(&url, &[], &body.to_string()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body.to_string()).await;
     let text: String = event_data(&reply)
         .iter()
         .filter(|(n, _)| n.as_deref() == Some("response.output_text.delta"))
@@ -507,13 +506,12 @@ async fn pause_one(url: &str, stub: &StubServer, session: &str, call: &str) -> V
         r#"{"cmd": "ls"}"#,
     )]));
     let question = json!({"role": "user", "content": format!("Go {session}.")});
-    let reply = post(
+    let reply = answered(
         url,
         &[("session-id", session)],
         &chat(json!([question]), json!([shell_tool()])),
     )
     .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
     json!([question, reply.json()["choices"][0]["message"]])
 }
 
@@ -539,8 +537,7 @@ async fn a_server_restarted_between_the_two_requests_continues_the_paused_run() 
     let url = format!("{}/v1/chat/completions", running.base);
     stub.push(StubReply::text("After the restart."));
     let body = with_result(&history, "call_r", "a.txt");
-    let reply = post(&url, &[("session-id", "restart-1")], &body).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[("session-id", "restart-1")], &body).await;
     assert_eq!(
         reply.json()["choices"][0]["message"]["content"],
         "After the restart."
@@ -587,13 +584,12 @@ async fn paused_runs_are_bounded_in_count_and_time_and_forgotten_ones_leave_no_f
         reply.text
     );
     stub.push(StubReply::text("Still here."));
-    let reply = post(
+    answered(
         &url,
         &[("session-id", "b2")],
         &with_result(&histories[2], "call_b2", "x"),
     )
     .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
     drop(running);
     // A caller that never comes back: kept no time at all, the pause is forgotten at once.
     let state = dir.0.join("state-never");
@@ -609,13 +605,12 @@ async fn paused_runs_are_bounded_in_count_and_time_and_forgotten_ones_leave_no_f
         "{:?}",
         handed_files(&state)
     );
-    let reply = post(
+    refused(
         &url,
         &[("session-id", "gone")],
         &with_result(&history, "call_g", "x"),
     )
     .await;
-    assert_eq!(reply.status, 400, "{}", reply.text);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -701,8 +696,7 @@ async fn a_turn_that_calls_the_callers_tools_twice_pauses_twice_and_each_request
     stub.push(StubReply::text("Two rounds."));
     for (call, result, last) in [("call_t1", "a.txt", false), ("call_t2", "/home", true)] {
         let body = with_result(&json!(history), call, result);
-        let reply = post(&url, &[("session-id", "twice")], &body).await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
+        let reply = answered(&url, &[("session-id", "twice")], &body).await;
         let answer = reply.json();
         let finish = &answer["choices"][0]["finish_reason"];
         assert_eq!(finish, if last { "stop" } else { "tool_calls" }, "{answer}");
@@ -759,8 +753,7 @@ async fn a_new_user_message_instead_of_results_answers_the_calls_not_run_and_goe
     )]));
     stub.push(StubReply::text("Hello."));
     let question = json!({"role": "user", "content": "What files are there?"});
-    let reply = post(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
     let session = reply
         .header("x-lllm-session-id")
         .expect("session")
@@ -769,8 +762,7 @@ async fn a_new_user_message_instead_of_results_answers_the_calls_not_run_and_goe
     let assistant = reply.json()["choices"][0]["message"].clone();
     let moved = json!({"role": "user", "content": "Never mind: say hello."});
     let body = chat(json!([question, assistant, moved]), json!([shell_tool()]));
-    let reply = post(&url, &[], &body).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body).await;
     assert_eq!(reply.json()["choices"][0]["message"]["content"], "Hello.");
     assert_eq!(reply.header("x-lllm-session-id"), Some(session.as_str()));
     let requests = stub.requests();
@@ -806,16 +798,14 @@ async fn responses_and_streamed_chat_with_a_new_message_instead_of_outputs_go_on
     )]));
     stub.push(StubReply::text("Hi."));
     let body = json!({"model": "coder", "input": "List.", "tools": [tool]});
-    let reply = post(&url, &[], &body.to_string()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body.to_string()).await;
     let paused = reply.json();
     let session = reply
         .header("x-lllm-session-id")
         .expect("session")
         .to_owned();
     let body = json!({"model": "coder", "input": "Say hi instead.", "previous_response_id": paused["id"], "tools": [tool]});
-    let reply = post(&url, &[], &body.to_string()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body.to_string()).await;
     assert_eq!(reply.json()["output"][0]["content"][0]["text"], "Hi.");
     assert_eq!(reply.header("x-lllm-session-id"), Some(session.as_str()));
     let requests = stub.requests();
@@ -867,8 +857,7 @@ async fn a_hand_back_reports_the_runs_usage_so_far_and_the_text_beside_the_calls
     ));
     let url = format!("{}/v1/chat/completions", running.base);
     let question = json!({"role": "user", "content": "Look."});
-    let reply = post(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &chat(json!([question]), json!([shell_tool()]))).await;
     let body = reply.json();
     assert_eq!(body["choices"][0]["message"]["content"], "Let me look.");
     // The stub reports 11 prompt and 3 completion tokens per request: two requests made.
@@ -889,8 +878,7 @@ async fn a_hand_back_reports_the_runs_usage_so_far_and_the_text_beside_the_calls
     let url = format!("{}/v1/responses", running.base);
     let tool = json!({"type": "function", "name": "shell", "parameters": {"type": "object"}});
     let body = json!({"model": "coder", "input": "Check.", "tools": [tool]});
-    let reply = post(&url, &[], &body.to_string()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = answered(&url, &[], &body.to_string()).await;
     let body = reply.json();
     assert_eq!(body["output"][0]["type"], "message", "{body}");
     assert_eq!(body["output"][0]["content"][0]["text"], "Checking.");
