@@ -447,3 +447,138 @@ async fn a_resumed_run_answers_a_sample_already_answered_from_its_journal() {
         "the idempotent tool ran again and got the same sample"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resource_the_server_adds_during_the_run_is_listed_and_read() {
+    let Some(s) = servers("resources added") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[(
+        "c1",
+        "gzip-file-as-resource",
+        r#"{"name": "note.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ=", "outputType": "resourceLink"}"#,
+    )]));
+    server.push(StubReply::tool_calls(&[("c2", "list_resources", "{}")]));
+    server.push(StubReply::tool_calls(&[(
+        "c3",
+        "read_resource",
+        r#"{"uri": "demo://resource/session/note.gz"}"#,
+    )]));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-resource-added");
+    let servers = format!(
+        "  every: {{command: {}, resources: true}}",
+        list(&[&s.everything, "stdio"])
+    );
+    let file = dir.write(
+        "t.yaml",
+        tactic(
+            &server.base_url(),
+            &servers,
+            "{every: {include: [gzip-file-as-resource]}}",
+            "",
+        ),
+    );
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let listing = &tool_messages(&requests[2])[1];
+    assert!(
+        listing.contains("- demo://resource/session/note.gz (note.gz, application/gzip)"),
+        "{listing}"
+    );
+    let read = &tool_messages(&requests[3])[2];
+    assert!(
+        read.starts_with("[binary resource: demo://resource/session/note.gz, application/gzip, ")
+            && read.ends_with("; not shown]"),
+        "{read}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endless_listing_a_huge_resource_and_a_read_that_never_ends_are_bounded() {
+    let Some(s) = servers("hostile resources") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[
+        ("c1", "list_resources", "{}"),
+        ("c2", "read_resource", r#"{"uri": "hostile://big"}"#),
+        ("c3", "read_resource", r#"{"uri": "hostile://slow"}"#),
+    ]));
+    server.push(StubReply::text("done"));
+    let dir = TempDir::new("mcp-hostile-resources");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/hostile_server.py");
+    let servers = format!(
+        "  h: {{command: {}, resources: true, timeout_s: 2}}",
+        list(&[&s.python, arg(&script), "serve"])
+    );
+    let file = dir.write("t.yaml", tactic(&server.base_url(), &servers, "[h]", ""));
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let results = tool_messages(&server.requests()[1]);
+    assert_eq!(
+        results[0]
+            .lines()
+            .filter(|l| l.starts_with("- hostile://r/"))
+            .count(),
+        16,
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].ends_with("[the listing goes on; only its first 16 pages are shown]"),
+        "no templates, and the listing's end said: {}",
+        results[0]
+    );
+    let (text, marker) = results[1].rsplit_once('\n').expect("marker");
+    assert_eq!(
+        text,
+        "é".repeat(32768),
+        "cut at 65536 bytes, on a character"
+    );
+    assert_eq!(
+        marker,
+        "[truncated: 65536 of 204800 bytes shown (max_output_bytes of the server)]"
+    );
+    assert_eq!(
+        results[2],
+        "error: the server did not answer within 2 s (timeout_s of MCP server `h`)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_one_agent_picked_up_reaches_the_other_agents_of_the_server() {
+    let Some(s) = servers("list_changed, two agents") else {
+        return;
+    };
+    let server = StubServer::start().await.expect("stub");
+    server.push(StubReply::tool_calls(&[("c1", "add_tool", "{}")]));
+    server.push(StubReply::text("a done"));
+    server.push(StubReply::tool_calls(&[("c2", "count_listings", "{}")]));
+    server.push(StubReply::text("b done"));
+    let dir = TempDir::new("mcp-list-changed-agents");
+    let file = dir.write(
+        "t.yaml",
+        format!(
+            "mcp_servers:\n  ch: {}\nglobal: {{model_name: m, system_prompt: s, mcp: [ch], model_args: {{api_base: \"{}\"}}}}\nagent_configs: [{{name: a}}, {{name: b}}]\nsteps:\n  - {{agent: a, receive: go}}\n  - {{agent: b, receive: next}}\n",
+            changing(&s.python),
+            server.base_url()
+        ),
+    );
+    let outcome = lllm(&["run", arg(&file), "--input", "go"]).run().await;
+    outcome.assert_clean(0, &[]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let with_added = ["add_tool", "flood", "count_listings", "added"];
+    assert_eq!(offered_tools(&requests[1]), with_added, "agent a");
+    assert_eq!(offered_tools(&requests[2]), with_added, "agent b");
+    assert_eq!(
+        tool_messages(&requests[3]),
+        ["2"],
+        "listed at the start and once for both agents"
+    );
+}

@@ -34,6 +34,10 @@ Listing modes (the `tools/list` answer):
     flood             writes to stderr without end, from a thread; otherwise it serves
     serve             (or anything else) serves normally
 
+Resources (stdio): `resources/list` never ends (one resource a page, always a next cursor), there
+is no `resources/templates/list`, and `resources/read` of `hostile://big` answers 200 KiB of text,
+of `hostile://slow` never answers.
+
 When it serves, it lists `echo` ({"text": string} -> the text) and `t` ({"how": string}), whose
 call does what `how` says:
     ok        the text "fine"
@@ -305,8 +309,29 @@ def stdio(mode):
                     write(answer + b"\n")
                 elif answer is not None:
                     send(answer)
+        elif method == "resources/list":
+            send(message(id, resource_page(params)))
+        elif method == "resources/read":
+            answer = read_resource(id, (params or {}).get("uri"))
+            if answer is not None:
+                send(answer)
         else:
             send(message(id, error={"code": -32601, "message": f"no method {method}"}))
+
+
+def resource_page(params):
+    """An endless resource listing: one resource a page, and always a next cursor."""
+    page = int((params or {}).get("cursor") or 0)
+    return {"resources": [{"uri": f"hostile://r/{page}", "name": f"r{page}"}], "nextCursor": str(page + 1)}
+
+
+def read_resource(id, uri):
+    """`hostile://big`: 200 KiB of text; `hostile://slow`: no answer; else an error."""
+    if uri == "hostile://big":
+        return message(id, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "é" * (100 * 1024)}]})
+    if uri == "hostile://slow":
+        return None
+    return message(id, error={"code": -32002, "message": f"no resource {uri}"})
 
 
 def http(mode):

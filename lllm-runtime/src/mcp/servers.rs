@@ -140,15 +140,17 @@ impl McpServers {
         Ok(tools)
     }
 
-    /// The sets of `agent`'s MCP tools that a server's `list_changed` changes between requests.
+    /// The servers of `agent`'s MCP tools, with its filters: each agent built for it takes its own
+    /// changing sets of them ([`McpServer::changing_tools`]), so that one agent taking a change
+    /// does not hide it from another.
     pub(crate) fn changing_for(
         &self,
         agent: &AgentSpec,
-    ) -> Vec<Arc<dyn crate::tools::ChangingTools>> {
+    ) -> Vec<(McpServer, lllm_core::ToolFilter)> {
         agent
             .mcp()
             .iter()
-            .filter_map(|used| Some(self.get(&used.server)?.changing_tools(used.filter.clone())))
+            .filter_map(|used| Some((self.get(&used.server)?.clone(), used.filter.clone())))
             .collect()
     }
 

@@ -358,7 +358,7 @@ impl TeamBuilder<'_> {
         Ok(Arc::new(move |roster: &Arc<Roster>, run: RunContext| {
             let mut builder = AgentBuilder::from_spec(&agent)
                 .tools(mcp_tools.iter().cloned())
-                .changing_tools(changing.iter().cloned())
+                .changing_tools(changing.iter().map(|(s, f)| s.changing_tools(f.clone())))
                 .tools(caller_tools.iter().cloned())
                 .run_context(run)
                 .roster(roster.clone());

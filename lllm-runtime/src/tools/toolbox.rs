@@ -133,3 +133,7 @@ impl Toolbox {
             .map(|(t, s)| (t, s))
     }
 }
+
+#[cfg(test)]
+#[path = "toolbox_tests.rs"]
+mod tests;
