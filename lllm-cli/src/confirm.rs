@@ -1,5 +1,7 @@
 //! Who approves the calls of tools that need confirmation: `--yes` approves all, a person at a
 //! terminal is asked, and without a terminal every such call is declined (the model is told so).
+//! The same person answers a tool's questions (MCP elicitation) on the terminal; without one, or
+//! with `--reject`, they are declined.
 
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
@@ -7,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use lllm_runtime::tools::{ApproveAll, Confirm, ConfirmRequest, Decision, DeclineAll};
+use lllm_runtime::tools::{
+    ApproveAll, Confirm, ConfirmRequest, Decision, DeclineAll, ElicitRequest, Elicited,
+};
 
 /// Most characters of a call's arguments shown in the question.
 const MAX_SHOWN_CHARS: usize = 4000;
@@ -17,11 +21,18 @@ const MAX_ASKS: usize = 3;
 /// The confirmation callback of a run: `--yes` approves, `--reject` (on resume) declines, a terminal
 /// asks; without one, a journaled run pauses and any other run declines.
 pub(crate) fn confirmer(yes: bool, reject: bool, journaled: bool) -> Arc<dyn Confirm> {
-    if yes {
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if yes && terminal {
+        // Calls are approved; a tool's questions still go to the person at the terminal.
+        Arc::new(AskTheTerminal {
+            all: AtomicBool::new(true),
+            ..AskTheTerminal::default()
+        })
+    } else if yes {
         Arc::new(ApproveAll)
     } else if reject {
         Arc::new(DeclineAll)
-    } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    } else if terminal {
         Arc::new(AskTheTerminal::default())
     } else if journaled {
         Arc::new(WaitForResume)
@@ -69,6 +80,14 @@ impl Confirm for AskTheTerminal {
             }
             Answer::No => Decision::Decline,
         }
+    }
+
+    async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        let _turn = self.asking.lock().await;
+        let question = crate::form::Question::of(&request);
+        tokio::task::spawn_blocking(move || question.ask())
+            .await
+            .unwrap_or(Elicited::Cancel)
     }
 }
 
@@ -147,5 +166,21 @@ impl Confirm for NoOneToAsk {
             );
         }
         Decision::Decline
+    }
+
+    #[allow(clippy::print_stderr)]
+    async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        let first = self
+            .told
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(format!("question of {}", request.source));
+        if first {
+            eprintln!(
+                "lllm: declined a question of {} (for agent `{}`): there is no terminal to ask",
+                request.source, request.agent
+            );
+        }
+        Elicited::Decline
     }
 }

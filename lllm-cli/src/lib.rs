@@ -21,6 +21,7 @@ mod confirm;
 mod eval;
 mod execute;
 mod exit;
+mod form;
 mod mcp_login;
 mod otel;
 mod parse;

@@ -109,20 +109,32 @@ fn with_calls(mut usage: Value, calls: &CallStats) -> Value {
     usage
 }
 
-/// One line on stderr per step event, timed from `started`.
+/// One line on stderr per step or task event, timed from `started`.
 pub(crate) fn progress_lines_since(started: std::time::Instant) -> RunObserver {
     RunObserver::new(move |event| show_step(started, event))
 }
 
 #[allow(clippy::print_stderr)]
 fn show_step(started: std::time::Instant, event: &RunEvent) {
-    let at = started.elapsed().as_secs_f64();
-    match event {
+    if let Some(line) = progress_line(started.elapsed().as_secs_f64(), event) {
+        eprintln!("{line}");
+    }
+}
+
+/// The progress line of `event` at `at` seconds into the run: steps, and tasks (background
+/// subagents) as they start and end, named by their id so a person can tell them apart.
+fn progress_line(at: f64, event: &RunEvent) -> Option<String> {
+    let mark = |outcome: &StepOutcome| match outcome {
+        StepOutcome::Finished => ("✓", ""),
+        StepOutcome::Failed => ("✗", " failed"),
+        StepOutcome::Cancelled => ("–", " stopped"),
+    };
+    Some(match event {
         RunEvent::StepStarted {
             step,
             agent,
             dialog,
-        } => eprintln!("{at:6.1}s ▸ {step} {agent}/{dialog}"),
+        } => format!("{at:6.1}s ▸ {step} {agent}/{dialog}"),
         RunEvent::StepEnded {
             step,
             agent,
@@ -130,16 +142,125 @@ fn show_step(started: std::time::Instant, event: &RunEvent) {
             outcome,
             took,
         } => {
-            let (mark, suffix) = match outcome {
-                StepOutcome::Finished => ("✓", ""),
-                StepOutcome::Failed => ("✗", ""),
-                StepOutcome::Cancelled => ("–", " stopped"),
+            let (mark, suffix) = match mark(outcome) {
+                // The run's error says why a step failed; the mark is enough here.
+                ("✗", _) => ("✗", ""),
+                shown => shown,
             };
-            eprintln!(
+            format!(
                 "{at:6.1}s {mark} {step} {agent}/{dialog}{suffix} ({:.1}s)",
                 took.as_secs_f64()
-            );
+            )
         }
-        _ => {}
+        RunEvent::TaskStarted {
+            task,
+            subagent,
+            agent,
+            parent_agent,
+            mode,
+            background,
+            ..
+        } => {
+            let by = if agent == parent_agent {
+                String::new()
+            } else {
+                format!("{agent}, ")
+            };
+            let when = if *background {
+                "in the background"
+            } else {
+                "answered at once"
+            };
+            format!(
+                "{at:6.1}s ▸ task {task} {subagent} ({by}{}, {when}) started by {parent_agent}",
+                mode.as_str()
+            )
+        }
+        RunEvent::TaskEnded {
+            task,
+            agent,
+            outcome,
+        } => {
+            let (mark, suffix) = mark(outcome);
+            format!("{at:6.1}s {mark} task {task} {agent}{suffix}")
+        }
+        RunEvent::ToolProgress {
+            agent,
+            tool,
+            status,
+            message,
+            ..
+        } => {
+            let message = message.as_deref().unwrap_or_default();
+            let line = format!("{at:6.1}s … {agent}: {tool} {status} {message}");
+            crate::screen::visible(line.trim_end())
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lllm_runtime::agent::tasks::SubagentMode;
+    use lllm_runtime::DialogId;
+
+    #[test]
+    fn tasks_show_as_they_start_and_end_beside_the_steps() {
+        let started = RunEvent::TaskStarted {
+            task: "t2".into(),
+            subagent: "outsider".into(),
+            agent: "scout".into(),
+            parent_agent: "lead".into(),
+            parent_dialog: DialogId::new(),
+            dialog: DialogId::new(),
+            mode: SubagentMode::Isolated,
+            background: true,
+        };
+        assert_eq!(
+            progress_line(1.25, &started).as_deref(),
+            Some("   1.2s ▸ task t2 outsider (scout, isolated, in the background) started by lead")
+        );
+        let lines: Vec<String> = [
+            StepOutcome::Finished,
+            StepOutcome::Failed,
+            StepOutcome::Cancelled,
+        ]
+        .into_iter()
+        .filter_map(|outcome| {
+            progress_line(
+                3.0,
+                &RunEvent::TaskEnded {
+                    task: "t2".into(),
+                    agent: "scout".into(),
+                    outcome,
+                },
+            )
+        })
+        .collect();
+        assert_eq!(
+            lines,
+            [
+                "   3.0s ✓ task t2 scout",
+                "   3.0s ✗ task t2 scout failed",
+                "   3.0s – task t2 scout stopped"
+            ]
+        );
+        let step = RunEvent::StepEnded {
+            step: "steps[0]".into(),
+            agent: "lead".into(),
+            dialog: "main".into(),
+            outcome: StepOutcome::Cancelled,
+            took: std::time::Duration::from_millis(1500),
+        };
+        assert_eq!(
+            progress_line(2.0, &step).as_deref(),
+            Some("   2.0s – steps[0] lead/main stopped (1.5s)")
+        );
+        let text = RunEvent::Text {
+            agent: "lead".into(),
+            text: "x".into(),
+        };
+        assert_eq!(progress_line(2.0, &text), None);
     }
 }

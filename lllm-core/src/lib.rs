@@ -90,8 +90,8 @@ pub use hints::{
 pub use limit_setting::LimitSetting;
 pub use limits::{Limit, LimitError, RunLimits};
 pub use mcp::{
-    ConfirmTools, McpServerConfig, McpTransport, McpUse, ToolFilter, DEFAULT_MCP_STARTUP_TIMEOUT_S,
-    DEFAULT_MCP_TIMEOUT_S, MCP_INHERITED_ENV,
+    ConfirmTools, McpPrompt, McpServerConfig, McpTransport, McpUse, ToolFilter,
+    DEFAULT_MCP_STARTUP_TIMEOUT_S, DEFAULT_MCP_TIMEOUT_S, MCP_INHERITED_ENV,
 };
 pub use mcp_auth::{client_id_problem, scope_problem, McpAuth, MAX_MCP_AUTH_SCOPES};
 pub use message::{Message, Role, ToolCall, Usage};

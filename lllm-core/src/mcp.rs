@@ -52,8 +52,14 @@ pub struct McpServerConfig {
     /// Whether the server may ask the calling agent's model for completions during a tool call
     /// (`sampling/createMessage`), answered as a child dialog of the calling dialog.
     pub sampling: bool,
+    /// Whether agents taking the server are offered its resources as two tools,
+    /// `<prefix>list_resources` and `<prefix>read_resource`.
+    pub resources: bool,
     /// OAuth 2.1 with the server (`auth:`, streamable HTTP servers only).
     pub auth: Option<crate::McpAuth>,
+    /// Whether the server is reached with the 2026-07-28 protocol's `server/discover` instead of the
+    /// `initialize` handshake (`protocol: "2026-07-28"`).
+    pub discover: bool,
     /// Where `confirm:` is written (`t.yaml:7:14: mcp_servers.files.confirm`), for errors found when
     /// the server lists its tools.
     pub confirm_at: Option<String>,
@@ -146,6 +152,34 @@ pub struct McpUse {
     /// Where the filter is written (`t.yaml:16:11: agent_configs[0] (a).mcp.files.include`), for
     /// errors found when the server lists its tools.
     pub at: Option<String>,
+}
+
+/// An agent's system prompt taken from a prompt of one of its MCP servers (`system_prompt_mcp:`):
+/// fetched with these arguments when the servers start, its messages' text joined.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct McpPrompt {
+    /// The server's name under `mcp_servers:` (one of the agent's `mcp:`).
+    pub server: String,
+    /// The prompt's name, as the server lists it.
+    pub prompt: String,
+    /// The prompt's arguments.
+    pub arguments: BTreeMap<String, String>,
+    /// Where the prompt is named (`t.yaml:9:40: agent_configs[0] (a).system_prompt_mcp.prompt`),
+    /// for errors found when the server starts.
+    pub at: Option<String>,
+}
+
+impl McpPrompt {
+    /// The prompt `prompt` of the server `server`, with no arguments.
+    pub fn new(server: impl Into<String>, prompt: impl Into<String>) -> Self {
+        McpPrompt {
+            server: server.into(),
+            prompt: prompt.into(),
+            arguments: BTreeMap::new(),
+            at: None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub use crate::halt::halt;
 ///
 /// It serializes as `{"event": NAME, "data": {...}}`, NAME one of `status`, `step.started`,
 /// `step.ended`, `text`, `tool_call`, `compacted`, `model_call`, `tool_result`, `task.started`,
-/// `task.ended`: `lllm serve`'s
+/// `task.ended`, `tool.progress`: `lllm serve`'s
 /// `/v1/runs/{id}/events` sends NAME as the server-sent event's name and `data` as its data.
 /// Durations are whole milliseconds (`took_ms`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,6 +114,22 @@ pub enum RunEvent {
         agent: String,
         /// How it ended.
         outcome: StepOutcome,
+    },
+    /// A tool call answered as a task (an MCP server's task) moved on: its status (`working`,
+    /// `input_required`, `completed`, `failed`, `cancelled`) and message, as the server reports them.
+    #[serde(rename = "tool.progress")]
+    ToolProgress {
+        /// The agent whose model made the call.
+        agent: String,
+        /// The call's id.
+        #[serde(rename = "id")]
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The task's status.
+        status: String,
+        /// The server's message, cut to a few hundred characters.
+        message: Option<String>,
     },
     /// A model call was answered: one per answered attempt, as the serving side saw it.
     ModelCall(Box<ModelCall>),

@@ -402,3 +402,112 @@ async fn with_a_key_the_browser_signs_in_once_and_the_console_works() {
         .await;
     assert!(!serving.stderr.lock().expect("log").contains("k-console-7"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runs_tasks_show_under_the_dialog_that_started_them_with_their_status() {
+    let Some(browser) = Browser::start("console tasks").await else {
+        return;
+    };
+    let dir = TempDir::new("console-tasks");
+    let stub = StubServer::start().await.expect("stub");
+    let team = dir.write(
+        "team.yaml",
+        format!(
+            r#"global:
+  model_name: m
+  model_args: {{api_base: "{api}", timeout: 30}}
+  inference_hints: {{profile: dynamo}}
+  max_call_retries: 0
+agent_configs:
+  - name: lead
+    system_prompt: You lead.
+    subagents:
+      - {{name: researcher, mode: fork, background: true}}
+      - {{name: outsider, agent: scout, mode: isolated, background: true}}
+  - {{name: scout, system_prompt: You scout.}}
+"#,
+            api = stub.base_url()
+        ),
+    );
+    let serving = Serving::start(&[arg(&team), "--state", arg(&dir.path("state"))], &[]);
+    let start = |subagent: &str, instructions: &str| {
+        json!({"subagent": subagent, "instructions": instructions}).to_string()
+    };
+    let (a, b) = (
+        start("researcher", "Dig into A."),
+        start("outsider", "Judge B."),
+    );
+    stub.push(
+        StubReply::tool_calls(&[("c1", "task_start", &a), ("c2", "task_start", &b)])
+            .for_message("go"),
+    );
+    let id = start_run(&serving, "conv-tasks").await;
+    wait_status(&serving, &id, "completed").await;
+    browser.goto(&format!("{}/", serving.base)).await;
+    let row = format!("tr[data-run='{id}']");
+    browser
+        .wait_until(
+            "the run with its tasks",
+            &format!("const r = document.querySelector(\"{row}\"); return !!r && !!r.querySelector('.tasks')"),
+        )
+        .await;
+    assert_eq!(
+        browser.text(&format!("{row} .tasks")).await.as_deref(),
+        Some("2 tasks")
+    );
+    browser.goto(&format!("{}/#/runs/{id}", serving.base)).await;
+    browser
+        .wait_until(
+            "the tasks",
+            "return document.querySelectorAll('#tasks tbody tr').length === 2",
+        )
+        .await;
+    let table = browser
+        .run("return [...document.querySelectorAll('#tasks tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+        .await;
+    assert_eq!(
+        table,
+        json!([
+            [
+                "t1",
+                "researcher",
+                "lead",
+                "lead",
+                "fork",
+                "yes",
+                "finished"
+            ],
+            ["t2", "outsider", "scout", "lead", "isolated", "yes", "finished"]
+        ])
+    );
+    // Both children hang under the lead's dialog, the isolated one too, each saying which task it is.
+    let tree = browser
+        .run(
+            "const root = document.querySelector('#dialogs > .tree > li');
+             const kids = [...root.querySelectorAll(':scope > .tree > li > .dialog')];
+             return [root.querySelector(':scope > .dialog .title').textContent,
+                     document.querySelectorAll('#dialogs > .tree > li').length,
+                     kids.map(k => [k.querySelector('.task').dataset.task, k.querySelector('.task').textContent])];",
+        )
+        .await;
+    assert_eq!(
+        tree,
+        json!([
+            "lead / main",
+            1,
+            [
+                [
+                    "t1",
+                    "task t1: researcher, fork, in the background finished"
+                ],
+                [
+                    "t2",
+                    "task t2: outsider, answered by scout, isolated, in the background finished"
+                ]
+            ]
+        ])
+    );
+    if let Some(file) = screenshot_to("console-tasks.png") {
+        browser.screenshot(&file).await;
+    }
+}

@@ -8,6 +8,8 @@ Once it serves, it writes "asking_server: ready" on stderr. The tools:
 - sample_loop: asks the client's model for a completion again and again, until an answer is refused;
   returns how many were answered and the refusal.
 - sample_once: asks once (include_context as given) and returns the answer's text.
+- elicit_huge: asks the user to fill a form whose requested schema has `megabytes` MB; returns the
+  answer, or the client's refusal.
 """
 
 import sys
@@ -49,6 +51,20 @@ async def sample_loop(ctx: Context) -> str:
 async def sample_once(ctx: Context, text: str, include_context: str = "none") -> str:
     """Samples once and returns the answer."""
     return "sampled: " + await sample(ctx, text, include_context)
+
+
+@server.tool(structured_output=False)
+async def elicit_huge(ctx: Context, megabytes: int = 10) -> str:
+    """Asks for a form whose schema has megabytes of description."""
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "x" * (megabytes * 1024 * 1024)}},
+    }
+    try:
+        result = await ctx.session.elicit_form("Fill this in", schema)
+    except Exception as error:  # the client's refusal
+        return f"refused: {error}"
+    return f"answered: {result.action}"
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ use super::subagents::SubagentCheck;
 use super::Shared;
 use crate::context::{self, ContextError, ContextPolicy, SessionOnCompaction};
 use crate::hints::{HintsError, InferenceHints, InferenceHintsBuilder};
-use crate::mcp::{McpServerConfig, McpUse};
+use crate::mcp::{McpPrompt, McpServerConfig, McpUse};
 use crate::model_args::ModelArgs;
 use crate::prompt::{read_prompt, Prompt, PromptError};
 use crate::schema::Schema;
@@ -41,6 +41,7 @@ pub struct AgentSpec {
     name: String,
     model: String,
     system_prompt: Prompt,
+    system_prompt_mcp: Option<McpPrompt>,
     model_args: ModelArgs,
     inference_hints: Option<InferenceHints>,
     tools: Vec<CommandToolConfig>,
@@ -69,6 +70,11 @@ impl AgentSpec {
     /// The system prompt template.
     pub fn system_prompt(&self) -> &Prompt {
         &self.system_prompt
+    }
+    /// The MCP server's prompt that is the system prompt (`system_prompt_mcp:`), when set: then
+    /// [`system_prompt`](Self::system_prompt) is empty until the server gives the text.
+    pub fn system_prompt_mcp(&self) -> Option<&McpPrompt> {
+        self.system_prompt_mcp.as_ref()
     }
     /// The model arguments.
     pub fn model_args(&self) -> &ModelArgs {
@@ -191,15 +197,35 @@ impl AgentContext<'_> {
         };
         let subagents = tasks.subagents(raw.subagents, raw.tools.as_ref())?;
         let max_background_tasks = tasks.max_background_tasks(raw.max_background_tasks)?;
+        let mcp = super::mcp::uses(raw.mcp, self.servers, &self.label)?;
+        let (system_prompt, system_prompt_mcp) = match raw.system_prompt_mcp {
+            None => (
+                self.prompt(&name, raw.system_prompt, raw.system_prompt_path)?,
+                None,
+            ),
+            Some(from_mcp) => {
+                if raw.system_prompt.is_some() || raw.system_prompt_path.is_some() {
+                    let kind = ConfigErrorKind::Invalid(
+                        "set one of system_prompt, system_prompt_path and system_prompt_mcp",
+                    );
+                    return Err(self.fail(Some(&from_mcp.origin), "system_prompt_mcp", kind));
+                }
+                let source = super::mcp_prompt::prompt_source(from_mcp, &mcp, &self.label)?;
+                // Replaced by the server's prompt when the servers start.
+                let placeholder = Prompt::named(format!("{name}.system_prompt_mcp"), "");
+                (placeholder, Some(source))
+            }
+        };
         Ok(AgentSpec {
             skills: super::skills::load(raw.skills, raw.tools.as_ref(), &self.label)?,
             subagents,
             max_background_tasks,
-            system_prompt: self.prompt(&name, raw.system_prompt, raw.system_prompt_path)?,
+            system_prompt_mcp,
+            system_prompt,
             model_args: self.model_args(model_args)?,
             inference_hints: hints.map(|h| self.hints(h)).transpose()?,
             tools: self.tools(raw.tools)?,
-            mcp: super::mcp::uses(raw.mcp, self.servers, &self.label)?,
+            mcp,
             output_schema: self.output_schema(raw.output_schema)?,
             max_answer_retries: value_or(raw.max_answer_retries, DEFAULT_MAX_ANSWER_RETRIES),
             max_tool_rounds: value_or(raw.max_tool_rounds, DEFAULT_MAX_TOOL_ROUNDS),
@@ -243,7 +269,7 @@ impl AgentContext<'_> {
             (None, None) => {
                 let kind = ConfigErrorKind::Missing {
                     what: "a system prompt",
-                    hint: "set system_prompt (inline text) or system_prompt_path (a file under prompts/)",
+                    hint: "set system_prompt (inline text), system_prompt_path (a file under prompts/) or system_prompt_mcp (a prompt of an MCP server)",
                 };
                 return Err(self.fail(None, "system_prompt", kind));
             }

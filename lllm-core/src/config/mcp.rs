@@ -89,7 +89,9 @@ impl ServerCheck<'_> {
             confirm: self.confirm(server.confirm.as_ref())?,
             max_output_bytes: self.max_output_bytes(server.max_output_bytes.as_ref())?,
             sampling: server.sampling.as_ref().is_some_and(|s| s.value),
+            resources: server.resources.as_ref().is_some_and(|r| r.value),
             auth: self.auth(&server)?,
+            discover: self.protocol(server.protocol.as_ref())?,
             confirm_at: server
                 .confirm
                 .as_ref()
@@ -261,6 +263,15 @@ impl ServerCheck<'_> {
         match prefix_problem(&p.value) {
             Some(problem) => Err(fail(&p.origin, &self.name.value, "prefix", problem)),
             None => Ok(Some(p.value.clone())),
+        }
+    }
+
+    /// `protocol:`: whether the server is reached by discovery (2026-07-28) rather than `initialize`.
+    fn protocol(&self, protocol: Option<&At<String>>) -> Result<bool, ConfigError> {
+        match protocol.map(|p| (p.value.as_str(), &p.origin)) {
+            None | Some(("2025-11-25", _)) => Ok(false),
+            Some(("2026-07-28", _)) => Ok(true),
+            Some((_, origin)) => Err(fail(origin, &self.name.value, "protocol", "must be \"2025-11-25\" (the `initialize` handshake, the default) or \"2026-07-28\" (`server/discover`, for a server that does not accept `initialize`)".into())),
         }
     }
 

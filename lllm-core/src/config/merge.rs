@@ -64,20 +64,28 @@ impl RawAgent {
     pub(crate) fn over(self, global: &RawAgent) -> RawAgent {
         let mine = self;
         // The agent's prompt, in either form, replaces global's prompt in either form.
-        let (system_prompt, system_prompt_path) =
-            if mine.system_prompt.is_some() || mine.system_prompt_path.is_some() {
-                (mine.system_prompt, mine.system_prompt_path)
-            } else {
-                (
-                    global.system_prompt.clone(),
-                    global.system_prompt_path.clone(),
-                )
-            };
+        let (system_prompt, system_prompt_path, system_prompt_mcp) = if mine.system_prompt.is_some()
+            || mine.system_prompt_path.is_some()
+            || mine.system_prompt_mcp.is_some()
+        {
+            (
+                mine.system_prompt,
+                mine.system_prompt_path,
+                mine.system_prompt_mcp,
+            )
+        } else {
+            (
+                global.system_prompt.clone(),
+                global.system_prompt_path.clone(),
+                global.system_prompt_mcp.clone(),
+            )
+        };
         RawAgent {
             name: mine.name,
             model_name: mine.model_name.or_else(|| global.model_name.clone()),
             system_prompt,
             system_prompt_path,
+            system_prompt_mcp,
             model_args: layer(mine.model_args, global.model_args.clone(), |mine, base| {
                 mine.map(|m| m.over(base.value))
             }),

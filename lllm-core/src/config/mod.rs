@@ -15,6 +15,7 @@ mod json;
 mod keyed;
 mod mcp;
 mod mcp_auth;
+mod mcp_prompt;
 mod merge;
 mod origin;
 mod raw;
@@ -44,6 +45,8 @@ mod tests_limits;
 mod tests_mcp;
 #[cfg(test)]
 mod tests_mcp_auth;
+#[cfg(test)]
+mod tests_mcp_resources;
 #[cfg(test)]
 mod tests_skills;
 #[cfg(test)]

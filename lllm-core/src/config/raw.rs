@@ -75,6 +75,9 @@ pub(crate) struct RawAgent {
     pub(crate) system_prompt: Option<At<std::sync::Arc<str>>>,
     /// System prompt file under `prompts/` (`.md`, `.j2`, `.txt` tried in order).
     pub(crate) system_prompt_path: Option<At<String>>,
+    /// System prompt taken from a prompt of one of the agent's MCP servers, fetched when the
+    /// servers start: `{server, prompt, arguments?}`.
+    pub(crate) system_prompt_mcp: Option<At<RawMcpPrompt>>,
     /// Request parameters (`temperature`, `max_tokens`, ...) and client settings (`api_base`,
     /// `api_key`, `timeout`, `deadline`, `extra_headers`, `extra_body`, `fallback`,
     /// `max_in_flight`, `max_retry_after`).
@@ -371,9 +374,15 @@ pub(crate) struct RawMcpServer {
     /// Whether the server may ask the calling agent's model for a completion during a tool call
     /// (`sampling/createMessage`; default false).
     pub(crate) sampling: Option<At<bool>>,
+    /// Whether agents taking the server are offered its resources, as two tools:
+    /// `<prefix>list_resources` and `<prefix>read_resource {uri}` (default false).
+    pub(crate) resources: Option<At<bool>>,
     /// Streamable HTTP: OAuth 2.1 with the server (discovery, dynamic client registration or
     /// `client_id`, PKCE with a loopback redirect, refresh); `lllm mcp login` authorizes once.
     pub(crate) auth: Option<At<RawMcpAuth>>,
+    /// The MCP protocol the server speaks: `"2025-11-25"` (the `initialize` handshake, the default,
+    /// which servers of both eras accept) or `"2026-07-28"` (`server/discover`, no `initialize`).
+    pub(crate) protocol: Option<At<String>>,
 }
 
 /// `auth:` of an HTTP server. Every key is optional: `auth: {}` registers lllm with the server.
@@ -389,6 +398,19 @@ pub(crate) struct RawMcpAuth {
     /// Where the tokens are kept, relative to the tactic file (default: `mcp-auth/` under the
     /// cache directory, LLLM_CACHE_DIR or ~/.cache/lllm); written owner-only.
     pub(crate) token_file: Option<At<String>>,
+}
+
+/// `system_prompt_mcp:` of an agent.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "McpPrompt")]
+pub(crate) struct RawMcpPrompt {
+    /// The MCP server (one of the agent's `mcp:`).
+    pub(crate) server: At<String>,
+    /// The name of the server's prompt.
+    pub(crate) prompt: At<String>,
+    /// The prompt's arguments, names to text.
+    pub(crate) arguments: Option<At<Entries<At<String>>>>,
 }
 
 impl JsonSchema for Entries<At<String>> {

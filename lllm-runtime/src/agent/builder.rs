@@ -39,6 +39,8 @@ pub struct AgentBuilder {
     tools: Vec<Arc<dyn Tool>>,
     /// MCP servers whose tools the agent takes, with the filter.
     mcp: Vec<(McpServer, ToolFilter)>,
+    /// The sets among `tools` that may change (a tactic's MCP servers' tools).
+    changing: Vec<Arc<dyn crate::tools::ChangingTools>>,
     /// What the agent's run shares with its other agents.
     run: RunContext,
     output_schema: Option<Value>,
@@ -155,6 +157,16 @@ impl AgentBuilder {
     /// the server does not have is an error of [`build`](Self::build).
     pub fn mcp_filtered(mut self, server: &McpServer, filter: ToolFilter) -> Self {
         self.mcp.push((server.clone(), filter));
+        self
+    }
+
+    /// Says which of the tools given with [`tools`](Self::tools) may change between requests (an
+    /// MCP server's, listed again after it says its list changed).
+    pub(crate) fn changing_tools(
+        mut self,
+        sets: impl IntoIterator<Item = Arc<dyn crate::tools::ChangingTools>>,
+    ) -> Self {
+        self.changing.extend(sets);
         self
     }
 
@@ -312,7 +324,7 @@ impl AgentBuilder {
                 self.roster.unwrap_or_default(),
             )
         });
-        let toolbox = toolbox(tools, &self.mcp)?;
+        let toolbox = toolbox(tools, &self.mcp, self.changing)?;
         let output_schema = output_schema(&name, self.compiled_output_schema, self.output_schema)?;
         let retry = retry_with(self.retry, self.max_call_retries);
         // Under `context: {window: auto}`, what asks the server for the window.
@@ -337,7 +349,7 @@ impl AgentBuilder {
             fallback_hints: carried_by_fallbacks(self.inference_hints.as_ref(), &self.model_args),
             model_args: Arc::new(self.model_args),
             hints: self.inference_hints,
-            toolbox,
+            toolbox: std::sync::RwLock::new(Arc::new(toolbox)),
             compaction: self.context.map(|policy| {
                 super::compact::Compaction::new(policy, self.summarizer, window_source)
             }),
@@ -421,6 +433,7 @@ impl Agent {
 fn toolbox(
     mut tools: Vec<Arc<dyn Tool>>,
     mcp: &[(McpServer, ToolFilter)],
+    mut changing: Vec<Arc<dyn crate::tools::ChangingTools>>,
 ) -> Result<Toolbox, AgentErrorKind> {
     for (server, filter) in mcp {
         tools.extend(
@@ -428,8 +441,9 @@ fn toolbox(
                 .tools(filter)
                 .map_err(|e| AgentErrorKind::Mcp(Box::new(e)))?,
         );
+        changing.push(server.changing_tools(filter.clone()));
     }
-    Toolbox::new(tools).map_err(AgentErrorKind::Tools)
+    Toolbox::changing(tools, changing).map_err(AgentErrorKind::Tools)
 }
 
 /// The schema structured answers are checked against: the loader's compiled one, else compiled

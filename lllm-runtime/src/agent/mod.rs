@@ -14,6 +14,7 @@ mod skill_reload;
 mod spawn;
 mod task_calls;
 mod tool_round;
+mod tools_now;
 mod turn;
 
 #[cfg(test)]
@@ -83,7 +84,8 @@ pub struct Agent {
     /// `hints` as each endpoint of `model_args.fallback` carries them, in order (empty without
     /// hints).
     fallback_hints: Vec<CarriedHints>,
-    toolbox: Toolbox,
+    /// Its tools; replaced between requests when a server's list changed.
+    toolbox: std::sync::RwLock<Arc<Toolbox>>,
     /// When and how its dialogs' windows are compacted (`context:`).
     compaction: Option<compact::Compaction>,
     output_schema: Option<OutputSchema>,
@@ -460,6 +462,6 @@ impl Agent {
 
     /// What the model is told about the agent's tools.
     pub fn tools(&self) -> Vec<lllm_core::ToolSpec> {
-        self.toolbox.specs()
+        self.toolbox().specs()
     }
 }

@@ -6,7 +6,13 @@ use lllm_core::{Demand, Dialog, Message, ModelArgs};
 use serde_json::Value;
 
 use super::{Agent, AgentErrorKind};
-use crate::tools::{SampleAnswer, SampleError, SampleRequest, Sampler};
+use crate::events::{cut, RunEvent, MAX_LABEL};
+use crate::tools::{
+    ElicitRequest, Elicited, SampleAnswer, SampleError, SampleRequest, Sampler, ToolProgress,
+};
+
+/// Most characters of a task's message in a run's events.
+const MAX_PROGRESS_CHARS: usize = 500;
 
 /// Most stop sequences taken from a server, and most characters of each.
 const MAX_STOPS: usize = 4;
@@ -36,6 +42,30 @@ impl Sampler for DialogSampler<'_> {
             text: message.text().to_owned(),
             model: self.agent.model.clone(),
         })
+    }
+
+    fn progress(&self, call_id: &str, progress: ToolProgress<'_>) {
+        let Some(observer) = &self.agent.run.observer else {
+            return;
+        };
+        observer.notify(&RunEvent::ToolProgress {
+            agent: self.agent.name.clone(),
+            call_id: call_id.to_owned(),
+            tool: cut(progress.tool, MAX_LABEL),
+            status: cut(progress.status, MAX_LABEL),
+            message: progress.message.map(|m| cut(m, MAX_PROGRESS_CHARS)),
+        });
+    }
+
+    async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        let Some(confirm) = &self.agent.run.confirm else {
+            return Elicited::Decline;
+        };
+        let request = ElicitRequest {
+            agent: &self.agent.name,
+            ..request
+        };
+        confirm.elicit(request).await
     }
 }
 

@@ -145,7 +145,7 @@ async fn answer_unspanned(
                 call,
                 tool,
                 arguments: &arguments,
-                context: ToolContext::new(round.dialog, Some(round.sampler)),
+                context: ToolContext::new(round.dialog, Some(round.sampler)).with_call(&call.id),
                 loaded_skills: round.loaded_skills,
             };
             round.pipeline.call(prepared).await?

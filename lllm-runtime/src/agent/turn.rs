@@ -3,6 +3,7 @@
 //! invoker layers' (see `crate::layers`); this file only decides what to ask next.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use lllm_core::{Demand, Dialog, DialogId, InferenceHints, Message, MessageLog};
 use serde_json::json;
@@ -44,7 +45,10 @@ impl Drop for BusyGuard<'_> {
 /// The state of one respond's loop.
 struct Turn<'a, 'e> {
     agent: &'a Agent,
-    toolbox: &'a Toolbox,
+    /// The tools of its requests: the respond's own, or the agent's as they are now.
+    toolbox: Arc<Toolbox>,
+    /// Whether they are the agent's, which a server's changed list changes between requests.
+    agents_tools: bool,
     schema: Option<&'a OutputSchema>,
     fits: Option<&'a AnswerCheck<'a>>,
     sink: Option<&'a mut EventSink<'e>>,
@@ -122,7 +126,8 @@ impl Agent {
             .transpose()?;
         let turn = Turn {
             agent: self,
-            toolbox: toolbox.as_ref().unwrap_or(&self.toolbox),
+            agents_tools: toolbox.is_none(),
+            toolbox: toolbox.map_or_else(|| self.toolbox(), Arc::new),
             schema: schema.as_ref().or(self.output_schema.as_ref()),
             fits,
             sink,
@@ -236,6 +241,9 @@ impl Turn<'_, '_> {
         loop {
             self.compact_if_due(work).await?;
             let last_round = self.rounds >= self.agent.max_tool_rounds;
+            if self.agents_tools {
+                self.toolbox = self.agent.tools_for_next_request(&self.toolbox).await;
+            }
             let request = self.request(work, last_round)?;
             let response = self.agent.call(&request, self.sink.as_deref_mut()).await?;
             if let Some(usage) = &response.message.usage {
@@ -388,7 +396,7 @@ impl Turn<'_, '_> {
         let calls = &message.tool_calls;
         let round = Round {
             agent: &self.agent.name,
-            toolbox: self.toolbox,
+            toolbox: &self.toolbox,
             pipeline: &self.agent.tool_calls,
             dialog: work.id(),
             parallel: self.agent.max_parallel_tools,

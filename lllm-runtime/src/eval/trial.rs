@@ -161,10 +161,13 @@ async fn ask_judge(
         .agent(name)
         .ok_or_else(|| format!("the tactic has no agent `{name}` to judge"))?;
     let failed = |e: crate::AgentError| format!("the judge `{name}` could not answer: {e}");
-    let agent: Agent = crate::AgentBuilder::from_spec(spec)
-        .invoker(invoker.clone())
-        .build()
-        .map_err(failed)?;
+    let mut builder = crate::AgentBuilder::from_spec(spec).invoker(invoker.clone());
+    // A judge whose system prompt is a server's prompt (`system_prompt_mcp:`) gets it too.
+    let from_server = tactic.servers().system_prompt_for(spec);
+    if let Some(prompt) = from_server.map_err(|e| format!("the judge `{name}`: {e}"))? {
+        builder = builder.system_prompt(prompt);
+    }
+    let agent: Agent = builder.build().map_err(failed)?;
     agent.open("judge").map_err(failed)?;
     agent.receive(question).map_err(failed)?;
     let reply = agent.respond("judge").await.map_err(failed)?;

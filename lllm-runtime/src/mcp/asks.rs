@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lllm_core::DialogId;
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ErrorData};
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ErrorData,
+};
 use tokio::sync::{mpsc, oneshot};
 
 /// Requests of a server waiting at one call at a time.
@@ -20,6 +23,11 @@ pub(crate) enum Ask {
     Sample {
         params: CreateMessageRequestParams,
         reply: oneshot::Sender<Result<CreateMessageResult, ErrorData>>,
+    },
+    /// `elicitation/create`.
+    Elicit {
+        params: ElicitRequestParams,
+        reply: oneshot::Sender<Result<ElicitResult, ErrorData>>,
     },
 }
 
@@ -103,6 +111,23 @@ impl OpenCalls {
             .await
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
+    }
+
+    /// Hands a question for the user to its call and waits for the answer. A question that
+    /// belongs to no call of one dialog is declined: nobody can be asked for it.
+    pub(crate) async fn elicit(
+        &self,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, ErrorData> {
+        let declined = || Ok(ElicitResult::new(ElicitationAction::Decline));
+        let Ok(asks) = self.route() else {
+            return declined();
+        };
+        let (reply, answer) = oneshot::channel();
+        if asks.send(Ask::Elicit { params, reply }).await.is_err() {
+            return declined();
+        }
+        answer.await.unwrap_or_else(|_| declined())
     }
 }
 

@@ -7,7 +7,7 @@ use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 
 use super::child::ServerProcess;
 use super::client::Client;
@@ -51,6 +51,14 @@ pub(crate) async fn connect(
     client: Client,
     process_slot: &mut Option<ServerProcess>,
 ) -> Result<Connected, Failed> {
+    let discover = client.discover;
+    let handshake_failed = |e: &ClientInitializeError| {
+        format!(
+            "the MCP handshake failed: {}{}",
+            handshake_problem(e),
+            super::handshake::era_hint(e, discover)
+        )
+    };
     let session = match transport {
         Transport::Stdio { command, env, cwd } => {
             let (process, pipes) = ServerProcess::spawn(command, env, cwd).map_err(|e| Failed {
@@ -63,11 +71,13 @@ pub(crate) async fn connect(
             let transport =
                 AsyncRwTransport::new_client(BoundedLines::new(pipes.stdout), pipes.stdin)
                     .with_max_line_length(MAX_MESSAGE_BYTES + 1);
-            client.serve(transport).await.map_err(|e| Failed {
-                problem: format!("the MCP handshake failed: {}", handshake_problem(&e)),
-                process: process_slot.take(),
-                answered: answered_handshake(&e),
-            })?
+            super::handshake::handshake(client, transport)
+                .await
+                .map_err(|e| Failed {
+                    problem: handshake_failed(&e),
+                    process: process_slot.take(),
+                    answered: answered_handshake(&e),
+                })?
         }
         Transport::Http { url, headers, auth } => {
             let failed = |problem: String| Failed {
@@ -86,25 +96,26 @@ pub(crate) async fn connect(
             let served = match &auth.auth {
                 None => {
                     let transport = StreamableHttpClientTransport::with_client(http, config);
-                    client.serve(transport).await
+                    super::handshake::handshake(client, transport).await
                 }
                 Some(settings) => {
                     let authorized = super::auth::authorized(url, auth, settings, http)
                         .await
                         .map_err(failed)?;
                     let transport = StreamableHttpClientTransport::with_client(authorized, config);
-                    client.serve(transport).await
+                    super::handshake::handshake(client, transport).await
                 }
             };
             served.map_err(|e| {
                 failed(format!(
-                    "the MCP handshake failed: {}",
-                    super::auth::handshake_problem(&e, auth)
+                    "the MCP handshake failed: {}{}",
+                    super::auth::handshake_problem(&e, auth),
+                    super::handshake::era_hint(&e, discover)
                 ))
             })?
         }
     };
-    let tools = list_tools(&session)
+    let tools = list_tools(session.peer())
         .await
         .map_err(|(problem, answered)| Failed {
             problem,
@@ -120,7 +131,9 @@ pub(crate) async fn connect(
 
 /// Every tool the server lists, page by page, within [`MAX_LIST_PAGES`], [`MAX_TOOLS`] and
 /// [`MAX_MESSAGE_BYTES`] for the whole listing. The error says whether the server was answering.
-async fn list_tools(session: &Session) -> Result<Vec<McpToolInfo>, (String, bool)> {
+pub(crate) async fn list_tools(
+    session: &rmcp::Peer<RoleClient>,
+) -> Result<Vec<McpToolInfo>, (String, bool)> {
     let mut tools = Vec::new();
     let mut bytes = 0;
     let mut cursor: Option<String> = None;

@@ -117,7 +117,7 @@ fn block_text(block: &Value) -> String {
 }
 
 /// Text from the server, cut and stripped of control characters, to name something in a placeholder.
-fn label(text: &str) -> String {
+pub(crate) fn label(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_control())
         .take(MAX_LABEL_CHARS)
@@ -125,13 +125,13 @@ fn label(text: &str) -> String {
 }
 
 /// The decoded length of base64 text.
-fn base64_len(data: &str) -> usize {
+pub(crate) fn base64_len(data: &str) -> usize {
     let data = data.trim_end();
     let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
     (data.len() / 4 * 3 + (data.len() % 4).saturating_sub(1)).saturating_sub(padding)
 }
 
-fn size(bytes: usize) -> String {
+pub(crate) fn size(bytes: usize) -> String {
     if bytes < 1024 {
         format!("{bytes} bytes")
     } else if bytes < 1024 * 1024 {

@@ -76,6 +76,17 @@ pub enum McpError {
         /// Where the second comes from.
         second: String,
     },
+    /// An agent's system prompt cannot be taken from the server (`system_prompt_mcp:`): it has no
+    /// such prompt, refused the arguments, or gave no text.
+    #[error("{field}: MCP server `{server}` {problem}")]
+    Prompt {
+        /// The server.
+        server: String,
+        /// Where the prompt is named (`t.yaml:9:40: agent_configs[0] (a).system_prompt_mcp.prompt`).
+        field: String,
+        /// What is wrong, and what to do.
+        problem: String,
+    },
     /// An agent names a server that was not started.
     #[error("agent `{agent}` uses MCP server `{server}`, which was not started")]
     NotStarted {
@@ -96,6 +107,7 @@ impl McpError {
                 | McpError::UnknownTool { .. }
                 | McpError::InvalidTool { .. }
                 | McpError::Clash { .. }
+                | McpError::Prompt { .. }
                 | McpError::NotStarted { .. }
         )
     }

@@ -10,18 +10,25 @@
 
 mod asks;
 mod auth;
+mod changes;
 mod child;
 mod client;
 mod connect;
 mod content;
+mod elicitation;
 mod error;
+mod handshake;
 mod lines;
 mod listing;
+mod notices;
+mod prompts;
+mod resources;
 mod sampling;
 mod serve_asks;
 mod server;
 mod servers;
 mod state;
+mod tasks;
 mod tool;
 mod transport;
 mod transport_error;
@@ -32,7 +39,7 @@ pub use server::{McpServer, McpServerBuilder};
 pub use servers::McpServers;
 
 // The namespace's names defined elsewhere.
-pub use lllm_core::{McpAuth, McpServerConfig, McpTransport, McpUse};
+pub use lllm_core::{McpAuth, McpPrompt, McpServerConfig, McpTransport, McpUse};
 
 /// Text from a server made safe to print: control characters (but newlines and tabs) and the
 /// Unicode marks that reorder text on screen are left out, so that no escape sequence reaches a

@@ -55,7 +55,7 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl McpServer {
@@ -108,7 +108,9 @@ impl McpServer {
         builder.max_output_bytes = config.max_output_bytes;
         builder.confirm_at = config.confirm_at.clone();
         builder.sampling = config.sampling;
+        builder.resources = config.resources;
         builder.auth = config.auth.clone();
+        builder.discover = config.discover;
         builder
     }
 
@@ -147,22 +149,26 @@ impl McpServer {
                 problem: bad.problem.clone(),
             });
         }
-        Ok(self
+        let mut tools: Vec<Arc<dyn Tool>> = self
             .inner
             .tools
             .iter()
-            .enumerate()
-            .filter(|(_, t)| filter.takes(&t.name))
-            .map(|(index, t)| {
+            .filter(|t| filter.takes(&t.name))
+            .map(|t| {
                 let tool = McpTool::new(
                     self.inner.clone(),
-                    index,
+                    t.clone(),
                     self.inner.offered_name(&t.name),
                     self.inner.confirm.covers(&t.name),
                 );
                 Arc::new(tool) as Arc<dyn Tool>
             })
-            .collect())
+            .collect();
+        // Filters name the server's own tools; the resource tools come with `resources: true`.
+        if self.inner.resources {
+            tools.extend(super::resources::resource_tools(&self.inner));
+        }
+        Ok(tools)
     }
 
     /// Whether the server is still running (a stdio server's process has not exited, the session
@@ -207,7 +213,9 @@ pub struct McpServerBuilder {
     confirm: ConfirmTools,
     max_output_bytes: usize,
     sampling: bool,
+    resources: bool,
     auth: Option<McpAuth>,
+    discover: bool,
 }
 
 impl McpServerBuilder {
@@ -222,7 +230,9 @@ impl McpServerBuilder {
             confirm: ConfirmTools::None,
             max_output_bytes: lllm_core::internal::DEFAULT_MAX_OUTPUT_BYTES,
             sampling: false,
+            resources: false,
             auth: None,
+            discover: false,
         }
     }
 
@@ -291,10 +301,26 @@ impl McpServerBuilder {
         self
     }
 
+    /// Offers the server's resources to the agents that take it, as two more tools:
+    /// `<prefix>list_resources` and `<prefix>read_resource {uri}`; off by default, as `resources:`
+    /// in a tactic file.
+    pub fn resources(mut self, on: bool) -> Self {
+        self.resources = on;
+        self
+    }
+
     /// OAuth 2.1 with the server (HTTP servers; as `auth:` in a tactic file): the tokens stored by
     /// [`login`](super::login) are sent and refreshed; without them the start fails saying so.
     pub fn auth(mut self, auth: McpAuth) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// Reaches the server with the 2026-07-28 protocol's `server/discover` instead of the
+    /// `initialize` handshake (which servers of both eras accept, the default), as
+    /// `protocol: "2026-07-28"` in a tactic file.
+    pub fn discover(mut self, on: bool) -> Self {
+        self.discover = on;
         self
     }
 
@@ -303,9 +329,12 @@ impl McpServerBuilder {
     pub async fn start(self) -> Result<McpServer, McpError> {
         let (transport, secrets) = self.checked()?;
         let calls = Arc::new(OpenCalls::default());
+        let changes = Arc::new(super::notices::ListChanges::default());
         let client = Client {
             sampling: self.sampling,
             calls: calls.clone(),
+            changes: changes.clone(),
+            discover: self.discover,
         };
         let connected = self.connect_in_time(&transport, client, &secrets).await?;
         let (tools, rejected) = check_tools(connected.tools, self.prefix.as_deref());
@@ -315,7 +344,7 @@ impl McpServerBuilder {
             session: tokio::sync::Mutex::new(Some(connected.session)),
             peer,
             process: connected.process,
-            tools,
+            tools: tools.into_iter().map(Arc::new).collect(),
             rejected,
             timeout: Duration::from_secs_f64(self.timeout_s),
             prefix: self.prefix.clone(),
@@ -324,6 +353,9 @@ impl McpServerBuilder {
             secrets,
             death_reported: AtomicBool::new(false),
             calls,
+            resources: self.resources,
+            changes,
+            relisted: Default::default(),
         };
         inner.check_names(
             match &self.confirm {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lllm_core::{AgentSpec, TacticSpec};
+use lllm_core::{AgentSpec, Prompt, TacticSpec};
 
 use super::{McpError, McpServer};
 use crate::tools::Tool;
@@ -13,6 +13,8 @@ use crate::tools::Tool;
 #[derive(Debug, Clone, Default)]
 pub struct McpServers {
     servers: Vec<McpServer>,
+    /// The agents' system prompts taken from a server's prompt (`system_prompt_mcp:`), by agent.
+    system_prompts: Vec<(String, Prompt)>,
 }
 
 impl McpServers {
@@ -46,7 +48,46 @@ impl McpServers {
         servers
             .servers
             .sort_by_key(|s| order.iter().position(|n| *n == s.name()));
+        if let Err(error) = servers.fetch_system_prompts(spec).await {
+            servers.shutdown().await;
+            return Err(error);
+        }
         Ok(servers)
+    }
+
+    /// Takes each agent's system prompt from its server (`system_prompt_mcp:`), once, so that
+    /// every request of the run starts with the same text.
+    pub async fn fetch_system_prompts(&mut self, spec: &TacticSpec) -> Result<(), McpError> {
+        for agent in spec.agents() {
+            let Some(source) = agent.system_prompt_mcp() else {
+                continue;
+            };
+            let server = self
+                .get(&source.server)
+                .ok_or_else(|| McpError::NotStarted {
+                    agent: agent.name().to_owned(),
+                    server: source.server.clone(),
+                })?;
+            let prompt = server.system_prompt(source).await?;
+            self.system_prompts.push((agent.name().to_owned(), prompt));
+        }
+        Ok(())
+    }
+
+    /// `agent`'s system prompt when it is taken from a server (`system_prompt_mcp:`), as fetched by
+    /// [`start`](Self::start); `None` for an agent whose prompt is in the tactic.
+    pub fn system_prompt_for(&self, agent: &AgentSpec) -> Result<Option<Prompt>, McpError> {
+        let Some(source) = agent.system_prompt_mcp() else {
+            return Ok(None);
+        };
+        self.system_prompts
+            .iter()
+            .find(|(name, _)| name == agent.name())
+            .map(|(_, prompt)| Some(prompt.clone()))
+            .ok_or_else(|| McpError::NotStarted {
+                agent: agent.name().to_owned(),
+                server: source.server.clone(),
+            })
     }
 
     /// Adds a server started by hand.
@@ -97,6 +138,18 @@ impl McpServers {
             }
         }
         Ok(tools)
+    }
+
+    /// The sets of `agent`'s MCP tools that a server's `list_changed` changes between requests.
+    pub(crate) fn changing_for(
+        &self,
+        agent: &AgentSpec,
+    ) -> Vec<Arc<dyn crate::tools::ChangingTools>> {
+        agent
+            .mcp()
+            .iter()
+            .filter_map(|used| Some(self.get(&used.server)?.changing_tools(used.filter.clone())))
+            .collect()
     }
 
     /// Shuts every server down, all at once.

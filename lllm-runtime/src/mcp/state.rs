@@ -24,7 +24,7 @@ pub(crate) struct Inner {
     pub(crate) session: tokio::sync::Mutex<Option<Session>>,
     pub(crate) peer: rmcp::Peer<rmcp::RoleClient>,
     pub(crate) process: Option<ServerProcess>,
-    pub(crate) tools: Vec<ServerTool>,
+    pub(crate) tools: Vec<Arc<ServerTool>>,
     /// The listed tools that cannot be offered to a model, with why: an error only for an agent
     /// that takes one, so that a tactic can leave them out.
     pub(crate) rejected: Vec<Rejected>,
@@ -38,13 +38,15 @@ pub(crate) struct Inner {
     pub(crate) death_reported: AtomicBool,
     /// Its running tool calls, which what the server asks is routed to.
     pub(crate) calls: Arc<OpenCalls>,
+    /// Whether agents taking the server are offered its resources (`resources: true`).
+    pub(crate) resources: bool,
+    /// The `list_changed` notifications it sent.
+    pub(crate) changes: Arc<super::notices::ListChanges>,
+    /// Its tools as last listed again after one.
+    pub(crate) relisted: tokio::sync::Mutex<super::notices::Relisted>,
 }
 
 impl Inner {
-    pub(crate) fn tool(&self, index: usize) -> &ServerTool {
-        &self.tools[index]
-    }
-
     pub(crate) fn offered_name(&self, name: &str) -> String {
         match &self.prefix {
             Some(prefix) => format!("{prefix}{name}"),

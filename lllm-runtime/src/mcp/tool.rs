@@ -8,23 +8,29 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use super::content::to_output;
-use super::serve_asks::answer_asks;
+use super::listing::ServerTool;
+use super::serve_asks::{answer_asks, Ended};
 use super::state::Inner;
+use super::tasks;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// A server's tool under the name the model sees.
 #[derive(Debug)]
 pub(crate) struct McpTool {
     server: Arc<Inner>,
-    /// Its place in the server's list.
-    index: usize,
+    /// The tool as the server lists it.
+    listed: Arc<ServerTool>,
     spec: ToolSpec,
     confirm: bool,
 }
 
 impl McpTool {
-    pub(crate) fn new(server: Arc<Inner>, index: usize, offered: String, confirm: bool) -> Self {
-        let listed = server.tool(index);
+    pub(crate) fn new(
+        server: Arc<Inner>,
+        listed: Arc<ServerTool>,
+        offered: String,
+        confirm: bool,
+    ) -> Self {
         let mut parameters = listed.schema.clone();
         // Some chat servers refuse `$schema` in a tool's parameters; the schema is checked here, with
         // its own draft, before a call anyway.
@@ -38,7 +44,7 @@ impl McpTool {
         };
         McpTool {
             server,
-            index,
+            listed,
             spec,
             confirm,
         }
@@ -56,7 +62,7 @@ impl Tool for McpTool {
     }
 
     fn idempotent(&self) -> bool {
-        self.server.tool(self.index).idempotent
+        self.listed.idempotent
     }
 
     fn source(&self) -> String {
@@ -72,7 +78,7 @@ impl Tool for McpTool {
         arguments: Value,
         context: ToolContext<'_>,
     ) -> Result<ToolOutput, ToolError> {
-        let listed = self.server.tool(self.index);
+        let listed = &self.listed;
         // The agent checked the arguments against this schema already; a Rust caller may not have.
         listed.compiled.check(&arguments).map_err(|problem| {
             ToolError::new(format!(
@@ -86,17 +92,24 @@ impl Tool for McpTool {
         let timeout = self.server.timeout;
         // What the server asks during the call reaches this call (and its dialog) while it runs.
         let (_open, asks) = self.server.calls.open(context.dialog());
-        let call = answer_asks(self.server.peer.call_tool(params), asks, context);
-        // Dropping the call on a timeout tells the server to stop working on it.
-        match tokio::time::timeout(timeout, call).await {
-            Err(_) => Err(ToolError::new(format!(
+        // A tool answered as a task is polled to its end within the same timeout.
+        let task = tasks::OpenTask::new(&self.server.peer);
+        let call = tasks::call_tool(&self.server.peer, params, context, &self.spec.name, &task);
+        // Dropping the call on a timeout tells the server to stop working on it (a task: with
+        // `tasks/cancel`).
+        let ended = answer_asks(call, asks, context, &self.server.name, timeout).await;
+        if matches!(ended, Ended::TimedOut) {
+            task.cancel().await;
+        }
+        match ended {
+            Ended::TimedOut => Err(ToolError::new(format!(
                 "the tool did not answer within {} s (timeout_s of MCP server `{}`); try a smaller request",
                 timeout.as_secs_f64(),
                 self.server.name
             ))),
-            Ok(Err(stopped)) => Err(stopped),
-            Ok(Ok(Err(error))) => Err(self.server.failed_call(&self.spec.name, error).await),
-            Ok(Ok(Ok(result))) => to_output(&result, self.server.max_output_bytes),
+            Ended::Stopped(stopped) => Err(stopped),
+            Ended::Done(Err(error)) => Err(self.server.failed_call(&self.spec.name, error).await),
+            Ended::Done(Ok(result)) => to_output(&result, self.server.max_output_bytes),
         }
     }
 }

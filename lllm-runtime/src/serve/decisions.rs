@@ -17,6 +17,7 @@ use super::auth::Caller;
 use super::body::read_body;
 use super::error::ApiError;
 use super::input::parse_body;
+use super::questions::{NotTaken, Reply};
 use super::runs::{record, view};
 use super::store::{RunRecord, RunState, Stopped};
 use super::watch::start_recorded;
@@ -32,6 +33,9 @@ struct Approval {
     decision: Verdict,
     #[serde(default)]
     calls: Option<Vec<String>>,
+    /// The answer to the run's question (its form's fields).
+    #[serde(default)]
+    content: Option<Value>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -113,6 +117,14 @@ pub(crate) async fn approve(
     let record = record(&state, &Caller::of(caller), &id)?;
     let _deciding = state.decisions.lock(&id).await;
     let conflict = |message: String| ApiError::conflict(message).with_run(view(&state, &record).0);
+    if let Some(answered) = answer_question(&state, &record, &approval)? {
+        return Ok(answered);
+    }
+    if approval.content.is_some() {
+        return Err(conflict(
+            "the run asks no question: `content` answers one".into(),
+        ));
+    }
     let (pending, base) = match record.state() {
         // Its status shows with its outcome, which holds the pending calls.
         RunState::Live { handle, base } if handle.status() == RunStatus::RequiresAction => {
@@ -148,6 +160,34 @@ pub(crate) async fn approve(
         .stream(true);
     start_recorded(&state.engine, model, &record, plan, base, ticket);
     Ok(view(&state, &record))
+}
+
+/// Answers the question the run waits on, if it waits on one: `approve` with the form's `content`,
+/// `reject` to decline it.
+fn answer_question(
+    state: &ServeState,
+    record: &RunRecord,
+    approval: &Approval,
+) -> Result<Option<Json<Value>>, ApiError> {
+    if record.log.questions.shown().is_none() {
+        return Ok(None);
+    }
+    if approval.calls.is_some() {
+        return Err(ApiError::invalid(
+            "`calls`: the run waits on a question, not on calls; answer it with `content`",
+        )
+        .param("calls"));
+    }
+    let reply = match approval.decision {
+        Verdict::Approve => Reply::Approve,
+        Verdict::Reject => Reply::Reject,
+    };
+    match record.log.questions.answer(reply, approval.content.clone()) {
+        Ok(()) => Ok(Some(view(state, record))),
+        // Answered or gone between the look and the answer: as if it had not waited.
+        Err(NotTaken::NoQuestion) => Ok(None),
+        Err(NotTaken::Invalid(why)) => Err(ApiError::invalid(why).param("content")),
+    }
 }
 
 /// The decisions of `approval` over the `pending` calls.

@@ -1,6 +1,6 @@
 //! What the console knows of a run: its dialogs as a tree (agent, alias, fork parent, session),
-//! each dialog's model calls as the serving side saw them, and the tool calls with their results,
-//! folded from the run's events as they happen. Everything is bounded: a run that makes a million
+//! each dialog's model calls as the serving side saw them, the tool calls with their results, and
+//! the tasks (background subagents) with where each is, folded from the run's events as they happen. Everything is bounded: a run that makes a million
 //! calls keeps its totals exact and its latest entries.
 
 use std::collections::{HashMap, VecDeque};
@@ -11,8 +11,9 @@ use lllm_core::Usage;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use super::task_log::TaskLog;
 use crate::events::{cut, ModelCall, RunEvent, RunObserver, MAX_LABEL};
-use crate::tools::{Confirm, ConfirmRequest, Decision, Decisions};
+use crate::tools::{Confirm, ConfirmRequest, Decision, Decisions, ElicitRequest, Elicited};
 
 /// Dialogs kept per run; calls of later dialogs count in the totals only.
 const MAX_DIALOGS: usize = 1_000;
@@ -78,6 +79,8 @@ pub(crate) struct RunLog {
     folded: Mutex<Folded>,
     revision: AtomicU64,
     changes: Changes,
+    /// The question the run waits on (a tool's elicitation), answered by an approval.
+    pub(crate) questions: super::questions::Questions,
 }
 
 #[derive(Debug, Default)]
@@ -90,6 +93,7 @@ struct Folded {
     sources: HashMap<(String, String), String>,
     /// The dialog of each call kept, oldest first: the oldest goes when a run keeps too many.
     kept_calls: VecDeque<usize>,
+    tasks: TaskLog,
 }
 
 #[derive(Debug)]
@@ -120,6 +124,7 @@ impl RunLog {
             folded: Mutex::default(),
             revision: AtomicU64::new(0),
             changes,
+            questions: Default::default(),
         })
     }
 
@@ -159,6 +164,11 @@ impl RunLog {
         self.lock().totals
     }
 
+    /// How many tasks the run started, and how many of them still run.
+    pub(crate) fn task_counts(&self) -> (usize, usize) {
+        self.lock().tasks.counts()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Folded> {
         self.folded.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -183,13 +193,18 @@ impl RunLog {
                     content,
                     is_error,
                 } => folded.tool_result(agent, call_id, tool, content, *is_error),
-                _ => return,
+                other => {
+                    if !folded.tasks.fold(other) {
+                        return;
+                    }
+                }
             }
         }
         self.touch();
     }
 
-    /// The console's view of the run: `{"dialogs": [...], "tool_calls": [...], "usage": {...}}`.
+    /// The console's view of the run: `{"dialogs": [...], "tool_calls": [...], "tasks": [...],
+    /// "usage": {...}}`.
     pub(crate) fn to_json(&self) -> Value {
         let folded = self.lock();
         let dialogs: Vec<Value> = folded.dialogs.iter().map(DialogEntry::to_json).collect();
@@ -198,6 +213,7 @@ impl RunLog {
             "revision": self.revision(),
             "dialogs": dialogs,
             "tool_calls": tools,
+            "tasks": folded.tasks.to_json(),
             "usage": folded.totals.to_json(),
         })
     }
@@ -225,6 +241,10 @@ impl Confirm for Noting {
             );
         }
         self.decisions.confirm(request).await
+    }
+
+    async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        self.log.questions.ask(&request, &|| self.log.touch()).await
     }
 }
 
@@ -447,6 +467,32 @@ mod tests {
             log.to_json()["tool_calls"].as_array().map(Vec::len),
             Some(2)
         );
+    }
+
+    #[test]
+    fn task_events_are_listed_and_change_the_revision() {
+        let log = RunLog::new(Changes::default());
+        let (lead, child) = (lllm_core::DialogId::new(), lllm_core::DialogId::new());
+        log.fold(&RunEvent::TaskStarted {
+            task: "t1".into(),
+            subagent: "researcher".into(),
+            agent: "lead".into(),
+            parent_agent: "lead".into(),
+            parent_dialog: lead,
+            dialog: child,
+            mode: lllm_core::SubagentMode::Fork,
+            background: true,
+        });
+        assert_eq!((log.revision(), log.task_counts()), (1, (1, 1)));
+        log.fold(&RunEvent::TaskEnded {
+            task: "t1".into(),
+            agent: "lead".into(),
+            outcome: crate::events::StepOutcome::Finished,
+        });
+        let view = log.to_json();
+        assert_eq!(view["tasks"][0]["dialog"], child.to_string());
+        assert_eq!(view["tasks"][0]["status"], "finished");
+        assert_eq!((log.revision(), log.task_counts()), (2, (1, 0)));
     }
 
     #[test]

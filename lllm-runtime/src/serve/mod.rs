@@ -48,6 +48,7 @@ mod models;
 mod named_locks;
 mod origin;
 mod paused;
+mod questions;
 mod references;
 mod responses;
 mod run_stream;
@@ -55,6 +56,7 @@ mod runs;
 mod session;
 mod sse;
 mod store;
+mod task_log;
 mod unhonoured;
 mod watch;
 

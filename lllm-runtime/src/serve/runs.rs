@@ -199,10 +199,15 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
     let meta = record.meta();
     // The revision counts the log's changes and the run's events (a status is one), so that it
     // changes whenever the status does, `queued` to `running` included.
-    let (stopped, events) = match record.state() {
+    let (mut stopped, events) = match record.state() {
         RunState::Stopped { stopped, last } => (stopped, last),
         RunState::Live { handle, base } => live_view(state, &meta, &handle, base),
     };
+    // A running run whose tool asks its caller a question waits for the answer.
+    let question = record.log.questions.shown();
+    if question.is_some() && stopped.status == RunStatus::Running {
+        stopped.status = RunStatus::RequiresAction;
+    }
     let mut out = json!({
         "id": meta.id,
         "object": "run",
@@ -216,11 +221,18 @@ pub(crate) fn view(state: &ServeState, record: &RunRecord) -> Json<Value> {
     if totals.calls > 0 {
         out["usage"] = totals.to_json();
     }
+    let (tasks, running) = record.log.task_counts();
+    if tasks > 0 {
+        out["tasks"] = json!({"started": tasks, "running": running});
+    }
     if let Some(output) = stopped.output {
         out["output"] = output.into();
     }
     if let Some(error) = stopped.error.or_else(|| meta.error.clone()) {
         out["error"] = json!({"type": "server_error", "message": error});
+    }
+    if let Some(question) = question {
+        out["question"] = question;
     }
     if !stopped.pending.is_empty() {
         let pending: Vec<Value> = stopped

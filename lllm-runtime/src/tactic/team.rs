@@ -337,9 +337,10 @@ impl TeamBuilder<'_> {
         servers: &McpServers,
         run: &RunContext,
     ) -> Result<Recipe, AgentError> {
-        let mcp_tools = servers
-            .tools_for(agent)
-            .map_err(|e| AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e))))?;
+        let mcp_failed = |e| AgentError::new(agent.name(), None, AgentErrorKind::Mcp(Box::new(e)));
+        let mcp_tools = servers.tools_for(agent).map_err(mcp_failed)?;
+        let mcp_prompt = servers.system_prompt_for(agent).map_err(mcp_failed)?;
+        let changing = servers.changing_for(agent);
         let caller_tools: Vec<Arc<dyn crate::tools::Tool>> = if agent.client_tools() {
             run.caller_tools
                 .iter()
@@ -357,11 +358,15 @@ impl TeamBuilder<'_> {
         Ok(Arc::new(move |roster: &Arc<Roster>, run: RunContext| {
             let mut builder = AgentBuilder::from_spec(&agent)
                 .tools(mcp_tools.iter().cloned())
+                .changing_tools(changing.iter().cloned())
                 .tools(caller_tools.iter().cloned())
                 .run_context(run)
                 .roster(roster.clone());
             if let Some(hints) = &hints {
                 builder = builder.inference_hints(hints.clone());
+            }
+            if let Some(prompt) = &mcp_prompt {
+                builder = builder.system_prompt(prompt.clone());
             }
             if let Some(invoker) = &invoker {
                 builder = builder.invoker(invoker.clone());

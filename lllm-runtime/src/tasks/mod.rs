@@ -7,4 +7,4 @@ pub(crate) mod tools;
 
 pub use handle::{TaskHandle, TaskState};
 pub use lllm_core::{SubagentMode, SubagentSpec};
-pub(crate) use registry::{Children, Entry, TaskRegistry};
+pub(crate) use registry::{Children, Entry, TaskRegistry, MAX_TASKS_PER_RUN};

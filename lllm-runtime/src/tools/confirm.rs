@@ -6,6 +6,8 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::elicit::{ElicitRequest, Elicited};
+
 /// One call waiting for approval.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -41,6 +43,13 @@ pub trait Confirm: Send + Sync + std::fmt::Debug {
     /// Asks about one call. Calls of one turn may ask concurrently: serialise the prompts if a person
     /// answers them one at a time.
     async fn confirm(&self, request: ConfirmRequest<'_>) -> Decision;
+
+    /// Asks the user a tool's question (an MCP server's elicitation): a form to fill or a URL to
+    /// visit. Declined unless the implementation can ask someone; the caller bounds the wait.
+    async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        let _ = request;
+        Elicited::Decline
+    }
 }
 
 /// Approves every call (`lllm run --yes`).

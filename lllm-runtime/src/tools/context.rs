@@ -4,6 +4,8 @@
 use async_trait::async_trait;
 use lllm_core::{DialogId, Message};
 
+use super::elicit::{ElicitRequest, Elicited};
+
 /// A completion a tool asks for during its call (an MCP server's `sampling/createMessage`): the
 /// calling agent's model answers it as a child dialog of the calling dialog.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,6 +50,40 @@ pub struct SampleError {
 #[async_trait]
 pub(crate) trait Sampler: Send + Sync {
     async fn sample(&self, request: SampleRequest) -> Result<SampleAnswer, SampleError>;
+
+    /// Tells the run's events that a call answered as a task moved on.
+    fn progress(&self, call_id: &str, progress: ToolProgress<'_>) {
+        let _ = (call_id, progress);
+    }
+
+    /// Asks the user through the agent's confirmations; declined when nobody can be asked.
+    async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        let _ = request;
+        Elicited::Decline
+    }
+}
+
+/// How a tool call answered as a task (an MCP server's task) moves on, for the run's events.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ToolProgress<'a> {
+    /// The tool, as the model named it.
+    pub tool: &'a str,
+    /// The task's status (`working`, `input_required`, `completed`, `failed`, `cancelled`).
+    pub status: &'a str,
+    /// What the server says of it.
+    pub message: Option<&'a str>,
+}
+
+impl<'a> ToolProgress<'a> {
+    /// The progress of `tool`'s task.
+    pub fn new(tool: &'a str, status: &'a str, message: Option<&'a str>) -> Self {
+        ToolProgress {
+            tool,
+            status,
+            message,
+        }
+    }
 }
 
 /// What a tool call knows of its caller, handed to [`Tool::call_with`](super::Tool::call_with): the
@@ -58,6 +94,7 @@ pub(crate) trait Sampler: Send + Sync {
 pub struct ToolContext<'a> {
     dialog: Option<DialogId>,
     sampler: Option<&'a dyn Sampler>,
+    call: Option<&'a str>,
 }
 
 impl std::fmt::Debug for ToolContext<'_> {
@@ -65,6 +102,7 @@ impl std::fmt::Debug for ToolContext<'_> {
         f.debug_struct("ToolContext")
             .field("dialog", &self.dialog)
             .field("can_sample", &self.sampler.is_some())
+            .field("call", &self.call)
             .finish()
     }
 }
@@ -79,6 +117,26 @@ impl<'a> ToolContext<'a> {
         ToolContext {
             dialog: Some(dialog),
             sampler,
+            call: None,
+        }
+    }
+
+    /// The same context for the call `id`.
+    pub(crate) fn with_call(mut self, id: &'a str) -> Self {
+        self.call = Some(id);
+        self
+    }
+
+    /// The call's id in its dialog, when an agent made it.
+    pub fn call_id(&self) -> Option<&str> {
+        self.call
+    }
+
+    /// Tells the run's events that the call, answered as a task, moved on (nothing without an
+    /// agent).
+    pub fn progress(&self, progress: ToolProgress<'_>) {
+        if let Some(sampler) = self.sampler {
+            sampler.progress(self.call.unwrap_or_default(), progress);
         }
     }
 
@@ -101,6 +159,16 @@ impl<'a> ToolContext<'a> {
                 message: "no model can answer here: the tool was not called by an agent".into(),
                 stops_run: false,
             }),
+        }
+    }
+
+    /// Asks the user a question on the calling agent's behalf, through the path of its
+    /// confirmations (the terminal, `requires_action` on `lllm serve`); declined when the tool was
+    /// not called by an agent or nobody can be asked. The request's `agent` is the calling agent's.
+    pub async fn elicit(&self, request: ElicitRequest<'_>) -> Elicited {
+        match self.sampler {
+            Some(sampler) => sampler.elicit(request).await,
+            None => Elicited::Decline,
         }
     }
 }

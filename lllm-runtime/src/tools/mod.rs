@@ -6,6 +6,7 @@ pub(crate) mod calls;
 mod command;
 mod confirm;
 mod context;
+mod elicit;
 mod error;
 mod function;
 pub(crate) mod process;
@@ -21,7 +22,10 @@ pub use command::CommandTool;
 pub(crate) use confirm::DECLINED;
 pub use confirm::{ApproveAll, Confirm, ConfirmRequest, Decision, Decisions, DeclineAll};
 pub(crate) use context::Sampler;
-pub use context::{SampleAnswer, SampleError, SampleRequest, ToolContext};
+pub use context::{SampleAnswer, SampleError, SampleRequest, ToolContext, ToolProgress};
+pub use elicit::{
+    Choice, ElicitKind, ElicitRequest, Elicited, FieldKind, Form, FormField, MAX_FORM_FIELDS,
+};
 pub use error::ToolsError;
 pub(crate) use function::schema_of;
 pub use function::tool_fn;
@@ -29,7 +33,7 @@ pub use process::{contain_tool_processes, kill_tool_processes};
 
 // The namespace's names defined elsewhere.
 pub use lllm_core::{CommandToolConfig, ConfirmTools, ToolCall, ToolFilter, ToolSpec};
-pub(crate) use toolbox::Toolbox;
+pub(crate) use toolbox::{ChangingTools, Toolbox};
 
 /// What a tool returns to the model.
 #[derive(Debug, Clone, PartialEq)]

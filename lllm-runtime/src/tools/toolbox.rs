@@ -8,10 +8,23 @@ use lllm_core::ToolSpec;
 
 use super::{Tool, ToolsError};
 
-/// A set of tools with unique names, each with its compiled parameter schema.
+/// A set of tools with unique names, each with its compiled parameter schema, and the sets among
+/// them that may change (an MCP server's tools, listed again after it says its list changed).
 #[derive(Debug, Default)]
 pub(crate) struct Toolbox {
     tools: Vec<(Arc<dyn Tool>, Schema)>,
+    changing: Vec<Arc<dyn ChangingTools>>,
+}
+
+/// Tools of one source that may change during a run: asked before each request is built, so that
+/// a request never sees a list change halfway.
+#[async_trait::async_trait]
+pub(crate) trait ChangingTools: Send + Sync + std::fmt::Debug {
+    /// Where its tools come from, as [`Tool::source`] says: the tools a new list replaces.
+    fn source(&self) -> String;
+    /// Its tools now, when they may have changed since it last answered; `None` when they did not
+    /// (or could not be listed, and the tools it had stay).
+    async fn changed(&self) -> Option<Vec<Arc<dyn Tool>>>;
 }
 
 impl Toolbox {
@@ -44,7 +57,54 @@ impl Toolbox {
                 })?;
             checked.push((tool, schema));
         }
-        Ok(Toolbox { tools: checked })
+        Ok(Toolbox {
+            tools: checked,
+            changing: Vec::new(),
+        })
+    }
+
+    /// These tools, of which `changing` may change.
+    pub(crate) fn changing(
+        tools: Vec<Arc<dyn Tool>>,
+        changing: Vec<Arc<dyn ChangingTools>>,
+    ) -> Result<Toolbox, ToolsError> {
+        let mut toolbox = Toolbox::new(tools)?;
+        toolbox.changing = changing;
+        Ok(toolbox)
+    }
+
+    /// A new toolbox when a changing set changed: its old tools replaced by its new ones, in the
+    /// place of the first old one (so the order, and a cached prefix, stays when nothing else
+    /// changed). A new tool whose name another tool has is left out, with a warning.
+    pub(crate) async fn refreshed(&self) -> Option<Toolbox> {
+        let mut tools: Option<Vec<Arc<dyn Tool>>> = None;
+        for set in &self.changing {
+            let Some(new) = set.changed().await else {
+                continue;
+            };
+            let current =
+                tools.get_or_insert_with(|| self.tools.iter().map(|(t, _)| t.clone()).collect());
+            let source = set.source();
+            let place = current.iter().position(|t| t.source() == source);
+            current.retain(|t| t.source() != source);
+            let mut place = place.unwrap_or(current.len()).min(current.len());
+            for tool in new {
+                if current.iter().any(|t| t.spec().name == tool.spec().name) {
+                    tracing::warn!(tool = %tool.spec().name, %source, "a tool listed again has the name of another tool; left out");
+                    continue;
+                }
+                current.insert(place, tool);
+                place += 1;
+            }
+        }
+        let tools = tools?;
+        match Toolbox::changing(tools, self.changing.clone()) {
+            Ok(toolbox) => Some(toolbox),
+            Err(problem) => {
+                tracing::warn!(%problem, "the tools listed again cannot be offered; the tools stay as they were");
+                None
+            }
+        }
     }
 
     /// Whether there is no tool.

@@ -357,3 +357,174 @@ async fn an_open_run_list_stream_does_not_hold_the_server_at_shutdown() {
     let rest = tokio::time::timeout(Duration::from_secs(5), stream.chunk()).await;
     assert!(matches!(rest, Ok(Ok(None))), "{rest:?}");
 }
+
+/// A tactic whose lead has a fork researcher and an isolated outsider (answered by `scout`), both
+/// in the background.
+fn task_tactic(dir: &TempDir, stub: &StubServer) -> std::path::PathBuf {
+    dir.write(
+        "tasks.yaml",
+        &format!(
+            r#"global:
+  model_name: m
+  model_args: {{api_base: "{api}", timeout: 60}}
+  inference_hints: {{profile: dynamo}}
+  max_call_retries: 0
+agent_configs:
+  - name: lead
+    system_prompt: You lead.
+    subagents:
+      - {{name: researcher, mode: fork, background: true}}
+      - {{name: outsider, agent: scout, mode: isolated, background: true}}
+  - {{name: scout, system_prompt: You scout.}}
+"#,
+            api = stub.base_url()
+        ),
+    )
+}
+
+/// The lead's first answer: one `task_start` per (subagent, instructions).
+fn starts(tasks: &[(&str, &str)]) -> StubReply {
+    let calls: Vec<(String, String)> = tasks
+        .iter()
+        .enumerate()
+        .map(|(n, (subagent, instructions))| {
+            let arguments = json!({"subagent": subagent, "instructions": instructions});
+            (format!("call-{n}"), arguments.to_string())
+        })
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, arguments)| (id.as_str(), "task_start", arguments.as_str()))
+        .collect();
+    StubReply::tool_calls(&calls).for_message("Start the research.")
+}
+
+async fn start_task_run(base: &str) -> String {
+    let created = post(
+        &format!("{base}/v1/runs"),
+        &[("x-session-id", "conv-tasks")],
+        &json!({"model": "tasks", "input": "Start the research."}).to_string(),
+    )
+    .await;
+    created.json()["id"].as_str().expect("id").to_owned()
+}
+
+async fn dialogs_of(base: &str, id: &str) -> Value {
+    get(&format!("{base}/v1/runs/{id}/dialogs"), &[])
+        .await
+        .json()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runs_tasks_are_listed_with_their_status_and_their_dialogs_hang_under_the_one_that_started_them(
+) {
+    let dir = TempDir::new("console-tasks");
+    let stub = StubServer::start().await.expect("stub");
+    let tasks = task_tactic(&dir, &stub);
+    let running = serve(&[("tasks", &tasks)]).await;
+    stub.push(starts(&[
+        ("researcher", "Dig into A."),
+        ("outsider", "Judge B."),
+    ]));
+    let id = start_task_run(&running.base).await;
+    let run = wait_status(&running.base, &id, "completed").await;
+    assert_eq!(run["tasks"], json!({"started": 2, "running": 0}));
+    let log = dialogs_of(&running.base, &id).await;
+    let listed = log["tasks"].as_array().expect("tasks");
+    assert_eq!(listed.len(), 2, "{log}");
+    let dialogs = log["dialogs"].as_array().expect("dialogs");
+    let lead = dialogs
+        .iter()
+        .find(|d| d["agent"] == "lead" && d["alias"] == "main")
+        .expect("the lead's dialog");
+    let dialog = |task: &Value| {
+        dialogs
+            .iter()
+            .find(|d| d["id"] == task["dialog"])
+            .unwrap_or_else(|| panic!("the dialog of {task} among {log}"))
+    };
+    let (fork, isolated) = (&listed[0], &listed[1]);
+    assert_eq!(
+        (
+            &fork["id"],
+            &fork["subagent"],
+            &fork["agent"],
+            &fork["mode"]
+        ),
+        (
+            &json!("t1"),
+            &json!("researcher"),
+            &json!("lead"),
+            &json!("fork")
+        )
+    );
+    assert_eq!(
+        (&isolated["id"], &isolated["agent"], &isolated["mode"]),
+        (&json!("t2"), &json!("scout"), &json!("isolated"))
+    );
+    for task in [fork, isolated] {
+        assert_eq!(task["status"], "finished", "{task}");
+        assert_eq!(task["parent_agent"], "lead");
+        assert_eq!(
+            task["parent_dialog"], lead["id"],
+            "started from the lead's dialog"
+        );
+        assert_eq!(task["background"], true);
+    }
+    // The fork's requests name the lead's dialog as their parent; the isolated child's name none:
+    // the task list is what puts it under the lead.
+    assert_eq!(dialog(fork)["parent"], lead["id"]);
+    assert_eq!(dialog(isolated)["parent"], Value::Null);
+    assert_eq!(dialog(isolated)["agent"], "scout");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_still_running_shows_running_and_cancelling_the_run_shows_it_cancelled() {
+    let dir = TempDir::new("console-task-cancel");
+    let stub = StubServer::start().await.expect("stub");
+    let tasks = task_tactic(&dir, &stub);
+    let running = serve(&[("tasks", &tasks)]).await;
+    stub.push(starts(&[("outsider", "Judge B.")]));
+    // The child's answer would come long after the test ends: it is running until cancelled.
+    stub.push(
+        StubReply::text("late")
+            .for_message("Judge B.")
+            .delay(Duration::from_secs(50)),
+    );
+    let id = start_task_run(&running.base).await;
+    let started = Instant::now();
+    let child_asked = || {
+        stub.requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("Judge B."))
+    };
+    while !child_asked() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the child never asked"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let run = get(&format!("{}/v1/runs/{id}", running.base), &[])
+        .await
+        .json();
+    assert_eq!(run["tasks"], json!({"started": 1, "running": 1}), "{run}");
+    let log = dialogs_of(&running.base, &id).await;
+    assert_eq!(log["tasks"][0]["status"], "running", "{log}");
+    assert_eq!(log["tasks"][0]["agent"], "scout");
+    let cancel = post(&format!("{}/v1/runs/{id}/cancel", running.base), &[], "{}").await;
+    assert_eq!(cancel.status, 200, "{}", cancel.text);
+    wait_status(&running.base, &id, "cancelled").await;
+    let started = Instant::now();
+    loop {
+        let log = dialogs_of(&running.base, &id).await;
+        if log["tasks"][0]["status"] == "cancelled" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never cancelled: {log}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -16,6 +16,7 @@ mod fuzz_response;
 mod hostile_server;
 mod journal_api;
 mod mcp_api;
+mod mcp_tasks;
 mod priority_auto;
 mod queue;
 mod replay_agentic;

@@ -15,7 +15,7 @@ use lllm_runtime::{Agent, InferenceHints, Message, Profile};
 use serde_json::json;
 
 #[allow(clippy::print_stderr)]
-fn python(test: &str) -> Option<String> {
+pub(super) fn python(test: &str) -> Option<String> {
     match std::env::var("LLLM_MCP_PYTHON") {
         Ok(python) if !python.is_empty() => Some(python),
         _ if std::env::var("LLLM_REQUIRE_MCP").as_deref() == Ok("1") => {

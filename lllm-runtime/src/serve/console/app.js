@@ -29,6 +29,14 @@ const status = (s) => el("span", { class: `status ${s}`, "data-status": s }, s.r
 const calls = (n) => `${number(n)} ${n === 1 ? "call" : "calls"}`;
 const runLink = (id) => `#/runs/${encodeURIComponent(id)}`;
 
+// "3 tasks, 1 running": a run's background subagents, as the run list shows them.
+function taskCount(tasks) {
+  if (!tasks || !tasks.started) return null;
+  const started = `${number(tasks.started)} ${tasks.started === 1 ? "task" : "tasks"}`;
+  return el("span", { class: "tasks muted", "data-tasks": tasks.running },
+    tasks.running ? `${started}, ${number(tasks.running)} running` : started);
+}
+
 // A date the server sent, as text; a bad one (a hand-edited record) is shown as it is.
 function when(created) {
   const date = new Date(Number(created) * 1000);
@@ -89,7 +97,7 @@ function showList() {
         el("td", {}, el("a", { href: runLink(run.id), class: "mono" }, run.id)),
         el("td", {}, run.model),
         el("td", { class: "muted" }, run.source || "runs"),
-        el("td", {}, status(run.status)),
+        el("td", {}, status(run.status), taskCount(run.tasks)),
         el("td", { title: when(run.created_at) }, age(run.created_at)),
         el("td", { class: "mono" }, run.session_id),
         el("td", { class: "num" }, number(usage.calls)),
@@ -157,6 +165,7 @@ function drawRun(run, log, reload) {
         `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)}) over ${calls(usage.calls)}`)),
   ];
   if (run.pending && run.pending.length) parts.push(pendingCalls(run, reload));
+  if (run.question) parts.push(question(run, reload));
   if (run.output !== undefined) parts.push(el("h2", {}, "Answer"), el("div", { class: "answer", id: "answer" }, run.output));
   if (run.error) parts.push(el("h2", {}, "Error"), el("div", { class: "answer error", id: "error" }, run.error.message));
   if (run.status === "running" || run.status === "queued" || run.status === "requires_action") {
@@ -167,7 +176,9 @@ function drawRun(run, log, reload) {
     parts.push(el("p", { class: "muted", id: "restored" },
       "This run began before the server last started: its earlier requests are in its journal, not shown here."));
   }
-  parts.push(dialogTree(log.dialogs));
+  const tasks = log.tasks || [];
+  parts.push(dialogTree(log.dialogs, tasks));
+  if (tasks.length) parts.push(el("h2", {}, "Tasks"), taskTable(tasks));
   parts.push(el("h2", {}, "Tool calls"), toolCalls(log.tool_calls));
   main.replaceChildren(...parts);
 }
@@ -181,6 +192,62 @@ function pendingCalls(run, reload) {
       el("button", { class: "approve", onclick: (e) => decide(e, run.id, "approve", call.id, reload) }, "Approve"),
       el("button", { class: "reject", onclick: (e) => decide(e, run.id, "reject", call.id, reload) }, "Reject"))));
   return el("section", { id: "pending" }, el("h2", {}, "Waiting for your decision"), ...cards);
+}
+
+// A server's question (MCP elicitation): its message, then a field per property of the requested
+// schema, or the URL as text (never opened by the console). The server's words are text nodes.
+function question(run, reload) {
+  const q = run.question;
+  const schema = q.requested_schema || {};
+  const required = new Set(schema.required || []);
+  const fields = Object.entries(schema.properties || {}).map(([name, p]) => field(name, p, required.has(name)));
+  const send = () => {
+    const content = {};
+    for (const { name, read } of fields) {
+      const value = read();
+      if (value !== undefined) content[name] = value;
+    }
+    for (const button of document.querySelectorAll("#question button")) button.disabled = true;
+    act(run.id, "approval", { decision: "approve", content: q.url ? undefined : content }, reload);
+  };
+  const decline = () => act(run.id, "approval", { decision: "reject" }, reload);
+  return el("section", { id: "question" }, el("h2", {}, "A question for you"),
+    el("div", {}, el("strong", {}, q.source || "A server"), " asks for ", el("strong", {}, q.agent || "an agent")),
+    el("pre", { class: "arguments" }, q.message),
+    q.url ? el("p", {}, "Open this address yourself: ", el("code", { id: "question-url" }, q.url)) : null,
+    ...fields.map((f) => f.row),
+    el("div", { class: "actions" },
+      el("button", { class: "approve", id: "question-send", onclick: send }, q.url ? "Done" : "Send"),
+      el("button", { class: "reject", id: "question-decline", onclick: decline }, "Decline")));
+}
+
+// One form field: its row, and how its value is read (undefined: left out).
+function field(name, p, required) {
+  const choices = p.enum || (p.oneOf || p.anyOf || []).map((c) => c.const);
+  const items = p.items || {};
+  const many = p.type === "array";
+  const options = many ? (items.enum || (items.anyOf || items.oneOf || []).map((c) => c.const)) : choices;
+  const labels = many ? (items.anyOf || items.oneOf || []).map((c) => c.title) : (p.enumNames || (p.oneOf || []).map((c) => c.title));
+  let input;
+  if (p.type === "boolean") input = el("input", { type: "checkbox", name, checked: p.default === true });
+  else if (options && options.length) {
+    input = el("select", { name, multiple: many, required },
+      many || required ? null : el("option", { value: "" }, ""),
+      ...options.map((v, i) => el("option", { value: v, selected: many ? (p.default || []).includes(v) : p.default === v }, (labels && labels[i]) || v)));
+  } else {
+    input = el("input", { type: p.type === "number" || p.type === "integer" ? "number" : "text", name,
+      step: p.type === "integer" ? "1" : "any", value: p.default === undefined ? "" : p.default });
+  }
+  const read = () => {
+    if (p.type === "boolean") return input.checked;
+    if (many) return [...input.selectedOptions].map((o) => o.value);
+    if (input.value === "") return undefined;
+    return p.type === "number" || p.type === "integer" ? Number(input.value) : input.value;
+  };
+  const label = `${p.title || name}${required ? " *" : ""}`;
+  const row = el("label", { class: "field", "data-field": name }, el("span", {}, label), " ", input,
+    p.description ? el("span", { class: "muted" }, ` ${p.description}`) : null);
+  return { name, read, row };
 }
 
 async function decide(event, runId, decision, callId, reload) {
@@ -201,14 +268,18 @@ async function act(runId, action, body, reload) {
   reload();
 }
 
-function dialogTree(dialogs) {
+function dialogTree(dialogs, tasks) {
   if (!dialogs.length) return el("p", { class: "muted" }, "No model call yet.");
   // A dialog hangs under its parent when the parent is shown (and is not itself); each is drawn once.
+  // A task's dialog hangs under the dialog that started it, an isolated one too (its requests name
+  // no parent; the run knows who started it).
   const known = new Set(dialogs.map((d) => d.id));
+  const taskOf = new Map(tasks.map((t) => [t.dialog, t]));
   const roots = [];
   const children = new Map();
   for (const dialog of dialogs) {
-    const parent = dialog.parent;
+    const task = taskOf.get(dialog.id);
+    const parent = dialog.parent || (task && task.parent_dialog);
     if (parent && parent !== dialog.id && known.has(parent)) {
       if (!children.has(parent)) children.set(parent, []);
       children.get(parent).push(dialog);
@@ -219,7 +290,7 @@ function dialogTree(dialogs) {
   const drawn = new Set();
   const branch = (list) => el("ul", { class: "tree" }, list.filter((d) => !drawn.has(d)).map((dialog) => {
     drawn.add(dialog);
-    return el("li", {}, dialogCard(dialog), branch(children.get(dialog.id) || []));
+    return el("li", {}, dialogCard(dialog, taskOf.get(dialog.id)), branch(children.get(dialog.id) || []));
   }));
   const tree = branch(roots);
   // Dialogs in a loop of parents (no root) are shown at the top level too.
@@ -227,7 +298,13 @@ function dialogTree(dialogs) {
   return el("div", { id: "dialogs" }, tree, lost.length ? branch(lost) : null);
 }
 
-function dialogCard(dialog) {
+// What a task is, in words: "task t1: researcher, answered by scout, fork, in the background".
+function taskWords(task) {
+  const by = task.agent === task.parent_agent ? "" : `, answered by ${task.agent}`;
+  return `${task.subagent}${by}, ${task.mode}, ${task.background ? "in the background" : "answered at once"}`;
+}
+
+function dialogCard(dialog, task) {
   const usage = dialog.usage || {};
   const rows = dialog.calls.map((call) => el("tr", {},
     el("td", { class: "num" }, number(call.prompt_tokens)),
@@ -245,6 +322,8 @@ function dialogCard(dialog) {
       el("span", { class: "title" }, `${dialog.agent} / ${dialog.alias || "?"}`),
       el("span", { class: "session mono", title: "the session id its requests carried" }, dialog.session_id || "–"),
       dialog.parent ? el("span", { class: "muted" }, ` forked from ${dialog.parent_session_id || dialog.parent}`) : null),
+    task ? el("div", { class: "task", "data-task": task.id },
+      `task ${task.id}: ${taskWords(task)} `, status(task.status)) : null,
     el("div", { class: "muted" },
       `${calls(usage.calls)} · ${number(usage.prompt_tokens)} in · ${number(usage.completion_tokens)} out · ` +
       `${number(usage.cached_tokens)} cached (${share(usage.cached_tokens, usage.prompt_tokens)})`),
@@ -255,6 +334,23 @@ function dialogCard(dialog) {
         el("th", { class: "num" }, "Queue wait"), el("th", { class: "num" }, "Took"), el("th", {}, "Endpoint"),
         el("th", { class: "num" }, "Window"))),
       el("tbody", {}, rows)));
+}
+
+// The run's tasks in the order they started, each with who started it and where it is; a task
+// whose dialog has no answered call yet is listed here only.
+function taskTable(tasks) {
+  return el("table", { id: "tasks" },
+    el("thead", {}, el("tr", {},
+      el("th", {}, "Task"), el("th", {}, "Subagent"), el("th", {}, "Answered by"), el("th", {}, "Started by"),
+      el("th", {}, "Mode"), el("th", {}, "Background"), el("th", {}, "Status"))),
+    el("tbody", {}, tasks.map((task) => el("tr", { "data-task": task.id },
+      el("td", { class: "mono" }, task.id),
+      el("td", {}, task.subagent),
+      el("td", {}, task.agent),
+      el("td", {}, task.parent_agent),
+      el("td", {}, task.mode),
+      el("td", {}, task.background ? "yes" : "no"),
+      el("td", {}, status(task.status))))));
 }
 
 // Arguments are JSON text (as OpenAI's tool calls carry them): shown indented when they parse.

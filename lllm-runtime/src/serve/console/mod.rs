@@ -1,5 +1,6 @@
 //! The console: a page that lists the server's runs and shows each one (its dialog tree, each
-//! request's session, priority, tokens and cache, its tool calls) and answers its confirmations.
+//! request's session, priority, tokens and cache, its tasks, its tool calls) and answers its
+//! confirmations.
 //! Three static files compiled into the binary; the page reads `GET /v1/runs` (streamed),
 //! `GET /v1/runs/{id}`, `GET /v1/runs/{id}/dialogs` and posts approvals, as any client would.
 //!
