@@ -1,5 +1,6 @@
 //! Connecting to a server and listing its tools, within the startup timeout.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use rmcp::model::{PaginatedRequestParams, Tool as McpToolInfo};
@@ -9,6 +10,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::RoleClient;
 
+use super::auth::HttpAuth;
 use super::child::ServerProcess;
 use super::client::Client;
 use super::lines::{BoundedLines, MAX_MESSAGE_BYTES, OVERSIZED};
@@ -79,41 +81,7 @@ pub(crate) async fn connect(
                     answered: answered_handshake(&e),
                 })?
         }
-        Transport::Http { url, headers, auth } => {
-            let failed = |problem: String| Failed {
-                problem,
-                process: None,
-                answered: false,
-            };
-            let http = crate::tls::http_client()
-                .connect_timeout(CONNECT_TIMEOUT)
-                .build()
-                .map_err(|e| failed(format!("cannot build the HTTP client: {e}")))?;
-            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            config.custom_headers = headers.clone();
-            config.max_json_response_size = MAX_MESSAGE_BYTES;
-            config.max_sse_event_size = MAX_MESSAGE_BYTES;
-            let served = match &auth.auth {
-                None => {
-                    let transport = StreamableHttpClientTransport::with_client(http, config);
-                    super::handshake::handshake(client, transport).await
-                }
-                Some(settings) => {
-                    let authorized = super::auth::authorized(url, auth, settings, http)
-                        .await
-                        .map_err(failed)?;
-                    let transport = StreamableHttpClientTransport::with_client(authorized, config);
-                    super::handshake::handshake(client, transport).await
-                }
-            };
-            served.map_err(|e| {
-                failed(format!(
-                    "the MCP handshake failed: {}{}",
-                    super::auth::handshake_problem(&e, auth),
-                    super::handshake::era_hint(&e, discover)
-                ))
-            })?
-        }
+        Transport::Http { url, headers, auth } => http_session(url, headers, auth, client).await?,
     };
     let tools = list_tools(session.peer())
         .await
@@ -126,6 +94,50 @@ pub(crate) async fn connect(
         session,
         process: process_slot.take(),
         tools,
+    })
+}
+
+/// Opens a streamable HTTP session and shakes hands, sending the stored OAuth tokens when the
+/// server has `auth:`.
+async fn http_session(
+    url: &str,
+    headers: &HashMap<http::HeaderName, http::HeaderValue>,
+    auth: &HttpAuth,
+    client: Client,
+) -> Result<Session, Failed> {
+    let discover = client.discover;
+    let failed = |problem: String| Failed {
+        problem,
+        process: None,
+        answered: false,
+    };
+    let http = crate::tls::http_client()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .map_err(|e| failed(format!("cannot build the HTTP client: {e}")))?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    config.custom_headers = headers.clone();
+    config.max_json_response_size = MAX_MESSAGE_BYTES;
+    config.max_sse_event_size = MAX_MESSAGE_BYTES;
+    let served = match &auth.auth {
+        None => {
+            let transport = StreamableHttpClientTransport::with_client(http, config);
+            super::handshake::handshake(client, transport).await
+        }
+        Some(settings) => {
+            let authorized = super::auth::authorized(url, auth, settings, http)
+                .await
+                .map_err(failed)?;
+            let transport = StreamableHttpClientTransport::with_client(authorized, config);
+            super::handshake::handshake(client, transport).await
+        }
+    };
+    served.map_err(|e| {
+        failed(format!(
+            "the MCP handshake failed: {}{}",
+            super::auth::handshake_problem(&e, auth),
+            super::handshake::era_hint(&e, discover)
+        ))
     })
 }
 
