@@ -3,7 +3,8 @@
 #  - memory: 1,000 background `fork` subagents of a 200-message dialog started in one process
 #    (through Agent::spawn, what task_start does), every child running with its request held in
 #    flight when the resident set is read; then as many deep copies of the history, what a framework
-#    that copies a history into each child holds. RSS per fork against the dialog's size and a copy's.
+#    that copies a history into each child holds. RSS per fork against the dialog's size and a copy's,
+#    and against a fork in Python lllm 0.2.1 (scripts/bench/python_lllm_forks.py, installed here).
 #  - makespan on NVIDIA Dynamo (scripts/servers/dynamo.sh, started here on DYNAMO_PORT, default
 #    18000, with the mocker at --speedup-ratio ${SUBAGENTS_SPEEDUP:-1} so that a researcher's 256 tokens
 #    take a measurable time): a lead with a 6,800-token prefix starts four fork researchers in the
@@ -24,6 +25,17 @@ cargo build --release --quiet -p lllm-bench --bin subagent_forks --bin subagent_
 work=$(mktemp -d)
 trap 'scripts/servers/dynamo.sh down; rm -rf "$work"' EXIT
 "$bin"/subagent_forks "${1:-1000}" "${2:-200}" >"$work/forks.json"
+# Python lllm's fork of the same dialog (it deep-copies the messages), into the same figures.
+VENV=$LLLM_CACHE_DIR/pylllm/venv
+if ! "$VENV/bin/python" -c 'import lllm.runtimes.native.core.agent' 2>/dev/null; then
+  say "installing Python lllm 0.2.1 with its native runtime into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q 'lllm-core[native]==0.2.1'
+fi
+LITELLM_LOCAL_MODEL_COST_MAP=True "$VENV/bin/python" scripts/bench/python_lllm_forks.py \
+  "${1:-1000}" "${2:-200}" >"$work/python.json"
+python3 -c 'import json, sys; f = json.load(open(sys.argv[1])); f["python"] = json.load(open(sys.argv[2])); json.dump(f, open(sys.argv[1], "w"))' \
+  "$work/forks.json" "$work/python.json"
 mock="--speedup-ratio ${SUBAGENTS_SPEEDUP:-1}"
 say "starting Dynamo (mocker $mock)"
 url=$(MOCK_ARGS="$mock" FRONT_ARGS="--router-session-affinity-ttl-secs 300" scripts/servers/dynamo.sh up)

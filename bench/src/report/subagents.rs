@@ -17,6 +17,17 @@ pub struct Memory {
     history_bytes: u64,
     per_fork_bytes: f64,
     per_copy_bytes: f64,
+    /// A fork in Python lllm (`scripts/bench/python_lllm_forks.py`), when it was measured.
+    #[serde(default)]
+    python: Option<PythonFork>,
+}
+
+/// What `scripts/bench/python_lllm_forks.py` prints: Python lllm's `Agent.fork`, which
+/// deep-copies the messages.
+#[derive(Debug, Deserialize)]
+struct PythonFork {
+    version: String,
+    per_fork_bytes: f64,
 }
 
 /// What `subagent_makespan` prints.
@@ -71,7 +82,19 @@ fn memory_table(memory: &Memory) -> String {
             "{:.2}",
             memory.per_fork_bytes / memory.per_copy_bytes.max(1.0)
         ),
+        match &memory.python {
+            Some(python) => format!(
+                "{} ({:.0}× lllm's)",
+                kib(python.per_fork_bytes),
+                python.per_fork_bytes / memory.per_fork_bytes.max(1.0)
+            ),
+            None => "not measured".to_owned(),
+        },
     ]];
+    let python = match &memory.python {
+        Some(python) => format!("Python lllm {} per fork", python.version),
+        None => "Python lllm per fork".to_owned(),
+    };
     table(
         &[
             "forks running",
@@ -79,6 +102,7 @@ fn memory_table(memory: &Memory) -> String {
             "RSS per fork",
             "RSS per deep copy",
             "fork / copy",
+            &python,
         ],
         &memory_rows,
     )
@@ -146,7 +170,10 @@ pub fn section(memory: &Memory, makespan: &Makespan, mock: &str) -> Section {
              (`Agent::spawn`, what `task_start` does), every child running with its request held \
              in flight when the resident set is read; then as many deep copies of the dialog's \
              messages, what a framework that copies the history into each child holds. A fork \
-             shares its parent's messages: it costs its own dialog, its task and its request.\n\n\
+             shares its parent's messages: it costs its own dialog, its task and its request. Python \
+             lllm's `Agent.fork` (`scripts/bench/python_lllm_forks.py`, the same 200 messages, \
+             forks made and held, no request in flight) deep-copies the messages into each \
+             child.\n\n\
              {memory_table}\n\n\
              **Makespan on NVIDIA Dynamo 1.6.1** (KV router, two mocker workers, `{mock}`): a lead \
              whose first request holds {} prompt tokens (a system prompt and sources) starts {} \
@@ -175,7 +202,8 @@ mod tests {
     fn the_tables_are_as_benchmarks_md_writes_them() {
         let memory: Memory = serde_json::from_str(
             r#"{"forks": 1000, "messages": 200, "history_bytes": 100966, "rss_before_bytes": 1,
-                "per_fork_bytes": 24985.6, "per_copy_bytes": 136294.4}"#,
+                "per_fork_bytes": 24985.6, "per_copy_bytes": 136294.4,
+                "python": {"version": "0.2.1", "per_fork_bytes": 369471.5}}"#,
         )
         .expect("memory");
         let makespan: Makespan = serde_json::from_str(
@@ -190,7 +218,7 @@ mod tests {
         .expect("makespan");
         let body = section(&memory, &makespan, "--speedup-ratio 1").body;
         assert!(
-            body.contains("| 1,000 | 200 messages, 98.6 KiB | **24.4 KiB** | 133.1 KiB | 0.18 |"),
+            body.contains("| 1,000 | 200 messages, 98.6 KiB | **24.4 KiB** | 133.1 KiB | 0.18 | 360.8 KiB (15× lllm's) |"),
             "{body}"
         );
         assert!(body.contains("done in 3.03× less time"), "{body}");
