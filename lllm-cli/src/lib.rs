@@ -104,6 +104,9 @@ fn colour_on_stderr() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
 
+/// rmcp's OAuth module, held at info: at debug it logs the authorization code.
+const OAUTH_LOG: &str = "rmcp::transport::auth=info";
+
 /// What is logged without `LLLM_LOG`: warnings, nothing of the MCP SDK.
 const DEFAULT_LOG: &str = "warn,rmcp=off";
 
@@ -127,7 +130,10 @@ fn init_logging() -> Option<otel::Export> {
         Some(_) => log
             .with_filter(
                 tracing_subscriber::EnvFilter::try_from_env("LLLM_LOG")
-                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG)),
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG))
+                    // rmcp's OAuth logs the authorization code at debug: never below info there,
+                    // whatever LLLM_LOG asks.
+                    .add_directive(OAUTH_LOG.parse().expect("a constant directive")),
             )
             .boxed(),
         None => log

@@ -62,7 +62,9 @@ fn chosen<'a>(
     Ok(vec![server])
 }
 
+/// Through the redaction of the tactic's secrets, like every other line on stderr (the URL
+/// printed holds the server's address, which may carry a key).
 #[allow(clippy::print_stderr)]
 fn say(text: &str) {
-    eprintln!("lllm: {text}");
+    eprintln!("lllm: {}", crate::redact::redact(text));
 }

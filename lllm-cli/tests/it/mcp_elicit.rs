@@ -199,12 +199,24 @@ async fn a_question_is_answered_by_the_serve_callers_approval_with_content() {
         question["requested_schema"]["properties"]["integer"]["maximum"],
         100
     );
-    let approve = |content: Value| {
+    let asked = question["id"].as_str().expect("question id").to_owned();
+    let approve = |question: &str, content: Value| {
         http.post(format!("{}/v1/runs/{id}/approval", serving.base))
-            .body(json!({"decision": "approve", "content": content}).to_string())
+            .body(
+                json!({"decision": "approve", "question": question, "content": content})
+                    .to_string(),
+            )
             .send()
     };
-    let refused = approve(json!({"name": "Ann", "integer": 500}))
+    // An answer meant for another question answers nothing.
+    let stale = approve("q999", json!({"name": "Eve"})).await.expect("sent");
+    assert_eq!(stale.status(), 409);
+    let error: Value = stale.json().await.expect("JSON");
+    assert_eq!(
+        error["error"]["message"],
+        format!("`question`: `q999` does not wait any more; the run now asks `{asked}`")
+    );
+    let refused = approve(&asked, json!({"name": "Ann", "integer": 500}))
         .await
         .expect("sent");
     assert_eq!(refused.status(), 400);
@@ -213,7 +225,7 @@ async fn a_question_is_answered_by_the_serve_callers_approval_with_content() {
         error["error"]["message"],
         "`content.integer`: must be at most 100"
     );
-    let taken = approve(json!({"name": "Ann", "integer": 9}))
+    let taken = approve(&asked, json!({"name": "Ann", "integer": 9}))
         .await
         .expect("sent");
     assert_eq!(taken.status(), 200);
@@ -225,7 +237,7 @@ async fn a_question_is_answered_by_the_serve_callers_approval_with_content() {
         result.contains("- Name: Ann") && result.contains("- Favorite Integer: 9"),
         "{result}"
     );
-    let late = approve(json!({"name": "Ann"})).await.expect("sent");
+    let late = approve(&asked, json!({"name": "Ann"})).await.expect("sent");
     assert_eq!(late.status(), 409, "no question waits any more");
 }
 

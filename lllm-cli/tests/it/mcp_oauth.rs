@@ -555,12 +555,15 @@ async fn a_redirect_with_another_state_is_refused() {
             "    auth: {token_file: t.json}",
         ),
     );
-    let done = tokio::task::spawn_blocking(move || login(&[arg(&file)], None))
+    // The redirect of another state is refused and the login waits on for its own, until
+    // --wait says it came too late.
+    let done = tokio::task::spawn_blocking(move || login(&[arg(&file), "--wait", "3"], None))
         .await
         .expect("login");
     assert_eq!(done.code, Some(1), "{}", done.stderr);
     assert!(
-        done.stderr.contains("the redirect carried another `state`"),
+        done.stderr
+            .contains("no redirect came back within 3 s (1 redirect(s) carrying another `state`"),
         "{}",
         done.stderr
     );

@@ -35,11 +35,7 @@ impl McpServer {
                 return Ok(Err(fail(format!(
                     "has no prompt `{}`; its prompts are: {}",
                     excerpt(&printable(&source.prompt)),
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
+                    known_names(&known)
                 ))));
             }
             let arguments = source
@@ -124,6 +120,26 @@ fn literal_template(text: &str) -> String {
     let body = text.replace("{%", "{% endraw %}{{ \"{%\" }}{% raw %}");
     format!("{{% raw %}}{body}{{% endraw %}}")
 }
+
+/// Names a server listed, as an error shows them: each made printable and short, at most
+/// [`NAMES_SHOWN`] (a hostile server's listing must not flood the terminal).
+fn known_names(known: &[String]) -> String {
+    if known.is_empty() {
+        return "none".to_owned();
+    }
+    let mut shown: Vec<String> = known
+        .iter()
+        .take(NAMES_SHOWN)
+        .map(|n| excerpt(&printable(n)))
+        .collect();
+    if known.len() > NAMES_SHOWN {
+        shown.push(format!("and {} more", known.len() - NAMES_SHOWN));
+    }
+    shown.join(", ")
+}
+
+/// Most prompt names an error lists.
+const NAMES_SHOWN: usize = 50;
 
 #[cfg(test)]
 mod tests {

@@ -168,13 +168,18 @@ impl<'a> Running<'a> {
         tool: &str,
     ) -> Result<CallToolResult, ServiceError> {
         let mut seen: Option<(String, Option<String>)> = None;
+        // A server changing its message at every poll must not flood the run's events.
+        let mut reported = 0;
         loop {
             let task = send(self.peer, "tasks/get", json!({ "taskId": self.id })).await?;
             let status = task["status"].as_str().unwrap_or("working").to_owned();
             let message = task["statusMessage"].as_str().map(str::to_owned);
             let now = Some((status.clone(), message.clone()));
             if now != seen {
-                context.progress(ToolProgress::new(tool, &status, message.as_deref()));
+                if reported < super::serve_asks::MAX_PROGRESS_PER_CALL {
+                    reported += 1;
+                    context.progress(ToolProgress::new(tool, &status, message.as_deref()));
+                }
                 seen = now;
             }
             match status.as_str() {

@@ -36,6 +36,10 @@ struct Approval {
     /// The answer to the run's question (its form's fields).
     #[serde(default)]
     content: Option<Value>,
+    /// The id of the question answered (`question.id` of the run), so that an answer meant for
+    /// one question (or for the calls) never answers another that came since.
+    #[serde(default)]
+    question: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -120,6 +124,12 @@ pub(crate) async fn approve(
     if let Some(answered) = answer_question(&state, &record, &approval)? {
         return Ok(answered);
     }
+    if let Some(question) = &approval.question {
+        return Err(conflict(format!(
+            "`question`: `{}` does not wait any more: the run asks no question now",
+            super::shorten(question)
+        )));
+    }
     if approval.content.is_some() {
         return Err(conflict(
             "the run asks no question: `content` answers one".into(),
@@ -169,8 +179,16 @@ fn answer_question(
     record: &RunRecord,
     approval: &Approval,
 ) -> Result<Option<Json<Value>>, ApiError> {
-    if record.log.questions.shown().is_none() {
+    let Some(shown) = record.log.questions.shown() else {
         return Ok(None);
+    };
+    let waiting = shown["id"].as_str().unwrap_or_default();
+    if let Some(question) = approval.question.as_deref().filter(|q| *q != waiting) {
+        return Err(ApiError::conflict(format!(
+            "`question`: `{}` does not wait any more; the run now asks `{waiting}`",
+            super::shorten(question)
+        ))
+        .with_run(view(state, record).0));
     }
     if approval.calls.is_some() {
         return Err(ApiError::invalid(

@@ -44,18 +44,24 @@ pub(crate) enum NotTaken {
     Invalid(String),
 }
 
-/// Takes the waiting question off when its asker stops waiting (answered, timed out, cancelled).
+/// Takes the waiting question off when its asker stops waiting (answered, timed out, cancelled),
+/// and tells watchers: a question withdrawn without an answer (the asker dropped) changes the
+/// run's view too.
 struct Asked<'a> {
     questions: &'a Questions,
     id: u64,
+    changed: &'a (dyn Fn() + Sync),
 }
 
 impl Drop for Asked<'_> {
     fn drop(&mut self) {
-        let mut waiting = self.questions.lock();
-        if waiting.as_ref().is_some_and(|w| w.id == self.id) {
-            *waiting = None;
+        {
+            let mut waiting = self.questions.lock();
+            if waiting.as_ref().is_some_and(|w| w.id == self.id) {
+                *waiting = None;
+            }
         }
+        (self.changed)();
     }
 }
 
@@ -97,11 +103,11 @@ impl Questions {
         let asked = Asked {
             questions: self,
             id,
+            changed,
         };
         changed();
         let answer = answer.await.unwrap_or(Elicited::Cancel);
         drop(asked);
-        changed();
         answer
     }
 
@@ -186,5 +192,38 @@ mod tests {
         let content = json!({"n": 3}).as_object().cloned().expect("map");
         assert_eq!(answer, Elicited::Accept(content));
         assert!(questions.shown().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_question_withdrawn_without_an_answer_tells_the_watchers() {
+        use std::sync::atomic::AtomicUsize;
+        let questions = Arc::new(Questions::default());
+        let changes = Arc::new(AtomicUsize::new(0));
+        let asking = {
+            let (questions, changes) = (questions.clone(), changes.clone());
+            tokio::spawn(async move {
+                let request = ElicitRequest {
+                    agent: "a",
+                    source: "MCP server `s`",
+                    message: "open this",
+                    kind: ElicitKind::Url {
+                        url: "https://example.invalid/",
+                    },
+                };
+                let changed = move || {
+                    changes.fetch_add(1, Ordering::SeqCst);
+                };
+                questions.ask(&request, &changed).await
+            })
+        };
+        while questions.shown().is_none() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(changes.load(Ordering::SeqCst), 1, "shown");
+        // The asker gives up (its call timed out, its run was cancelled).
+        asking.abort();
+        assert!(asking.await.is_err());
+        assert!(questions.shown().is_none());
+        assert_eq!(changes.load(Ordering::SeqCst), 2, "withdrawn");
     }
 }

@@ -66,19 +66,14 @@ pub async fn login(
         wait.as_secs(),
         loopback.redirect_uri
     ));
-    let callback = loopback.callback(wait).await.map_err(fail)?;
+    // Only the redirect carrying the state sent is this login's answer, an error included.
+    let ours = |url: &str| sent_state.is_some() && query(url, "state") == sent_state;
+    let callback = loopback.callback(wait, ours).await.map_err(fail)?;
     if let Some(error) = query(&callback, "error") {
         let detail = query(&callback, "error_description").unwrap_or_default();
         return Err(fail(crate::mcp::excerpt(&crate::mcp::printable(&format!(
             "the authorization server did not grant access: {error} {detail}"
         )))));
-    }
-    if sent_state.is_none() || query(&callback, "state") != sent_state {
-        return Err(fail(
-            "the redirect carried another `state` than the one sent: refused (it is not the \
-             answer to this login)"
-                .into(),
-        ));
     }
     session
         .handle_callback_url(&callback)

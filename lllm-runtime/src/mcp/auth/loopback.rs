@@ -39,7 +39,14 @@ impl Loopback {
     /// as a browser's favicon, get 404). The page it shows says whether to go back to the terminal.
     /// Connections are answered side by side, at most [`MAX_CONNECTIONS`] at once, so that one that
     /// sends nothing holds up no other.
-    pub(crate) async fn callback(&self, wait: Duration) -> Result<String, String> {
+    /// A callback `ours` does not take (another `state`: not the answer to this login, maybe a
+    /// local page probing ports) is answered and ignored, so it cannot end the login.
+    pub(crate) async fn callback(
+        &self,
+        wait: Duration,
+        ours: impl Fn(&str) -> bool,
+    ) -> Result<String, String> {
+        let mut ignored = 0usize;
         let (found, mut callbacks) = tokio::sync::mpsc::channel::<String>(1);
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let base = self.redirect_uri.trim_end_matches(CALLBACK_PATH).to_owned();
@@ -47,7 +54,12 @@ impl Loopback {
         let waited = tokio::time::timeout(wait, async {
             loop {
                 tokio::select! {
-                    Some(url) = callbacks.recv() => return url,
+                    Some(url) = callbacks.recv() => {
+                        if ours(&url) {
+                            return url;
+                        }
+                        ignored += 1;
+                    }
                     accepted = self.listener.accept() => {
                         let (Ok((stream, _)), Ok(slot)) = (accepted, slots.clone().try_acquire_owned()) else {
                             continue;
@@ -66,9 +78,16 @@ impl Loopback {
         .await;
         answering.abort_all();
         waited.map_err(|_| {
+            let others = match ignored {
+                0 => String::new(),
+                n => format!(
+                    " ({n} redirect(s) carrying another `state` than the one sent were refused: \
+                     they are not the answer to this login)"
+                ),
+            };
             format!(
-                "no redirect came back within {} s: open the URL printed above and approve, or \
-                 give more time with --wait",
+                "no redirect came back within {} s{others}: open the URL printed above and \
+                 approve, or give more time with --wait",
                 wait.as_secs()
             )
         })

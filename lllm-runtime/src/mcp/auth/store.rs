@@ -152,6 +152,8 @@ impl TokenFile {
             .create(true)
             .truncate(false)
             .mode(0o600)
+            // A symlink planted where the lock goes must not make lllm create a file elsewhere.
+            .custom_flags(nix::libc::O_NOFOLLOW)
             .open(&path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {

@@ -208,9 +208,9 @@ function question(run, reload) {
       if (value !== undefined) content[name] = value;
     }
     for (const button of document.querySelectorAll("#question button")) button.disabled = true;
-    act(run.id, "approval", { decision: "approve", content: q.url ? undefined : content }, reload);
+    act(run.id, "approval", { decision: "approve", question: q.id, content: q.url ? undefined : content }, reload);
   };
-  const decline = () => act(run.id, "approval", { decision: "reject" }, reload);
+  const decline = () => act(run.id, "approval", { decision: "reject", question: q.id }, reload);
   return el("section", { id: "question" }, el("h2", {}, "A question for you"),
     el("div", {}, el("strong", {}, q.source || "A server"), " asks for ", el("strong", {}, q.agent || "an agent")),
     el("pre", { class: "arguments" }, q.message),
