@@ -342,13 +342,15 @@ mod calls {
         }
     }
 
-    /// Bad answers to calls are error results, the run goes on, and the server still answers.
+    /// Bad answers to calls are error results, the run goes on, and the server still answers. The
+    /// nine calls reach one server at once and its heavy answers come first: `timeout_s` leaves a
+    /// loaded machine room to answer the others (at 1 s they timed out under a parallel build).
     #[tokio::test(flavor = "multi_thread")]
     async fn bad_answers_are_error_results_and_the_run_goes_on() {
         let dir = TempDir::new("mcp-answers");
         let (outcome, requests) = run(
             &dir,
-            &server("serve", "timeout_s: 1"),
+            &server("serve", "timeout_s: 5"),
             &[
                 &[
                     ("c1", "t", r#"{"how": "blocks"}"#),
@@ -369,7 +371,7 @@ mod calls {
         outcome.assert_clean(0, &[]);
         assert!(outcome.stderr.is_empty(), "{}", outcome.stderr);
         let answers = tool_messages(&requests[1]);
-        let timed_out = "error: the tool did not answer within 1 s (timeout_s of MCP server `h`); try a smaller request";
+        let timed_out = "error: the tool did not answer within 5 s (timeout_s of MCP server `h`); try a smaller request";
         assert_eq!(
             answers,
             [
@@ -392,7 +394,7 @@ mod calls {
             "the server still answers"
         );
         assert!(
-            outcome.elapsed < Duration::from_secs(10),
+            outcome.elapsed < Duration::from_secs(60),
             "{:?}",
             outcome.elapsed
         );
