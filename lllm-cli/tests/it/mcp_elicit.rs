@@ -25,6 +25,20 @@ fn asking_tactic(dir: &TempDir, stub: &StubServer, everything: &str) -> std::pat
     dir.write("t.yaml", tactic(&stub.base_url(), &servers, "[every]", ""))
 }
 
+/// Starts a run of model `t` on `serving` with the input "go"; its id.
+async fn start_run(serving: &Serving) -> String {
+    let run: Value = reqwest::Client::new()
+        .post(format!("{}/v1/runs", serving.base))
+        .body(json!({"model": "t", "input": "go"}).to_string())
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    run["id"].as_str().expect("id").to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_is_declined_when_there_is_no_terminal() {
     let Some(s) = servers("elicitation, no terminal") else {
@@ -177,16 +191,7 @@ async fn a_question_is_answered_by_the_serve_callers_approval_with_content() {
     let file = asking_tactic(&dir, &stub, &s.everything);
     let serving = Serving::start(&[arg(&file)], &[]);
     let http = reqwest::Client::new();
-    let run: Value = http
-        .post(format!("{}/v1/runs", serving.base))
-        .body(json!({"model": "t", "input": "go"}).to_string())
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("JSON");
-    let id = run["id"].as_str().expect("id").to_owned();
+    let id = start_run(&serving).await;
     let waiting = wait_for(&serving, &id, |r| r["status"] == "requires_action").await;
     let question = &waiting["question"];
     assert_eq!(
@@ -251,16 +256,7 @@ async fn a_run_waiting_on_a_question_can_be_cancelled() {
     let file = asking_tactic(&dir, &stub, &s.everything);
     let serving = Serving::start(&[arg(&file)], &[]);
     let http = reqwest::Client::new();
-    let run: Value = http
-        .post(format!("{}/v1/runs", serving.base))
-        .body(json!({"model": "t", "input": "go"}).to_string())
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("JSON");
-    let id = run["id"].as_str().expect("id").to_owned();
+    let id = start_run(&serving).await;
     wait_for(&serving, &id, |r| r["status"] == "requires_action").await;
     let cancelled: Value = http
         .post(format!("{}/v1/runs/{id}/cancel", serving.base))
@@ -315,16 +311,7 @@ async fn a_question_is_answered_in_the_console() {
     let dir = TempDir::new("mcp-elicit-console");
     let file = asking_tactic(&dir, &stub, &s.everything);
     let serving = Serving::start(&[arg(&file)], &[]);
-    let run: Value = reqwest::Client::new()
-        .post(format!("{}/v1/runs", serving.base))
-        .body(json!({"model": "t", "input": "go"}).to_string())
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("JSON");
-    let id = run["id"].as_str().expect("id").to_owned();
+    let id = start_run(&serving).await;
     wait_for(&serving, &id, |r| r["status"] == "requires_action").await;
     browser.goto(&format!("{}/#/runs/{id}", serving.base)).await;
     browser
@@ -379,16 +366,7 @@ async fn a_url_question_shows_the_address_and_takes_no_content() {
     let file = dir.write("t.yaml", tactic(&stub.base_url(), &servers, "[every]", ""));
     let serving = Serving::start(&[arg(&file)], &[]);
     let http = reqwest::Client::new();
-    let run: Value = http
-        .post(format!("{}/v1/runs", serving.base))
-        .body(json!({"model": "t", "input": "go"}).to_string())
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("JSON");
-    let id = run["id"].as_str().expect("id").to_owned();
+    let id = start_run(&serving).await;
     let waiting = wait_for(&serving, &id, |r| r["status"] == "requires_action").await;
     assert_eq!(
         waiting["question"]["url"],

@@ -198,6 +198,36 @@ fn mode(path: &Path) -> u32 {
         & 0o777
 }
 
+/// A login against the authorization server started with `flag`, which must fail (exit 1): what it
+/// printed, its folder and the server, for the checks of what was refused.
+async fn refused_login(
+    python: &str,
+    name: &str,
+    flag: &str,
+    extra: &[&'static str],
+) -> (Login, TempDir, OAuthServer) {
+    let dir = TempDir::new(name);
+    let oauth = OAuthServer::start(python, &dir, &[flag]);
+    let file = dir.write(
+        "t.yaml",
+        tactic(
+            "http://127.0.0.1:9/v1",
+            &oauth.url,
+            "    auth: {token_file: t.json}",
+        ),
+    );
+    let extra = extra.to_vec();
+    let done = tokio::task::spawn_blocking(move || {
+        let mut args = vec![arg(&file)];
+        args.extend(extra);
+        login(&args, None)
+    })
+    .await
+    .expect("login");
+    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    (done, dir, oauth)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn login_stores_tokens_owner_only_and_runs_use_and_refresh_them_without_showing_them() {
     let Some(s) = servers("oauth login and run") else {
@@ -382,20 +412,8 @@ async fn metadata_sending_the_flow_to_another_host_is_refused() {
     let Some(s) = servers("oauth foreign endpoint") else {
         return;
     };
-    let dir = TempDir::new("mcp-oauth-foreign");
-    let oauth = OAuthServer::start(&s.python, &dir, &["--foreign-endpoint"]);
-    let file = dir.write(
-        "t.yaml",
-        tactic(
-            "http://127.0.0.1:9/v1",
-            &oauth.url,
-            "    auth: {token_file: t.json}",
-        ),
-    );
-    let done = tokio::task::spawn_blocking(move || login(&[arg(&file)], None))
-        .await
-        .expect("login");
-    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    let (done, dir, oauth) =
+        refused_login(&s.python, "mcp-oauth-foreign", "--foreign-endpoint", &[]).await;
     assert!(
         done.stderr
             .contains("sends its authorization_endpoint to another host (http://127.0.0.2:"),
@@ -412,20 +430,7 @@ async fn a_redirect_naming_another_issuer_is_refused() {
     let Some(s) = servers("oauth wrong issuer") else {
         return;
     };
-    let dir = TempDir::new("mcp-oauth-iss");
-    let oauth = OAuthServer::start(&s.python, &dir, &["--wrong-iss"]);
-    let file = dir.write(
-        "t.yaml",
-        tactic(
-            "http://127.0.0.1:9/v1",
-            &oauth.url,
-            "    auth: {token_file: t.json}",
-        ),
-    );
-    let done = tokio::task::spawn_blocking(move || login(&[arg(&file)], None))
-        .await
-        .expect("login");
-    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    let (done, dir, oauth) = refused_login(&s.python, "mcp-oauth-iss", "--wrong-iss", &[]).await;
     assert!(
         done.stderr
             .contains("refused: Authorization server issuer mismatch"),
@@ -545,22 +550,15 @@ async fn a_redirect_with_another_state_is_refused() {
     let Some(s) = servers("oauth wrong state") else {
         return;
     };
-    let dir = TempDir::new("mcp-oauth-state");
-    let oauth = OAuthServer::start(&s.python, &dir, &["--wrong-state"]);
-    let file = dir.write(
-        "t.yaml",
-        tactic(
-            "http://127.0.0.1:9/v1",
-            &oauth.url,
-            "    auth: {token_file: t.json}",
-        ),
-    );
     // The redirect of another state is refused and the login waits on for its own, until
     // --wait says it came too late.
-    let done = tokio::task::spawn_blocking(move || login(&[arg(&file), "--wait", "3"], None))
-        .await
-        .expect("login");
-    assert_eq!(done.code, Some(1), "{}", done.stderr);
+    let (done, dir, oauth) = refused_login(
+        &s.python,
+        "mcp-oauth-state",
+        "--wrong-state",
+        &["--wait", "3"],
+    )
+    .await;
     assert!(
         done.stderr
             .contains("no redirect came back within 3 s (1 redirect(s) carrying another `state`"),
