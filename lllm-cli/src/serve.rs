@@ -136,10 +136,5 @@ fn is_loopback(address: &SocketAddr) -> bool {
 /// `serve/` under lllm's cache directory (`LLLM_CACHE_DIR`, else `$XDG_CACHE_HOME/lllm`, else
 /// `~/.cache/lllm`).
 fn default_state_dir() -> PathBuf {
-    let cache = std::env::var_os("LLLM_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("lllm")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/lllm")))
-        .unwrap_or_else(|| PathBuf::from(".lllm"));
-    cache.join("serve")
+    lllm_runtime::config::cache_dir().join("serve")
 }

@@ -30,6 +30,7 @@
 //! ```
 
 mod agentic;
+mod cache;
 mod config;
 mod context;
 mod dialog;
@@ -62,6 +63,7 @@ pub use agentic::{
     AgenticHeader, AgenticRow, AgenticSource, Dependency, Relation, Trigger, AGENTIC_SCHEMA,
     AGENTIC_VERSION,
 };
+pub use cache::cache_dir;
 pub use config::waiting_turns;
 pub use config::{evals_schema, load_evals, EvalCase, EvalSuite, MAX_CASES, MAX_TRIALS};
 pub use config::{

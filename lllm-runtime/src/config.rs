@@ -8,6 +8,7 @@
 //! Schema.
 #![doc = include_str!("../../docs/tactics.md")]
 
+pub use lllm_core::cache_dir;
 pub use lllm_core::secret;
 pub use lllm_core::EndpointArgs;
 pub use lllm_core::{

@@ -57,18 +57,9 @@ pub fn token_file(url: &str, auth: &McpAuth) -> PathBuf {
         .collect();
     let hash = sha2::Sha256::digest(url.as_bytes());
     let hash: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
-    cache_dir()
+    lllm_core::cache_dir()
         .join("mcp-auth")
         .join(format!("{host}-{hash}.json"))
-}
-
-/// lllm's cache directory.
-fn cache_dir() -> PathBuf {
-    std::env::var_os("LLLM_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("lllm")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/lllm")))
-        .unwrap_or_else(|| PathBuf::from(".lllm"))
 }
 
 /// Discovery, checked, with the token file as the manager's store. Says whether the authorization
